@@ -1,0 +1,151 @@
+#include "collectors/cgroup/cgroup_collector.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "collectors/cgroup/cgroup_files.h"
+#include "collectors/common/file_reader.h"
+#include "collectors/sample.h"
+
+namespace memtrimd::cgroup {
+namespace {
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Candidate directories for the target's cgroup, most specific first. On a
+// host the mount root is the hierarchy root and the path from
+// /proc/<pid>/cgroup leads to the target's group. In a container with its
+// own cgroup namespace the mount root already is the target's group, and the
+// path (relative to memtrimd's namespace) may start with "/..": then only
+// the mount root is meaningful.
+std::vector<std::string> CandidateDirs(const std::string& mount, const std::string& path) {
+  std::vector<std::string> dirs;
+  if (!path.empty() && path != "/" && path.find("/..") == std::string::npos) {
+    dirs.push_back(mount + path);
+  }
+  dirs.push_back(mount);
+  return dirs;
+}
+
+// Joins ancestors' limits: the smallest limit between the group and the mount
+// root is the one the kernel enforces.
+std::optional<uint64_t> MinLimit(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+Result<CgroupMemory> ReadV2(const std::string& mount, const std::string& path) {
+  for (const std::string& dir : CandidateDirs(mount, path)) {
+    if (!FileExists(dir + "/memory.current")) continue;
+    CgroupMemory m;
+    m.version = 2;
+    m.path = dir;
+    Result<std::string> current = ReadSmallFile(dir + "/memory.current");
+    if (!current.ok()) return current.status();
+    Result<uint64_t> usage = ParseSingleValue(*current);
+    if (!usage.ok()) return usage.status();
+    m.usage_bytes = *usage;
+    // Walk up to the mount root: a pod-level limit can be lower than the
+    // container's.
+    for (std::string d = dir; d.size() >= mount.size(); d = d.substr(0, d.rfind('/'))) {
+      Result<std::string> max = ReadSmallFile(d + "/memory.max");
+      if (max.ok()) {
+        Result<std::optional<uint64_t>> limit = ParseMemoryMax(*max);
+        if (!limit.ok()) return limit.status();
+        m.limit_bytes = MinLimit(m.limit_bytes, *limit);
+      }
+      if (d == mount) break;
+    }
+    if (m.limit_bytes) m.limit_source = LimitSource::kCgroup;
+    Result<std::string> stat = ReadSmallFile(dir + "/memory.stat");
+    if (!stat.ok()) return stat.status();
+    auto kv = ParseFlatKeyed(*stat);
+    if (!kv.ok()) return Status(kv.status().code(), "memory.stat: " + kv.status().message());
+    if (auto it = kv->find("anon"); it != kv->end()) m.anon_bytes = it->second;
+    if (auto it = kv->find("file"); it != kv->end()) m.file_bytes = it->second;
+    Result<std::string> events = ReadSmallFile(dir + "/memory.events");
+    if (events.ok()) {
+      auto ev = ParseFlatKeyed(*events);
+      if (!ev.ok()) return Status(ev.status().code(), "memory.events: " + ev.status().message());
+      if (auto it = ev->find("oom_kill"); it != ev->end()) m.oom_kills = it->second;
+    }
+    return m;
+  }
+  return Status(ErrorCode::kNotFound, "no cgroup v2 memory files under " + mount);
+}
+
+Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
+  for (const std::string& dir : CandidateDirs(mount, path)) {
+    if (!FileExists(dir + "/memory.usage_in_bytes")) continue;
+    CgroupMemory m;
+    m.version = 1;
+    m.path = dir;
+    Result<std::string> usage_text = ReadSmallFile(dir + "/memory.usage_in_bytes");
+    if (!usage_text.ok()) return usage_text.status();
+    Result<uint64_t> usage = ParseSingleValue(*usage_text);
+    if (!usage.ok()) return usage.status();
+    m.usage_bytes = *usage;
+    Result<std::string> limit_text = ReadSmallFile(dir + "/memory.limit_in_bytes");
+    if (!limit_text.ok()) return limit_text.status();
+    Result<std::optional<uint64_t>> limit = ParseV1Limit(*limit_text);
+    if (!limit.ok()) return limit.status();
+    m.limit_bytes = *limit;
+    Result<std::string> stat = ReadSmallFile(dir + "/memory.stat");
+    if (!stat.ok()) return stat.status();
+    auto kv = ParseFlatKeyed(*stat);
+    if (!kv.ok()) return Status(kv.status().code(), "memory.stat: " + kv.status().message());
+    // hierarchical_memory_limit already folds in the ancestors' limits.
+    if (auto it = kv->find("hierarchical_memory_limit"); it != kv->end() && it->second < (1ull << 62)) {
+      m.limit_bytes = MinLimit(m.limit_bytes, it->second);
+    }
+    if (m.limit_bytes) m.limit_source = LimitSource::kCgroup;
+    if (auto it = kv->find("total_rss"); it != kv->end()) m.anon_bytes = it->second;
+    if (auto it = kv->find("total_cache"); it != kv->end()) m.file_bytes = it->second;
+    Result<std::string> oom = ReadSmallFile(dir + "/memory.oom_control");
+    if (oom.ok()) {
+      auto ev = ParseFlatKeyed(*oom);
+      if (!ev.ok()) return Status(ev.status().code(), "memory.oom_control: " + ev.status().message());
+      if (auto it = ev->find("oom_kill"); it != ev->end()) m.oom_kills = it->second;
+    }
+    return m;
+  }
+  return Status(ErrorCode::kNotFound, "no cgroup v1 memory files under " + mount);
+}
+
+Result<CgroupMemory> ReadCgroup(const Target& target) {
+  Result<std::string> text = ReadSmallFile(target.proc_dir + "/cgroup");
+  if (!text.ok()) return text.status();
+  Result<ProcCgroup> pc = ParseProcCgroup(*text);
+  if (!pc.ok()) return pc.status();
+  const std::string root = target.proc_dir + "/root/sys/fs/cgroup";
+  // A memory controller bound to v1 wins: on hybrid hosts the v2 tree has no
+  // memory files.
+  if (pc->v1_memory) return ReadV1(root + "/memory", *pc->v1_memory);
+  return ReadV2(root, pc->unified.value_or("/"));
+}
+
+}  // namespace
+
+Status CgroupCollector::Collect(const Target& target, TargetSample& out) {
+  Result<CgroupMemory> m = ReadCgroup(target);
+  if (m.ok()) {
+    out.cgroup = std::move(m).value();
+    return Status::Ok();
+  }
+  if (fallback_limit_) {
+    CgroupMemory fb;
+    fb.limit_bytes = fallback_limit_;
+    fb.limit_source = LimitSource::kFlag;
+    out.cgroup = fb;
+  }
+  return m.status();
+}
+
+}  // namespace memtrimd::cgroup

@@ -1,0 +1,34 @@
+// The process memtrimd watches. A value, not a global: the daemon holds one
+// today and could hold a set (node-agent mode) without changing collectors.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace memtrimd {
+
+// What the target runs on, as far as memtrimd can tell from its mappings.
+enum class Runtime { kUnknown, kGlibc, kJvm, kMusl };
+
+const char* RuntimeName(Runtime r);
+
+struct Target {
+  pid_t pid = 0;
+  // Clock ticks since boot (field 22 of /proc/<pid>/stat). (pid, start_ticks)
+  // is the identity: a restarted process with a recycled pid is a new target.
+  uint64_t start_ticks = 0;
+  pid_t nspid = 0;  // pid inside the target's own pid namespace
+  uid_t uid = 0;    // effective ids
+  gid_t gid = 0;
+  std::string comm;
+  Runtime runtime = Runtime::kUnknown;
+  // Directory of the target's /proc entry ("/proc/<pid>"); tests point it at a
+  // fixture tree.
+  std::string proc_dir;
+
+  bool SameProcess(const Target& o) const { return pid == o.pid && start_ticks == o.start_ticks; }
+};
+
+}  // namespace memtrimd

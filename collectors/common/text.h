@@ -1,0 +1,44 @@
+// Small allocation-free helpers the parsers share.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace memtrimd::text {
+
+inline bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (IsSpace(s.front()) || s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (IsSpace(s.back()) || s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Decimal unsigned integer that must fill all of `s`; nullopt on anything else
+// (empty, sign, overflow, trailing text).
+std::optional<uint64_t> ParseUint(std::string_view s);
+
+// Lower-case hex without prefix, filling all of `s`.
+std::optional<uint64_t> ParseHex(std::string_view s);
+
+// Splits off the next whitespace-separated token from `s` (advancing it).
+std::string_view NextToken(std::string_view& s);
+
+// Calls on_line for each line of `text` (without '\n').
+template <typename F>
+void ForEachLineIn(std::string_view text, F&& on_line) {
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    if (nl == std::string_view::npos) {
+      on_line(text);
+      return;
+    }
+    on_line(text.substr(0, nl));
+    text.remove_prefix(nl + 1);
+  }
+}
+
+}  // namespace memtrimd::text

@@ -1,0 +1,47 @@
+#include "collectors/glibc/glibc_heap_collector.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/glibc/heap_info.h"
+#include "collectors/sample.h"
+
+namespace memtrimd::glibc {
+
+Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
+  auto t0 = std::chrono::steady_clock::now();
+  procfs::SmapsParser parser;
+  parser.Reset(std::move(storage_));
+  Status read = ForEachLine(target.proc_dir + "/smaps", options_.max_smaps_bytes,
+                            [&](std::string_view line) { parser.Feed(line); });
+  Result<std::vector<procfs::Mapping>> mappings = parser.Finish();
+  if (!read.ok()) {
+    if (mappings.ok()) storage_ = std::move(mappings).value();
+    return read;
+  }
+  if (!mappings.ok()) return mappings.status();
+
+  GlibcHeaps g;
+  g.read_at = std::chrono::system_clock::now();
+  g.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g.mappings = mappings->size();
+  for (const procfs::Mapping& m : *mappings) g.smaps_rss_bytes += m.rss;
+  g.main_arena_resident_bytes = MainArenaResident(*mappings);
+  g.heaps = FindArenaHeaps(*mappings, options_.heap_size);
+  if (options_.confirm_with_heap_info) ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size);
+  auto rejected = std::remove_if(g.heaps.begin(), g.heaps.end(),
+                                 [](const ArenaHeap& h) { return h.check == HeapCheck::kRejected; });
+  g.rejected = static_cast<std::size_t>(g.heaps.end() - rejected);
+  g.heaps.erase(rejected, g.heaps.end());
+  for (const ArenaHeap& h : g.heaps) {
+    g.usable_bytes += h.usable_bytes;
+    g.resident_bytes += h.resident_bytes;
+    if (h.check == HeapCheck::kConfirmed) ++g.confirmed;
+  }
+  storage_ = std::move(mappings).value();
+  out.glibc = std::move(g);
+  return Status::Ok();
+}
+
+}  // namespace memtrimd::glibc

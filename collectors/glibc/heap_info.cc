@@ -1,0 +1,52 @@
+#include "collectors/glibc/heap_info.h"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace memtrimd::glibc {
+
+bool HeapInfoConsistent(const HeapInfo& info, const ArenaHeap& heap, uint64_t heap_size) {
+  if (info.size == 0 || info.size > info.mprotect_size || info.mprotect_size > heap_size) {
+    return false;
+  }
+  // glibc grows the rw-p part with mprotect, so its length is mprotect_size.
+  if (info.mprotect_size != heap.usable_bytes) return false;
+  if (info.pagesize == 0 || (info.pagesize & (info.pagesize - 1)) != 0) return false;
+  if (info.prev == 0) {
+    // An arena's first heap holds the arena itself right after heap_info.
+    return info.ar_ptr == heap.start + kHeapInfoSize;
+  }
+  // A later heap points back to an earlier, aligned heap and to an arena
+  // that lives inside some heap.
+  return (info.prev & (heap_size - 1)) == 0 &&
+         ((info.ar_ptr - kHeapInfoSize) & (heap_size - 1)) == 0;
+}
+
+Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address) {
+  uint64_t words[5] = {};
+  struct iovec local = {words, sizeof(words)};
+  struct iovec remote = {reinterpret_cast<void*>(address), sizeof(words)};
+  ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (got < 0) return Status::FromErrno(errno, "process_vm_readv");
+  if (static_cast<std::size_t>(got) != sizeof(words)) {
+    return Status(ErrorCode::kUnavailable, "process_vm_readv: short read");
+  }
+  return HeapInfo{words[0], words[1], words[2], words[3], words[4]};
+}
+
+void ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size) {
+  for (ArenaHeap& h : heaps) {
+    Result<HeapInfo> info = ReadHeapInfo(pid, h.start);
+    if (!info.ok()) {
+      if (info.status().code() == ErrorCode::kPermissionDenied) return;
+      h.check = HeapCheck::kShapeOnly;  // e.g. unmapped since smaps was read
+      continue;
+    }
+    h.check = HeapInfoConsistent(*info, h, heap_size) ? HeapCheck::kConfirmed
+                                                       : HeapCheck::kRejected;
+  }
+}
+
+}  // namespace memtrimd::glibc

@@ -1,0 +1,45 @@
+#include "collectors/procfs/target_reader.h"
+
+#include "collectors/common/file_reader.h"
+#include "collectors/procfs/proc_stat.h"
+#include "collectors/procfs/proc_status.h"
+#include "collectors/procfs/runtime.h"
+
+namespace memtrimd::procfs {
+
+Result<uint64_t> ReadStartTicks(const std::string& proc_dir) {
+  Result<std::string> text = ReadSmallFile(proc_dir + "/stat");
+  if (!text.ok()) return text.status();
+  Result<ProcStat> st = ParseProcStat(*text);
+  if (!st.ok()) return st.status();
+  return st->start_ticks;
+}
+
+Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
+  Target t;
+  t.pid = pid;
+  t.proc_dir = proc_root + "/" + std::to_string(pid);
+  Result<uint64_t> ticks = ReadStartTicks(t.proc_dir);
+  if (!ticks.ok()) return ticks.status();
+  t.start_ticks = *ticks;
+  Result<std::string> status_text = ReadSmallFile(t.proc_dir + "/status");
+  if (!status_text.ok()) return status_text.status();
+  Result<ProcStatus> st = ParseProcStatus(*status_text);
+  if (!st.ok()) return st.status();
+  if (!st->has_memory) return Status(ErrorCode::kNotFound, "pid " + std::to_string(pid) +
+                                                               " is a kernel thread or a zombie");
+  t.comm = st->name;
+  t.nspid = st->nspid;
+  t.uid = st->euid;
+  t.gid = st->egid;
+  Runtime runtime = Runtime::kUnknown;
+  // maps needs the same access as smaps: failing here means memtrimd cannot
+  // watch this process at all, so it is an error, not an unknown runtime.
+  Status maps = ForEachLine(t.proc_dir + "/maps", 256u << 20,
+                            [&](std::string_view line) { runtime = FoldRuntime(runtime, line); });
+  if (!maps.ok()) return maps;
+  t.runtime = runtime;
+  return t;
+}
+
+}  // namespace memtrimd::procfs

@@ -1,0 +1,49 @@
+// One sample of one target: what each collector found, as plain structs.
+// No metric types here; the daemon's exposition maps this to metrics.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/glibc/arena_heap.h"
+#include "collectors/procfs/proc_status.h"
+
+namespace memtrimd {
+
+// From the smaps read: arena heaps and the main arena.
+struct GlibcHeaps {
+  std::vector<glibc::ArenaHeap> heaps;  // rejected candidates already removed
+  uint64_t usable_bytes = 0;            // sum of the heaps' rw-p parts
+  uint64_t resident_bytes = 0;          // sum of their Rss
+  std::size_t confirmed = 0;            // heaps whose heap_info was read and agreed
+  std::size_t rejected = 0;             // shape matched but heap_info disagreed
+  uint64_t main_arena_resident_bytes = 0;
+  uint64_t smaps_rss_bytes = 0;  // Rss summed over all mappings of that read
+  std::size_t mappings = 0;
+  std::chrono::system_clock::time_point read_at{};
+  double read_seconds = 0;  // how long the smaps walk took
+};
+
+enum class LimitSource { kNone, kCgroup, kFlag };
+
+struct CgroupMemory {
+  int version = 0;   // 1 or 2; 0 when only the flag fallback is known
+  std::string path;  // the cgroup directory read, as memtrimd reached it
+  std::optional<uint64_t> limit_bytes;  // absent: no limit
+  LimitSource limit_source = LimitSource::kNone;
+  std::optional<uint64_t> usage_bytes;
+  std::optional<uint64_t> anon_bytes;
+  std::optional<uint64_t> file_bytes;
+  std::optional<uint64_t> oom_kills;
+};
+
+struct TargetSample {
+  std::optional<procfs::ProcStatus> process;
+  std::optional<GlibcHeaps> glibc;
+  std::optional<CgroupMemory> cgroup;
+};
+
+}  // namespace memtrimd

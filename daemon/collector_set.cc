@@ -1,0 +1,72 @@
+#include "daemon/collector_set.h"
+
+#include <unistd.h>
+
+#include "collectors/cgroup/cgroup_collector.h"
+#include "collectors/common/file_reader.h"
+#include "collectors/glibc/glibc_heap_collector.h"
+#include "collectors/procfs/proc_stat.h"
+#include "collectors/procfs/process_collector.h"
+
+namespace memtrimd {
+
+std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& o) {
+  std::vector<CollectorSlot> slots;
+  if (o.process) slots.push_back({std::make_unique<procfs::ProcessCollector>(), {}, {}, {}});
+  if (o.cgroup) {
+    slots.push_back(
+        {std::make_unique<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, {}, {}});
+  }
+  if (o.glibc) {
+    glibc::GlibcHeapOptions g;
+    g.heap_size = o.glibc_heap_size;
+    g.confirm_with_heap_info = o.glibc_confirm_heaps;
+    slots.push_back({std::make_unique<glibc::GlibcHeapCollector>(g), o.smaps_interval, {}, {}});
+  }
+  return slots;
+}
+
+namespace {
+
+// Copies the part a collector owns from one sample to another.
+void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to) {
+  if (name == "process") to.process = from.process;
+  if (name == "glibc") to.glibc = from.glibc;
+  if (name == "cgroup") to.cgroup = from.cgroup;
+}
+
+}  // namespace
+
+void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSnapshot* previous,
+                  TargetSnapshot& out) {
+  auto now = std::chrono::steady_clock::now();
+  for (CollectorSlot& slot : slots) {
+    std::string name(slot.collector->Name());
+    bool due = force || !slot.last_run || slot.interval.count() == 0 ||
+               now - *slot.last_run >= slot.interval;
+    if (!due && previous != nullptr) {
+      CarryPart(name, previous->sample, out.sample);
+      for (const CollectorOutcome& o : previous->collectors) {
+        if (o.name == name) out.collectors.push_back(o);
+      }
+      continue;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = slot.collector->Collect(out.target, out.sample);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    slot.last_run = now;
+    out.collectors.push_back({name, st.ok(), secs, st.ok() ? "" : st.message()});
+  }
+}
+
+double ProcessStartTimeSeconds(uint64_t start_ticks) {
+  static const uint64_t boot_time = [] {
+    Result<std::string> text = ReadSmallFile("/proc/stat", 1u << 20);
+    if (!text.ok()) return uint64_t{0};
+    Result<uint64_t> bt = procfs::ParseBootTime(*text);
+    return bt.ok() ? *bt : uint64_t{0};
+  }();
+  return procfs::StartTimeSeconds(start_ticks, boot_time, ::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,45 @@
+// The collectors the flags switched on, each with how often it runs, and the
+// one routine that samples a target with them (the daemon's ticks and
+// `inspect` both use it).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/common/collector.h"
+#include "daemon/snapshot.h"
+
+namespace memtrimd {
+
+struct CollectorSlot {
+  std::unique_ptr<Collector> collector;
+  std::chrono::milliseconds interval{0};  // 0: every sample
+  std::optional<std::chrono::steady_clock::time_point> last_run;
+  std::string last_error;  // what was last logged, so a failure is logged once
+};
+
+struct CollectorSetOptions {
+  bool process = true;
+  bool glibc = true;
+  bool cgroup = true;
+  std::chrono::milliseconds smaps_interval{0};
+  uint64_t glibc_heap_size = 64ull << 20;
+  bool glibc_confirm_heaps = true;
+  std::optional<uint64_t> memory_limit_fallback;
+};
+
+std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& options);
+
+// Runs every slot that is due (all of them when `force`), fills `out`, and
+// carries the parts of slots that were not due over from `previous` (same
+// target only). Returns nothing: outcomes land in out.collectors.
+void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSnapshot* previous,
+                  TargetSnapshot& out);
+
+// Seconds since the epoch at which a process with this start time started.
+double ProcessStartTimeSeconds(uint64_t start_ticks);
+
+}  // namespace memtrimd

@@ -1,0 +1,52 @@
+// Everything the user can set, after validation. Flags and their
+// environment variables are defined in flags.cc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memtrimd {
+
+using namespace std::chrono_literals;
+
+// The port sits outside 9100-9999, which the Prometheus default-port list
+// has filled.
+inline constexpr const char* kDefaultListenAddress = ":8486";
+
+enum class LogFormat { kLogfmt, kJson };
+
+struct CollectorSwitches {
+  bool process = true;
+  bool glibc = true;
+  bool cgroup = true;
+};
+
+struct DaemonConfig {
+  std::vector<std::string> listen_addresses{kDefaultListenAddress};
+  std::string telemetry_path = "/metrics";
+  std::chrono::milliseconds sample_interval = 10s;
+  std::chrono::milliseconds smaps_interval = 60s;
+  std::optional<pid_t> target_pid;
+  std::string target_pidfile;
+  std::string target_match;
+  std::optional<uint64_t> target_memory_limit;
+  CollectorSwitches collectors;
+  uint64_t glibc_heap_size = 64ull << 20;
+  bool glibc_confirm_heaps = true;
+  std::string log_level = "info";
+  LogFormat log_format = LogFormat::kLogfmt;
+};
+
+struct InspectConfig {
+  pid_t pid = 0;
+  bool json = false;
+  uint64_t glibc_heap_size = 64ull << 20;
+  std::optional<uint64_t> target_memory_limit;
+};
+
+}  // namespace memtrimd

@@ -1,0 +1,168 @@
+#include "daemon/exposition.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <prometheus/text_serializer.h>
+
+#include <map>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/procfs/proc_stat.h"
+#include "daemon/build_info.h"
+#include "daemon/collector_set.h"
+#include "daemon/metric_table.h"
+
+namespace memtrimd {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Collects samples per metric, then emits families in table order with
+// every family's lines together.
+class FamilyBuilder {
+ public:
+  // REQUIRES: label_values matches def.labels in length.
+  void Add(const MetricDef& def, std::vector<std::string> label_values, double value) {
+    MetricFamily& f = Family(def);
+    ClientMetric m;
+    for (std::size_t i = 0; i < def.labels.size() && i < label_values.size(); ++i) {
+      m.label.push_back({std::string(def.labels[i]), std::move(label_values[i])});
+    }
+    switch (def.type) {
+      case MetricType::Counter:
+        m.counter.value = value;
+        break;
+      case MetricType::Gauge:
+        m.gauge.value = value;
+        break;
+      default:
+        m.untyped.value = value;
+        break;
+    }
+    f.metric.push_back(std::move(m));
+  }
+
+  std::vector<MetricFamily> Take() {
+    std::vector<MetricFamily> out;
+    for (const MetricDef* def : AllMetrics()) {
+      auto it = families_.find(def->name);
+      if (it != families_.end()) out.push_back(std::move(it->second));
+    }
+    return out;
+  }
+
+ private:
+  MetricFamily& Family(const MetricDef& def) {
+    auto [it, inserted] = families_.try_emplace(def.name);
+    if (inserted) {
+      it->second.name = std::string(def.name);
+      it->second.help = std::string(def.help);
+      it->second.type = def.type;
+    }
+    return it->second;
+  }
+  std::map<std::string_view, MetricFamily> families_;
+};
+
+double Seconds(std::chrono::system_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
+  using namespace metric;
+  const std::string pid = std::to_string(ts.target.pid);
+  b.Add(kTargetInfo, {pid, ts.target.comm, RuntimeName(ts.target.runtime), ""}, 1);
+  b.Add(kTargetStartTime, {pid}, ts.start_time_seconds);
+  for (const CollectorOutcome& o : ts.collectors) {
+    b.Add(kCollectorSuccess, {o.name}, o.success ? 1 : 0);
+    b.Add(kCollectorDuration, {o.name}, o.duration_seconds);
+  }
+  if (const auto& p = ts.sample.process) {
+    b.Add(kTargetResident, {pid, "anon"}, static_cast<double>(p->rss_anon));
+    b.Add(kTargetResident, {pid, "file"}, static_cast<double>(p->rss_file));
+    b.Add(kTargetResident, {pid, "shmem"}, static_cast<double>(p->rss_shmem));
+    b.Add(kTargetSwap, {pid}, static_cast<double>(p->vm_swap));
+    b.Add(kTargetResidentPeak, {pid}, static_cast<double>(p->vm_hwm));
+    b.Add(kTargetThreads, {pid}, p->threads);
+  }
+  if (const auto& c = ts.sample.cgroup) {
+    if (c->limit_bytes) b.Add(kTargetMemoryLimit, {pid}, static_cast<double>(*c->limit_bytes));
+    if (c->usage_bytes) b.Add(kCgroupUsage, {pid}, static_cast<double>(*c->usage_bytes));
+    if (c->anon_bytes) b.Add(kCgroupMemory, {pid, "anon"}, static_cast<double>(*c->anon_bytes));
+    if (c->file_bytes) b.Add(kCgroupMemory, {pid, "file"}, static_cast<double>(*c->file_bytes));
+    if (c->oom_kills) b.Add(kTargetOomKills, {pid}, static_cast<double>(*c->oom_kills));
+  }
+  if (const auto& g = ts.sample.glibc) {
+    b.Add(kArenaHeaps, {pid}, static_cast<double>(g->heaps.size()));
+    b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
+    b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
+    b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
+    b.Add(kSmapsAge, {pid}, Seconds(std::chrono::system_clock::now() - g->read_at));
+    b.Add(kSmapsDuration, {pid}, g->read_seconds);
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap) {
+  using namespace metric;
+  FamilyBuilder b;
+  b.Add(kBuildInfo, {kVersion, kRevision}, 1);
+  if (snap == nullptr) {
+    b.Add(kTargetUp, {}, 0);
+    return b.Take();
+  }
+  b.Add(kSamples, {}, static_cast<double>(snap->sequence));
+  b.Add(kSampleAge, {}, Seconds(std::chrono::system_clock::now() - snap->taken_at));
+  b.Add(kTargetUp, {}, snap->targets.empty() ? 0 : 1);
+  for (const TargetSnapshot& ts : snap->targets) AddTarget(b, ts);
+  return b.Take();
+}
+
+std::vector<MetricFamily> SelfProcessFamilies() {
+  using namespace metric;
+  FamilyBuilder b;
+  Result<std::string> text = ReadSmallFile("/proc/self/stat");
+  if (text.ok()) {
+    Result<procfs::ProcStat> st = procfs::ParseProcStat(*text);
+    if (st.ok()) {
+      const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      b.Add(kProcessCpu, {}, static_cast<double>(st->utime_ticks + st->stime_ticks) / tick);
+      b.Add(kProcessResident, {},
+            static_cast<double>(st->rss_pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+      b.Add(kProcessVirtual, {}, static_cast<double>(st->vsize_bytes));
+      b.Add(kProcessStartTime, {}, ProcessStartTimeSeconds(st->start_ticks));
+    }
+  }
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    int n = 0;
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+    b.Add(kProcessOpenFds, {}, n - 1);  // minus the descriptor of this listing
+  }
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    b.Add(kProcessMaxFds, {}, static_cast<double>(rl.rlim_cur));
+  }
+  return b.Take();
+}
+
+std::vector<MetricFamily> SnapshotCollectable::Collect() const {
+  std::shared_ptr<const Snapshot> snap = store_.Latest();
+  std::vector<MetricFamily> out = SnapshotFamilies(snap.get());
+  std::vector<MetricFamily> self = SelfProcessFamilies();
+  out.insert(out.end(), std::make_move_iterator(self.begin()), std::make_move_iterator(self.end()));
+  return out;
+}
+
+std::string RenderText(const std::vector<MetricFamily>& families) {
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace memtrimd

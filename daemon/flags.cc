@@ -1,0 +1,293 @@
+#include "daemon/flags.h"
+
+#include <regex>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/build_info.h"
+#include "daemon/units.h"
+
+namespace memtrimd {
+namespace {
+
+// Flag values as typed; validated into DaemonConfig / InspectConfig after
+// parsing so every problem gets one clear line.
+struct RawFlags {
+  std::vector<std::string> listen{kDefaultListenAddress};
+  std::string telemetry_path = "/metrics";
+  std::string sample_interval = "10s";
+  std::string smaps_interval = "60s";
+  std::string target_pid;
+  std::string target_pidfile;
+  std::string target_match;
+  std::string target_memory_limit;
+  bool collector_process = true;
+  bool collector_glibc = true;
+  bool collector_cgroup = true;
+  std::string glibc_heap_size = "64MiB";
+  bool glibc_confirm_heaps = true;
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+
+  std::string inspect_pid;
+  bool inspect_json = false;
+};
+
+struct Parser {
+  CLI::App app{"memtrimd watches a process's native memory (RSS by kind, glibc arena heaps, its "
+               "container limit) from outside and serves it as Prometheus metrics.",
+               "memtrimd"};
+  CLI::App* inspect = nullptr;
+  RawFlags raw;
+};
+
+CLI::Option* WithEnv(CLI::Option* opt, const std::string& flag) {
+  return opt->envname(EnvNameFor(flag));
+}
+
+void AddOption(CLI::App& app, const std::string& flag, std::string& target, const std::string& help,
+               bool env = true) {
+  CLI::Option* o = app.add_option(flag, target, help)->capture_default_str()->type_name("");
+  if (env) WithEnv(o, flag);
+}
+
+void AddCollectorSwitch(CLI::App& app, const std::string& name, bool& target,
+                        const std::string& help) {
+  std::string flag = "--collector." + name;
+  CLI::Option* o = app.add_flag(flag + ",!--no-collector." + name, target,
+                                help + " (--no-collector." + name + " turns it off)");
+  o->default_str("true");
+  WithEnv(o, flag);
+}
+
+std::unique_ptr<Parser> BuildParser() {
+  auto p = std::make_unique<Parser>();
+  CLI::App& app = p->app;
+  RawFlags& r = p->raw;
+  app.set_version_flag("--version", std::string("memtrimd ") + kVersion + " (revision " +
+                                        kRevision + ")");
+  app.option_defaults()->always_capture_default();
+
+  app.add_option("--web.listen-address", r.listen,
+                 "Address to serve metrics on, host:port or :port (repeatable; the environment "
+                 "variable takes a comma-separated list)")
+      ->capture_default_str()
+      ->type_name("")
+      ->delimiter(',')
+      ->envname(EnvNameFor("--web.listen-address"));
+  AddOption(app, "--web.telemetry-path", r.telemetry_path, "Path under which to expose metrics");
+  AddOption(app, "--sample.interval", r.sample_interval,
+            "How often to sample the target (status, cgroup); also how fast a restarted target "
+            "is noticed");
+  AddOption(app, "--smaps.interval", r.smaps_interval,
+            "How often to read /proc/<pid>/smaps for arena heaps; each read briefly holds the "
+            "target's mmap lock, so keep this longer than the sample interval");
+  AddOption(app, "--target.pid", r.target_pid, "Watch this pid (fixed: not re-picked if it exits)");
+  AddOption(app, "--target.pidfile", r.target_pidfile,
+            "Watch the pid written in this file (re-read when the target is gone)");
+  AddOption(app, "--target.match", r.target_match,
+            "Watch the largest process whose command line (arguments joined by spaces) matches "
+            "this regular expression");
+  AddOption(app, "--target.memory-limit", r.target_memory_limit,
+            "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
+            "2Gi; e.g. from the Downward API)");
+  AddCollectorSwitch(app, "process", r.collector_process,
+                     "Read /proc/<pid>/status every sample");
+  AddCollectorSwitch(app, "glibc", r.collector_glibc,
+                     "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval");
+  AddCollectorSwitch(app, "cgroup", r.collector_cgroup,
+                     "Read the target's cgroup memory limit, usage and OOM kills");
+  AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
+            "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
+            "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
+  app.add_flag("--glibc.confirm-heaps,!--no-glibc.confirm-heaps", r.glibc_confirm_heaps,
+               "Confirm each arena heap by reading its 40-byte header with process_vm_readv "
+               "(needs ptrace-read access; shape alone is used otherwise)")
+      ->default_str("true")
+      ->envname(EnvNameFor("--glibc.confirm-heaps"));
+  AddOption(app, "--log.level", r.log_level, "Log level: debug, info, warn, error");
+  AddOption(app, "--log.format", r.log_format, "Log format: logfmt or json");
+
+  p->inspect = app.add_subcommand(
+      "inspect", "Print what memtrimd sees in a process now (one full sample), then exit");
+  p->inspect->add_option("--pid", r.inspect_pid, "Process to inspect")->required()->type_name("");
+  p->inspect->add_flag("--json", r.inspect_json, "Print JSON instead of a table");
+  AddOption(*p->inspect, "--glibc.heap-size", r.glibc_heap_size,
+            "Size of one glibc arena heap", false);
+  AddOption(*p->inspect, "--target.memory-limit", r.target_memory_limit,
+            "Memory limit to report when the cgroup cannot be read", false);
+  app.require_subcommand(0, 1);
+  return p;
+}
+
+std::optional<pid_t> ParsePid(const std::string& s) {
+  std::size_t digits = 0;
+  long long v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || ++digits > 9) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (digits == 0 || v <= 0) return std::nullopt;
+  return static_cast<pid_t>(v);
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+// Validates everything the daemon and inspect share; "" when fine.
+std::string CheckCommon(const RawFlags& r, uint64_t& heap_size, std::optional<uint64_t>& limit) {
+  auto hs = ParseByteSize(r.glibc_heap_size);
+  if (!hs || *hs < 4096 || (*hs & (*hs - 1)) != 0) {
+    return "--glibc.heap-size: " + Quote(r.glibc_heap_size) +
+           " is not a power-of-two size of at least 4KiB (e.g. 64MiB)";
+  }
+  heap_size = *hs;
+  if (!r.target_memory_limit.empty()) {
+    auto l = ParseByteSize(r.target_memory_limit);
+    if (!l || *l == 0) {
+      return "--target.memory-limit: " + Quote(r.target_memory_limit) +
+             " is not a size (bytes, or e.g. 512Mi, 2Gi)";
+    }
+    limit = *l;
+  }
+  return "";
+}
+
+Command Validate(const Parser& p) {
+  const RawFlags& r = p.raw;
+  if (p.inspect->parsed()) {
+    InspectConfig c;
+    auto pid = ParsePid(r.inspect_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.inspect_pid) + " is not a process id"};
+    c.pid = *pid;
+    c.json = r.inspect_json;
+    std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+    if (!err.empty()) return UsageError{err};
+    return RunInspect{c};
+  }
+  DaemonConfig c;
+  if (r.listen.empty()) return UsageError{"--web.listen-address: at least one address is needed"};
+  for (const std::string& a : r.listen) {
+    std::size_t colon = a.rfind(':');
+    if (colon == std::string::npos || colon + 1 == a.size()) {
+      return UsageError{"--web.listen-address: " + Quote(a) + " is not host:port or :port"};
+    }
+    auto port = ParsePid(a.substr(colon + 1));
+    if (!port || *port > 65535) {
+      return UsageError{"--web.listen-address: " + Quote(a) + " has no valid port"};
+    }
+  }
+  c.listen_addresses = r.listen;
+  if (r.telemetry_path.empty() || r.telemetry_path.front() != '/' || r.telemetry_path == "/") {
+    return UsageError{"--web.telemetry-path: " + Quote(r.telemetry_path) +
+                      " must start with / and not be / itself"};
+  }
+  c.telemetry_path = r.telemetry_path;
+  auto si = ParseDuration(r.sample_interval);
+  if (!si || si->count() == 0) {
+    return UsageError{"--sample.interval: " + Quote(r.sample_interval) +
+                      " is not a positive duration (e.g. 500ms, 15s, 1m)"};
+  }
+  c.sample_interval = *si;
+  auto mi = ParseDuration(r.smaps_interval);
+  if (!mi || mi->count() == 0) {
+    return UsageError{"--smaps.interval: " + Quote(r.smaps_interval) +
+                      " is not a positive duration (e.g. 30s, 1m, 5m)"};
+  }
+  c.smaps_interval = *mi;
+  int modes = !r.target_pid.empty() + !r.target_pidfile.empty() + !r.target_match.empty();
+  if (modes > 1) {
+    return UsageError{"--target.pid, --target.pidfile and --target.match exclude each other"};
+  }
+  if (!r.target_pid.empty()) {
+    auto pid = ParsePid(r.target_pid);
+    if (!pid) return UsageError{"--target.pid: " + Quote(r.target_pid) + " is not a process id"};
+    c.target_pid = *pid;
+  }
+  c.target_pidfile = r.target_pidfile;
+  if (!r.target_match.empty()) {
+    // std::regex reports a bad pattern by throwing; keep that inside.
+    try {
+      std::regex re(r.target_match, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return UsageError{"--target.match: " + Quote(r.target_match) +
+                        " is not a valid POSIX extended regular expression"};
+    }
+  }
+  c.target_match = r.target_match;
+  std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+  if (!err.empty()) return UsageError{err};
+  c.collectors = {r.collector_process, r.collector_glibc, r.collector_cgroup};
+  c.glibc_confirm_heaps = r.glibc_confirm_heaps;
+  if (r.log_level != "debug" && r.log_level != "info" && r.log_level != "warn" &&
+      r.log_level != "error") {
+    return UsageError{"--log.level: " + Quote(r.log_level) + " is not debug, info, warn or error"};
+  }
+  c.log_level = r.log_level;
+  if (r.log_format == "logfmt") {
+    c.log_format = LogFormat::kLogfmt;
+  } else if (r.log_format == "json") {
+    c.log_format = LogFormat::kJson;
+  } else {
+    return UsageError{"--log.format: " + Quote(r.log_format) + " is not logfmt or json"};
+  }
+  return RunDaemon{c};
+}
+
+std::string OneLine(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n') ch = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string EnvNameFor(const std::string& flag) {
+  std::string env = "MEMTRIMD_";
+  for (char ch : flag.substr(flag.find_first_not_of('-'))) {
+    env += (ch == '.' || ch == '-') ? '_' : static_cast<char>(std::toupper(ch));
+  }
+  return env;
+}
+
+Command ParseCommandLine(int argc, const char* const* argv) {
+  std::unique_ptr<Parser> p = BuildParser();
+  // CLI11 reports through exceptions; they stop here.
+  try {
+    p->app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::ostringstream out, err;
+    p->app.exit(e, out, err);
+    return PrintAndExit{out.str()};
+  } catch (const CLI::CallForAllHelp& e) {
+    std::ostringstream out, err;
+    p->app.exit(e, out, err);
+    return PrintAndExit{out.str()};
+  } catch (const CLI::CallForVersion& e) {
+    return PrintAndExit{std::string(e.what()) + "\n"};
+  } catch (const CLI::ParseError& e) {
+    return UsageError{OneLine(e.what())};
+  }
+  return Validate(*p);
+}
+
+std::vector<FlagDoc> FlagReference() {
+  std::unique_ptr<Parser> p = BuildParser();
+  std::vector<FlagDoc> out;
+  auto add = [&](const CLI::App& app, const std::string& command) {
+    for (const CLI::Option* o : app.get_options()) {
+      std::string name = o->get_name(false, true);
+      if (o->get_lnames().empty()) continue;
+      name = "--" + o->get_lnames().front();
+      if (name == "--help" || name == "--version") continue;
+      out.push_back({command, name, o->get_envname(), o->get_default_str(), o->get_description()});
+    }
+  };
+  add(p->app, "");
+  add(*p->inspect, "inspect");
+  return out;
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,141 @@
+#include "daemon/http_server.h"
+
+#include <civetweb.h>
+
+#include <cstring>
+
+#include "daemon/build_info.h"
+#include "daemon/gzip.h"
+
+namespace memtrimd {
+namespace {
+
+void Reply(mg_connection* conn, int code, const char* reason, const char* content_type,
+           std::string_view body, const char* extra_headers = "") {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  bool head = ri != nullptr && std::strcmp(ri->request_method, "HEAD") == 0;
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\n%s\r\n",
+            code, reason, content_type, body.size(), extra_headers);
+  if (!head && !body.empty()) mg_write(conn, body.data(), body.size());
+}
+
+std::string LandingPage(const std::string& metrics_path) {
+  return std::string("<!DOCTYPE html>\n<html><head><title>memtrimd</title></head><body>\n") +
+         "<h1>memtrimd</h1>\n<p>Native memory of one process, from outside: RSS by kind, glibc "
+         "arena heaps, its container's memory limit.</p>\n<ul>\n<li><a href=\"" + metrics_path +
+         "\">Metrics</a></li>\n<li><a href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
+         kVersion + " (" + kRevision + ")</p>\n</body></html>\n";
+}
+
+}  // namespace
+
+std::string CivetwebPorts(const std::vector<std::string>& addresses) {
+  std::string out;
+  for (const std::string& a : addresses) {
+    if (!out.empty()) out += ',';
+    out += (!a.empty() && a.front() == ':') ? a.substr(1) : a;
+  }
+  return out;
+}
+
+HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store)
+    : options_(std::move(options)), store_(store), collectable_(store) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start() {
+  mg_init_library(0);
+  std::string ports = CivetwebPorts(options_.listen_addresses);
+  // Few threads: scrapes are rare and cheap, and every thread may get a
+  // malloc arena of its own.
+  const char* opts[] = {"listening_ports",    ports.c_str(), "num_threads", "4",
+                        "request_timeout_ms", "10000",       "enable_keep_alive", "yes",
+                        "keep_alive_timeout_ms", "10000",    nullptr};
+  mg_callbacks callbacks{};
+  // Keep civetweb's own messages off stderr; errors come back through
+  // mg_start2's error data.
+  callbacks.log_message = [](const mg_connection*, const char*) { return 1; };
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.user_data = this;
+  init.configuration_options = opts;
+  char err_text[256] = {};
+  unsigned err_code = 0;
+  mg_error_data err{};
+  err.code = &err_code;
+  err.text = err_text;
+  err.text_buffer_size = sizeof(err_text);
+  ctx_ = mg_start2(&init, &err);
+  if (ctx_ == nullptr) {
+    return Status(ErrorCode::kUnavailable, "cannot listen on " + ports + ": " +
+                                               (err_text[0] ? err_text : "unknown error"));
+  }
+  mg_set_request_handler(ctx_, "/", &HttpServer::Handle, this);
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (ctx_ != nullptr) {
+    mg_stop(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+std::vector<int> HttpServer::BoundPorts() const {
+  std::vector<int> ports;
+  if (ctx_ == nullptr) return ports;
+  mg_server_port sp[8];
+  int n = mg_get_server_ports(ctx_, 8, sp);
+  for (int i = 0; i < n; ++i) ports.push_back(sp[i].port);
+  return ports;
+}
+
+int HttpServer::Handle(mg_connection* conn, void* self) {
+  return static_cast<HttpServer*>(self)->Serve(conn);
+}
+
+int HttpServer::Serve(mg_connection* conn) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  std::string_view path = ri->local_uri ? ri->local_uri : "";
+  std::string_view method = ri->request_method ? ri->request_method : "";
+  if (method != "GET" && method != "HEAD") {
+    Reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed\n",
+          "Allow: GET, HEAD\r\n");
+    return 405;
+  }
+  if (path == options_.telemetry_path) {
+    std::string body = RenderText(collectable_.Collect());
+    const char* ae = mg_get_header(conn, "Accept-Encoding");
+    if (ae != nullptr && AcceptsGzip(ae)) {
+      if (auto gz = GzipCompress(body)) {
+        Reply(conn, 200, "OK", kTextContentType, *gz,
+              "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+        return 200;
+      }
+    }
+    Reply(conn, 200, "OK", kTextContentType, body, "Vary: Accept-Encoding\r\n");
+    return 200;
+  }
+  if (path == "/healthz") {
+    std::shared_ptr<const Snapshot> snap = store_.Latest();
+    auto age = snap ? std::chrono::system_clock::now() - snap->taken_at
+                    : std::chrono::system_clock::duration::max();
+    if (snap && age <= options_.max_sample_age) {
+      Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
+      return 200;
+    }
+    Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+          "sampler is not producing samples\n");
+    return 503;
+  }
+  if (path == "/") {
+    Reply(conn, 200, "OK", "text/html; charset=utf-8", LandingPage(options_.telemetry_path));
+    return 200;
+  }
+  Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n");
+  return 404;
+}
+
+}  // namespace memtrimd

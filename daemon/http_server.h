@@ -1,0 +1,55 @@
+// The HTTP endpoints, on civetweb: the metrics path, /, /healthz.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "collectors/common/status.h"
+#include "daemon/exposition.h"
+#include "daemon/snapshot.h"
+
+struct mg_context;
+struct mg_connection;
+
+namespace memtrimd {
+
+struct HttpOptions {
+  std::vector<std::string> listen_addresses;  // "host:port" or ":port"
+  std::string telemetry_path = "/metrics";
+  // /healthz fails when the newest sample is older than this: the sampler
+  // is stuck and a restart is the fix.
+  std::chrono::milliseconds max_sample_age{60000};
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpOptions options, const SnapshotStore& store);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds every address. kUnavailable with civetweb's reason (e.g. the port
+  // is in use) when one cannot be bound.
+  Status Start();
+  void Stop();
+
+  // Ports actually bound, in order (useful with port 0).
+  std::vector<int> BoundPorts() const;
+
+ private:
+  static int Handle(mg_connection* conn, void* self);
+  int Serve(mg_connection* conn);
+
+  HttpOptions options_;
+  const SnapshotStore& store_;
+  SnapshotCollectable collectable_;
+  mg_context* ctx_ = nullptr;
+};
+
+// civetweb's "listening_ports" value for Prometheus-style addresses:
+// ":8486" -> "8486", "127.0.0.1:8486" -> "127.0.0.1:8486",
+// "[::1]:8486" -> "[::1]:8486". Several are joined with commas.
+std::string CivetwebPorts(const std::vector<std::string>& addresses);
+
+}  // namespace memtrimd

@@ -1,0 +1,144 @@
+// memtrimd: the daemon (default) and the one-shot `inspect` command.
+// Exit codes: 0 ok, 1 fatal runtime error, 2 bad usage or configuration.
+
+#include <malloc.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+
+#include "collectors/procfs/target_reader.h"
+#include "daemon/collector_set.h"
+#include "daemon/flags.h"
+#include "daemon/http_server.h"
+#include "daemon/inspect.h"
+#include "daemon/log.h"
+#include "daemon/scheduler.h"
+#include "daemon/target_selector.h"
+#include "daemon/units.h"
+
+namespace memtrimd {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+int UsageFail(const std::string& message) {
+  std::fprintf(stderr, "memtrimd: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// One line saying why a pid cannot be watched.
+std::string PidProblem(pid_t pid, const Status& st) {
+  std::string p = std::to_string(pid);
+  switch (st.code()) {
+    case ErrorCode::kNotFound:
+      return "no process with pid " + p + " (" + st.message() + ")";
+    case ErrorCode::kPermissionDenied:
+      return "cannot read /proc/" + p + " (" + st.message() +
+             "): run memtrimd as the target's user, or with CAP_SYS_PTRACE";
+    default:
+      return "cannot read /proc/" + p + ": " + st.message();
+  }
+}
+
+TargetRule RuleFrom(const DaemonConfig& c) {
+  TargetRule r;
+  if (c.target_pid) {
+    r.mode = TargetRule::Mode::kPid;
+    r.pid = *c.target_pid;
+  } else if (!c.target_pidfile.empty()) {
+    r.mode = TargetRule::Mode::kPidfile;
+    r.pidfile = c.target_pidfile;
+  } else if (!c.target_match.empty()) {
+    r.mode = TargetRule::Mode::kMatch;
+    r.match = c.target_match;
+  }
+  return r;
+}
+
+int RunInspectCommand(const InspectConfig& c) {
+  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
+  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
+  CollectorSetOptions o;
+  o.glibc_heap_size = c.glibc_heap_size;
+  o.memory_limit_fallback = c.target_memory_limit;
+  std::vector<CollectorSlot> slots = BuildCollectors(o);
+  TargetSnapshot ts;
+  ts.target = *target;
+  ts.start_time_seconds = ProcessStartTimeSeconds(target->start_ticks);
+  SampleTarget(slots, true, nullptr, ts);
+  std::string out = c.json ? RenderInspectJson(ts) : RenderInspectTable(ts);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int RunDaemonCommand(const DaemonConfig& c) {
+  log::Init(c.log_level, c.log_format);
+  if (c.target_pid) {
+    Result<Target> t = procfs::ReadTarget("/proc", *c.target_pid);
+    if (!t.ok()) return UsageFail("--target.pid: " + PidProblem(*c.target_pid, t.status()));
+  }
+
+  // Signals go to the main thread's sigwait only: block them before any
+  // thread starts so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that hangs up mid-response must not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+
+  SnapshotStore store;
+  HttpOptions http;
+  http.listen_addresses = c.listen_addresses;
+  http.telemetry_path = c.telemetry_path;
+  http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
+  HttpServer server(http, store);
+  Status listening = server.Start();
+  if (!listening.ok()) return UsageFail(listening.message());
+
+  CollectorSetOptions o;
+  o.process = c.collectors.process;
+  o.glibc = c.collectors.glibc;
+  o.cgroup = c.collectors.cgroup;
+  o.smaps_interval = c.smaps_interval;
+  o.glibc_heap_size = c.glibc_heap_size;
+  o.glibc_confirm_heaps = c.glibc_confirm_heaps;
+  o.memory_limit_fallback = c.target_memory_limit;
+  Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(o), c.sample_interval, store);
+
+  std::string ports;
+  for (int p : server.BoundPorts()) ports += (ports.empty() ? "" : ",") + std::to_string(p);
+  log::Info("memtrimd started", {{"listen", CivetwebPorts(c.listen_addresses)},
+                                 {"ports", ports},
+                                 {"telemetry_path", c.telemetry_path},
+                                 {"sample_interval", FormatDuration(c.sample_interval)},
+                                 {"smaps_interval", FormatDuration(c.smaps_interval)}});
+  scheduler.Start();
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log::Info("stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  server.Stop();
+  scheduler.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace memtrimd
+
+int main(int argc, char** argv) {
+  using namespace memtrimd;
+  // memtrimd's own threads would each get a glibc arena; two are plenty for
+  // a daemon this size and keep its RSS small.
+  mallopt(M_ARENA_MAX, 2);
+  Command cmd = ParseCommandLine(argc, argv);
+  if (auto* p = std::get_if<PrintAndExit>(&cmd)) {
+    std::fputs(p->text.c_str(), stdout);
+    return 0;
+  }
+  if (auto* u = std::get_if<UsageError>(&cmd)) return UsageFail(u->message);
+  if (auto* i = std::get_if<RunInspect>(&cmd)) return RunInspectCommand(i->config);
+  return RunDaemonCommand(std::get<RunDaemon>(cmd).config);
+}

@@ -1,0 +1,127 @@
+#include "daemon/metric_table.h"
+
+namespace memtrimd {
+
+using prometheus::MetricType;
+
+namespace metric {
+
+const MetricDef kBuildInfo{"memtrimd_build_info", MetricType::Gauge, {"version", "revision"},
+                           "A metric with a constant '1' value labelled by memtrimd's version and "
+                           "source revision."};
+const MetricDef kSamples{"memtrimd_samples_total", MetricType::Counter, {},
+                         "Samples taken since memtrimd started (one per --sample.interval)."};
+const MetricDef kSampleAge{"memtrimd_sample_age_seconds", MetricType::Gauge, {},
+                           "Seconds since the sample these metrics come from was taken. memtrimd "
+                           "samples on its own interval, not per scrape."};
+const MetricDef kCollectorSuccess{"memtrimd_collector_success", MetricType::Gauge, {"collector"},
+                                  "1 if the collector's last run succeeded, 0 if it failed (the "
+                                  "reason is logged once)."};
+const MetricDef kCollectorDuration{"memtrimd_collector_duration_seconds", MetricType::Gauge,
+                                   {"collector"},
+                                   "How long the collector's last run took."};
+
+const MetricDef kTargetUp{"memtrimd_target_up", MetricType::Gauge, {},
+                          "1 while memtrimd has a live target process, 0 when it has none (not "
+                          "found yet, exited, or unreadable)."};
+const MetricDef kTargetInfo{"memtrimd_target_info", MetricType::Gauge,
+                            {"pid", "comm", "runtime", "jvm_version"},
+                            "The watched process: pid, command name and runtime (glibc, jvm, "
+                            "musl, unknown). Value is always 1."};
+const MetricDef kTargetStartTime{"memtrimd_target_start_time_seconds", MetricType::Gauge, {"pid"},
+                                 "Start time of the target process since the Unix epoch."};
+const MetricDef kTargetResident{"memtrimd_target_resident_memory_bytes", MetricType::Gauge,
+                                {"pid", "kind"},
+                                "Resident memory of the target by kind (/proc/<pid>/status RssAnon, "
+                                "RssFile, RssShmem); the kinds add up to its RSS."};
+const MetricDef kTargetSwap{"memtrimd_target_swap_bytes", MetricType::Gauge, {"pid"},
+                            "Target memory swapped out (/proc/<pid>/status VmSwap)."};
+const MetricDef kTargetResidentPeak{"memtrimd_target_resident_memory_peak_bytes",
+                                    MetricType::Gauge, {"pid"},
+                                    "Highest RSS the target has reached (/proc/<pid>/status VmHWM)."};
+const MetricDef kTargetThreads{"memtrimd_target_threads", MetricType::Gauge, {"pid"},
+                               "Threads in the target. Each thread that mallocs can get its own "
+                               "glibc arena, up to 8 per CPU."};
+
+const MetricDef kTargetMemoryLimit{"memtrimd_target_memory_limit_bytes", MetricType::Gauge, {"pid"},
+                                   "Memory limit of the target's cgroup (memory.max, or the "
+                                   "smallest limit of its ancestors). Absent when unlimited. "
+                                   "--target.memory-limit is used only when the cgroup cannot be "
+                                   "read."};
+const MetricDef kCgroupUsage{"memtrimd_target_cgroup_memory_usage_bytes", MetricType::Gauge,
+                             {"pid"},
+                             "Memory charged to the target's cgroup (memory.current): all its "
+                             "processes, page cache included. The OOM killer compares this with "
+                             "the limit."};
+const MetricDef kCgroupMemory{"memtrimd_target_cgroup_memory_bytes", MetricType::Gauge,
+                              {"pid", "kind"},
+                              "Memory charged to the target's cgroup by kind (memory.stat anon "
+                              "and file)."};
+const MetricDef kTargetOomKills{"memtrimd_target_oom_kills_total", MetricType::Counter, {"pid"},
+                                "OOM kills in the target's cgroup (memory.events oom_kill)."};
+
+const MetricDef kArenaHeaps{"memtrimd_glibc_arena_heaps", MetricType::Gauge, {"pid"},
+                            "glibc arena heaps (64 MiB subheaps of non-main arenas) found in "
+                            "/proc/<pid>/smaps. Read every --smaps.interval."};
+const MetricDef kArenaHeapBytes{"memtrimd_glibc_arena_heap_bytes", MetricType::Gauge,
+                                {"pid", "state"},
+                                "Bytes of glibc arena heaps: mapped is the part glibc made "
+                                "usable (the rw-p part), resident what is in RAM. Resident bytes "
+                                "of freed chunks are what malloc_trim can give back."};
+const MetricDef kMainArenaResident{"memtrimd_glibc_main_arena_resident_bytes", MetricType::Gauge,
+                                   {"pid"},
+                                   "Resident bytes of the main arena (the [heap] brk area)."};
+const MetricDef kSmapsAge{"memtrimd_smaps_age_seconds", MetricType::Gauge, {"pid"},
+                          "Seconds since /proc/<pid>/smaps was last read. The glibc metrics are "
+                          "that old: smaps is read on --smaps.interval because the read holds the "
+                          "target's mmap lock."};
+const MetricDef kSmapsDuration{"memtrimd_smaps_read_duration_seconds", MetricType::Gauge, {"pid"},
+                               "How long the last /proc/<pid>/smaps read and parse took (the "
+                               "target's mmap lock is taken during the read)."};
+
+const MetricDef kProcessCpu{"process_cpu_seconds_total", MetricType::Counter, {},
+                            "Total user and system CPU time spent in seconds."};
+const MetricDef kProcessResident{"process_resident_memory_bytes", MetricType::Gauge, {},
+                                 "Resident memory size in bytes."};
+const MetricDef kProcessVirtual{"process_virtual_memory_bytes", MetricType::Gauge, {},
+                                "Virtual memory size in bytes."};
+const MetricDef kProcessStartTime{"process_start_time_seconds", MetricType::Gauge, {},
+                                  "Start time of the process since unix epoch in seconds."};
+const MetricDef kProcessOpenFds{"process_open_fds", MetricType::Gauge, {},
+                                "Number of open file descriptors."};
+const MetricDef kProcessMaxFds{"process_max_fds", MetricType::Gauge, {},
+                               "Maximum number of open file descriptors."};
+
+}  // namespace metric
+
+const std::vector<const MetricDef*>& AllMetrics() {
+  using namespace metric;
+  static const std::vector<const MetricDef*> all = {
+      &kBuildInfo,         &kSamples,          &kSampleAge,         &kCollectorSuccess,
+      &kCollectorDuration, &kTargetUp,         &kTargetInfo,        &kTargetStartTime,
+      &kTargetResident,    &kTargetSwap,       &kTargetResidentPeak, &kTargetThreads,
+      &kTargetMemoryLimit, &kCgroupUsage,      &kCgroupMemory,      &kTargetOomKills,
+      &kArenaHeaps,        &kArenaHeapBytes,   &kMainArenaResident, &kSmapsAge,
+      &kSmapsDuration,     &kProcessCpu,       &kProcessResident,   &kProcessVirtual,
+      &kProcessStartTime,  &kProcessOpenFds,   &kProcessMaxFds,
+  };
+  return all;
+}
+
+const char* MetricTypeName(prometheus::MetricType t) {
+  switch (t) {
+    case MetricType::Counter:
+      return "counter";
+    case MetricType::Gauge:
+      return "gauge";
+    case MetricType::Summary:
+      return "summary";
+    case MetricType::Histogram:
+      return "histogram";
+    case MetricType::Untyped:
+      break;
+  }
+  return "untyped";
+}
+
+}  // namespace memtrimd

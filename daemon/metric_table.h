@@ -1,0 +1,60 @@
+// The one table of metric names, types, labels and help texts. Only the
+// exposition layer uses it; the README's metric reference is checked
+// against it by a test.
+#pragma once
+
+#include <prometheus/metric_type.h>
+
+#include <string_view>
+#include <vector>
+
+namespace memtrimd {
+
+struct MetricDef {
+  std::string_view name;
+  prometheus::MetricType type;
+  std::vector<std::string_view> labels;  // in exposition order
+  std::string_view help;
+};
+
+namespace metric {
+// memtrimd itself.
+extern const MetricDef kBuildInfo;
+extern const MetricDef kSamples;
+extern const MetricDef kSampleAge;
+extern const MetricDef kCollectorSuccess;
+extern const MetricDef kCollectorDuration;
+// The target process.
+extern const MetricDef kTargetUp;
+extern const MetricDef kTargetInfo;
+extern const MetricDef kTargetStartTime;
+extern const MetricDef kTargetResident;
+extern const MetricDef kTargetSwap;
+extern const MetricDef kTargetResidentPeak;
+extern const MetricDef kTargetThreads;
+// Its cgroup.
+extern const MetricDef kTargetMemoryLimit;
+extern const MetricDef kCgroupUsage;
+extern const MetricDef kCgroupMemory;
+extern const MetricDef kTargetOomKills;
+// glibc malloc, from smaps.
+extern const MetricDef kArenaHeaps;
+extern const MetricDef kArenaHeapBytes;
+extern const MetricDef kMainArenaResident;
+extern const MetricDef kSmapsAge;
+extern const MetricDef kSmapsDuration;
+// Standard process metrics of memtrimd itself.
+extern const MetricDef kProcessCpu;
+extern const MetricDef kProcessResident;
+extern const MetricDef kProcessVirtual;
+extern const MetricDef kProcessStartTime;
+extern const MetricDef kProcessOpenFds;
+extern const MetricDef kProcessMaxFds;
+}  // namespace metric
+
+// Every metric memtrimd can export, in exposition order.
+const std::vector<const MetricDef*>& AllMetrics();
+
+const char* MetricTypeName(prometheus::MetricType t);
+
+}  // namespace memtrimd

@@ -1,0 +1,129 @@
+#include "daemon/scheduler.h"
+
+#include "collectors/procfs/target_reader.h"
+#include "daemon/log.h"
+
+namespace memtrimd {
+
+Scheduler::Scheduler(TargetSelector selector, std::vector<CollectorSlot> slots,
+                     std::chrono::milliseconds interval, SnapshotStore& store)
+    : selector_(std::move(selector)), slots_(std::move(slots)), interval_(interval), store_(store) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Start() {
+  Tick();
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::Run() {
+  auto next = std::chrono::steady_clock::now() + interval_;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
+    lock.unlock();
+    Tick();
+    lock.lock();
+    next += interval_;
+    // After a slow tick, do not fire a burst of catch-up ticks.
+    auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now + interval_;
+  }
+}
+
+void Scheduler::CheckTargetAlive() {
+  if (!target_) return;
+  Result<uint64_t> ticks = procfs::ReadStartTicks(target_->proc_dir);
+  if (ticks.ok() && *ticks == target_->start_ticks) return;
+  log::Warn("target exited", {{"pid", std::to_string(target_->pid)}, {"comm", target_->comm}});
+  if (selector_.rule().mode == TargetRule::Mode::kPid) fixed_pid_gone_ = true;
+  target_.reset();
+  // A new target starts with fresh collector state (e.g. smaps read at once).
+  for (CollectorSlot& slot : slots_) {
+    slot.last_run.reset();
+    slot.last_error.clear();
+  }
+}
+
+void Scheduler::SelectIfNeeded(std::string& reason) {
+  if (target_) return;
+  if (fixed_pid_gone_) {
+    reason = "target pid " + std::to_string(selector_.rule().pid) + " exited";
+    return;
+  }
+  Result<Target> t = selector_.Select();
+  if (!t.ok()) {
+    reason = t.status().message();
+    if (reason != last_no_target_reason_) {
+      log::Warn("no target", {{"rule", selector_.Describe()}, {"reason", reason}});
+      last_no_target_reason_ = reason;
+    }
+    return;
+  }
+  target_ = std::move(t).value();
+  last_no_target_reason_.clear();
+  log::Info("target selected", {{"pid", std::to_string(target_->pid)},
+                                {"comm", target_->comm},
+                                {"runtime", RuntimeName(target_->runtime)},
+                                {"rule", selector_.Describe()}});
+}
+
+void Scheduler::LogCollectorOutcomes(const TargetSnapshot& ts) {
+  for (const CollectorOutcome& o : ts.collectors) {
+    for (CollectorSlot& slot : slots_) {
+      if (slot.collector->Name() != o.name) continue;
+      // Log a failure once, when it starts or its reason changes, and the
+      // recovery once; not on every sample.
+      if (!o.success && o.error != slot.last_error) {
+        log::Warn("collector failed", {{"collector", o.name}, {"err", o.error}});
+        slot.last_error = o.error;
+      } else if (o.success && !slot.last_error.empty()) {
+        log::Info("collector recovered", {{"collector", o.name}});
+        slot.last_error.clear();
+      }
+    }
+  }
+}
+
+void Scheduler::Tick() {
+  auto snap = std::make_shared<Snapshot>();
+  snap->sequence = ++sequence_;
+  CheckTargetAlive();
+  std::string reason;
+  SelectIfNeeded(reason);
+  if (target_) {
+    TargetSnapshot ts;
+    ts.target = *target_;
+    ts.start_time_seconds = ProcessStartTimeSeconds(target_->start_ticks);
+    const TargetSnapshot* prev = nullptr;
+    if (previous_ && !previous_->targets.empty() &&
+        previous_->targets.front().target.SameProcess(*target_)) {
+      prev = &previous_->targets.front();
+    }
+    SampleTarget(slots_, false, prev, ts);
+    // The target may have exited while we read it: then this sample is not
+    // its, and the old series must go now rather than next tick.
+    CheckTargetAlive();
+    if (target_) {
+      LogCollectorOutcomes(ts);
+      snap->targets.push_back(std::move(ts));
+    } else {
+      reason = "target exited";
+    }
+  }
+  snap->no_target_reason = reason;
+  snap->taken_at = std::chrono::system_clock::now();
+  previous_ = snap;
+  store_.Publish(std::move(snap));
+}
+
+}  // namespace memtrimd

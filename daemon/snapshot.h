@@ -1,0 +1,60 @@
+// The latest complete sample, as the scheduler publishes it and the
+// exposition, /report and inspect read it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectors/common/target.h"
+#include "collectors/sample.h"
+
+namespace memtrimd {
+
+struct CollectorOutcome {
+  std::string name;
+  bool success = false;
+  double duration_seconds = 0;
+  std::string error;  // empty on success
+};
+
+// One watched target within a snapshot.
+struct TargetSnapshot {
+  Target target;
+  double start_time_seconds = 0;  // since the epoch
+  TargetSample sample;
+  std::vector<CollectorOutcome> collectors;
+};
+
+struct Snapshot {
+  uint64_t sequence = 0;  // samples taken so far, this one included
+  std::chrono::system_clock::time_point taken_at{};
+  // Empty: no target right now (memtrimd_target_up 0). Sidecar mode has at
+  // most one; the vector is the seam for watching a set.
+  std::vector<TargetSnapshot> targets;
+  std::string no_target_reason;  // why `targets` is empty
+};
+
+// Single writer (the scheduler), many readers (HTTP threads). Readers get an
+// immutable snapshot they can hold as long as they like.
+class SnapshotStore {
+ public:
+  void Publish(std::shared_ptr<const Snapshot> s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_ = std::move(s);
+  }
+  // nullptr until the first sample.
+  std::shared_ptr<const Snapshot> Latest() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> latest_;
+};
+
+}  // namespace memtrimd

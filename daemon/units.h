@@ -1,0 +1,26 @@
+// Durations and byte sizes as users write them in flags and print them in
+// tables. Pure functions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace memtrimd {
+
+// Prometheus-style durations: "500ms", "15s", "1m30s", "2h", "1d". A bare
+// "0" means zero. nullopt for anything else (negative, unknown unit, empty,
+// overflow).
+std::optional<std::chrono::milliseconds> ParseDuration(std::string_view s);
+std::string FormatDuration(std::chrono::milliseconds d);
+
+// Byte sizes: plain bytes ("1073741824", what the Downward API writes), or
+// with a Kubernetes suffix (Ki Mi Gi Ti, k M G T) or a B form (KiB MiB GiB,
+// KB MB GB).
+std::optional<uint64_t> ParseByteSize(std::string_view s);
+// "1.5 GiB", "512 KiB", "37 B".
+std::string FormatBytes(double bytes);
+
+}  // namespace memtrimd
