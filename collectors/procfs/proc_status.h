@@ -33,7 +33,7 @@ struct ProcStatus {
   bool has_memory = false;   // false for kernel threads and zombies (no Vm* lines)
 };
 
-// REQUIRES: `text` is the whole file. Fails when Name, Pid or Threads is missing.
+// REQUIRES: `text` is the whole file. Fails when Name, Tgid or Threads is missing.
 Result<ProcStatus> ParseProcStatus(std::string_view text);
 
 }  // namespace memtrimd::procfs

@@ -28,6 +28,11 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   if (!st.ok()) return st.status();
   if (!st->has_memory) return Status(ErrorCode::kNotFound, "pid " + std::to_string(pid) +
                                                                " is a kernel thread or a zombie");
+  // /proc/<tid> exists for every thread too; a thread id is not a process.
+  if (st->tgid != pid) {
+    return Status(ErrorCode::kNotFound, "pid " + std::to_string(pid) + " is a thread of process " +
+                                            std::to_string(st->tgid));
+  }
   t.comm = st->name;
   t.nspid = st->nspid;
   t.uid = st->euid;
