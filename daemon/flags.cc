@@ -172,7 +172,9 @@ Command Validate(const Parser& p) {
     if (colon == std::string::npos || colon + 1 == a.size()) {
       return UsageError{"--web.listen-address: " + Quote(a) + " is not host:port or :port"};
     }
-    auto port = ParsePid(a.substr(colon + 1));
+    // Port 0 asks the kernel for a free port (the log says which one).
+    std::string port_text = a.substr(colon + 1);
+    auto port = port_text == "0" ? std::optional<pid_t>(0) : ParsePid(port_text);
     if (!port || *port > 65535) {
       return UsageError{"--web.listen-address: " + Quote(a) + " has no valid port"};
     }
