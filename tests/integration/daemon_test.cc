@@ -1,0 +1,221 @@
+// memtrimd as a user runs it: against the bundled fragmenting workload,
+// scraped over loopback with curl, checked by promtool and by the test's
+// own reading of /proc.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "tests/integration/harness.h"
+
+namespace memtrimd::testing {
+namespace {
+
+constexpr uint64_t kHeap = 64ull << 20;
+
+struct IndependentHeaps {
+  std::size_t count = 0;
+  uint64_t resident = 0;
+};
+
+// The arena heap rule of FACTS-glibc, written again plainly: an anonymous
+// rw-p mapping on a 64 MiB boundary, either 64 MiB long or followed by
+// anonymous ---p mappings that end exactly at start + 64 MiB.
+IndependentHeaps CountHeaps(const std::vector<RawMapping>& maps) {
+  IndependentHeaps h;
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const RawMapping& m = maps[i];
+    bool anon = m.inode == 0 && (m.path.empty() || m.path.rfind("[anon:", 0) == 0);
+    if (!anon || m.perms != "rw-p" || m.start % kHeap != 0 || m.end - m.start > kHeap) continue;
+    uint64_t reach = m.end;
+    std::size_t j = i + 1;
+    while (reach < m.start + kHeap && j < maps.size() && maps[j].start == reach &&
+           maps[j].perms == "---p" && maps[j].inode == 0 && maps[j].path.empty()) {
+      reach = maps[j].end;
+      ++j;
+    }
+    if (reach == m.start + kHeap) {
+      ++h.count;
+      h.resident += m.rss_kb << 10;
+    }
+  }
+  return h;
+}
+
+double RelDiff(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1.0); }
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+TEST_F(DaemonTest, ArenaHeapsAndRssMatchAnIndependentReading) {
+  Process frag = StartFragmenter(dir_, {"--threads", "8", "--rounds", "2", "--burst-mib", "16"});
+  ASSERT_TRUE(frag.running());
+  const std::string pid = std::to_string(frag.pid());
+  Memtrimd m({"--target.pid=" + pid, "--sample.interval=200ms", "--smaps.interval=200ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+
+  // The workload is idle once ready, so a reading now and memtrimd's next
+  // sample see the same process.
+  IndependentHeaps mine = CountHeaps(ReadSmapsIndependently(frag.pid()));
+  StatusNumbers status = ReadStatusIndependently(frag.pid());
+  ASSERT_GE(mine.count, 4u) << "the workload should have made arena heaps";
+
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        auto age = Find(s, "memtrimd_smaps_age_seconds", {"pid=\"" + pid + "\""});
+        return age && *age < 0.5;
+      },
+      10s))
+      << m.log();
+  auto heaps = Find(s, "memtrimd_glibc_arena_heaps", {"pid=\"" + pid + "\""});
+  auto resident = Find(s, "memtrimd_glibc_arena_heap_bytes", {"pid=\"" + pid + "\"", "resident"});
+  ASSERT_TRUE(heaps && resident);
+  EXPECT_EQ(*heaps, static_cast<double>(mine.count));
+  EXPECT_LT(RelDiff(*resident, static_cast<double>(mine.resident)), 0.02)
+      << *resident << " vs " << mine.resident;
+
+  auto anon = Find(s, "memtrimd_target_resident_memory_bytes", {"anon"});
+  auto file = Find(s, "memtrimd_target_resident_memory_bytes", {"file"});
+  auto shmem = Find(s, "memtrimd_target_resident_memory_bytes", {"shmem"});
+  auto swap = Find(s, "memtrimd_target_swap_bytes");
+  ASSERT_TRUE(anon && file && shmem && swap);
+  EXPECT_LT(RelDiff(*anon, static_cast<double>(status.rss_anon)), 0.02);
+  EXPECT_LT(RelDiff(*file, static_cast<double>(status.rss_file)), 0.02);
+  EXPECT_LT(RelDiff(*anon + *file + *shmem,
+                    static_cast<double>(status.rss_anon + status.rss_file + status.rss_shmem)),
+            0.02);
+  EXPECT_EQ(*swap, static_cast<double>(status.vm_swap));
+  EXPECT_EQ(Find(s, "memtrimd_target_up"), 1.0);
+  EXPECT_EQ(Find(s, "memtrimd_collector_success", {"glibc"}), 1.0);
+  EXPECT_EQ(Find(s, "memtrimd_collector_success", {"process"}), 1.0);
+  EXPECT_TRUE(Find(s, "memtrimd_target_info", {"comm=\"fragmenter\"", "runtime=\"glibc\""}));
+}
+
+TEST_F(DaemonTest, PromtoolAcceptsALiveScrape) {
+  Process frag = StartFragmenter(dir_, {"--threads", "4", "--rounds", "1", "--burst-mib", "8"});
+  ASSERT_TRUE(frag.running());
+  Memtrimd m({"--target.pid=" + std::to_string(frag.pid()), "--sample.interval=200ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+  HttpResponse r = Curl(m.url());
+  ASSERT_EQ(r.status, 200);
+  WriteFile(dir_ / "scrape.txt", r.body);
+  RunResult check = RunCommand({"sh", "-c", std::string(PROMTOOL_BIN) + " check metrics < " +
+                                         (dir_ / "scrape.txt")});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err << "\n" << r.body;
+  EXPECT_NE(r.body.find("memtrimd_glibc_arena_heaps{"), std::string::npos);
+}
+
+TEST_F(DaemonTest, HttpEndpointsBehave) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid()), "--web.telemetry-path=/custom"});
+  ASSERT_TRUE(m.started()) << m.log();
+
+  HttpResponse metrics = Curl(m.url("/custom"));
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.headers.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+            std::string::npos)
+      << metrics.headers;
+  EXPECT_NE(metrics.body.find("memtrimd_build_info{"), std::string::npos);
+
+  HttpResponse gz = Curl(m.url("/custom"), {"--compressed"});
+  EXPECT_EQ(gz.status, 200);
+  EXPECT_NE(gz.headers.find("Content-Encoding: gzip"), std::string::npos) << gz.headers;
+  EXPECT_NE(gz.body.find("memtrimd_build_info{"), std::string::npos) << "curl must inflate it";
+
+  HttpResponse plain = Curl(m.url("/custom"), {"-H", "Accept-Encoding: identity"});
+  EXPECT_EQ(plain.headers.find("Content-Encoding"), std::string::npos);
+
+  HttpResponse landing = Curl(m.url("/"));
+  EXPECT_EQ(landing.status, 200);
+  EXPECT_NE(landing.body.find("href=\"/custom\""), std::string::npos) << landing.body;
+
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  EXPECT_EQ(Curl(m.url("/metrics")).status, 404);
+  EXPECT_EQ(Curl(m.url("/custom"), {"-X", "POST"}).status, 405);
+}
+
+TEST_F(DaemonTest, RestartedTargetIsPickedUpWithinOneSample) {
+  const std::string tag = "restart-" + std::to_string(getpid());
+  Process a = StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4",
+                                     "--tag", tag});
+  ASSERT_TRUE(a.running());
+  Memtrimd m({"--target.match=fragmenter.*" + tag, "--sample.interval=300ms",
+              "--smaps.interval=300ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+  const std::string a_pid = "pid=\"" + std::to_string(a.pid()) + "\"";
+  ASSERT_TRUE(WaitFor([&] { return Find(m.Scrape(), "memtrimd_target_info", {a_pid}).has_value(); }, 10s));
+
+  a.Kill();
+  // Samples completed when we knew the target was gone: the one after next
+  // started after the exit, so it must show no target and no old series.
+  double seen = *Find(m.Scrape(), "memtrimd_samples_total");
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_samples_total").value_or(0) >= seen + 2;
+      },
+      10s));
+  EXPECT_EQ(Find(s, "memtrimd_target_up"), 0.0);
+  for (const auto& [key, value] : s) EXPECT_EQ(key.find(a_pid), std::string::npos) << key;
+  EXPECT_TRUE(m.process().running()) << "memtrimd must survive its target";
+
+  Process b = StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4",
+                                     "--tag", tag});
+  ASSERT_TRUE(b.running());
+  const std::string b_pid = "pid=\"" + std::to_string(b.pid()) + "\"";
+  seen = *Find(m.Scrape(), "memtrimd_samples_total");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_samples_total").value_or(0) >= seen + 2;
+      },
+      10s));
+  EXPECT_EQ(Find(s, "memtrimd_target_up"), 1.0);
+  EXPECT_TRUE(Find(s, "memtrimd_target_info", {b_pid})) << "new target not picked up";
+  EXPECT_TRUE(Find(s, "memtrimd_target_resident_memory_bytes", {b_pid, "anon"}));
+  EXPECT_NE(m.log().find("msg=\"target exited\""), std::string::npos);
+}
+
+TEST_F(DaemonTest, FixedPidThatExitsStaysDownAndIsNeverReused) {
+  Process a = StartFragmenter(dir_, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
+  ASSERT_TRUE(a.running());
+  Memtrimd m({"--target.pid=" + std::to_string(a.pid()), "--sample.interval=200ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+  a.Kill();
+  ASSERT_TRUE(WaitFor([&] { return Find(m.Scrape(), "memtrimd_target_up") == 0.0; }, 10s));
+  double seen = *Find(m.Scrape(), "memtrimd_samples_total");
+  ASSERT_TRUE(WaitFor(
+      [&] { return Find(m.Scrape(), "memtrimd_samples_total").value_or(0) >= seen + 2; }, 10s));
+  EXPECT_EQ(Find(m.Scrape(), "memtrimd_target_up"), 0.0);
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200) << "no target is not a memtrimd failure";
+}
+
+TEST_F(DaemonTest, StopsCleanlyOnSigterm) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  EXPECT_EQ(m.process().Stop(SIGTERM, 10s), 0);
+  EXPECT_NE(m.log().find("msg=stopping signal=SIGTERM"), std::string::npos) << m.log();
+}
+
+TEST_F(DaemonTest, JsonLogFormat) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid()), "--log.format=json"});
+  // The harness finds the port in logfmt; in JSON the line differs.
+  std::string log;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        log = m.log();
+        return log.find("\"msg\":\"target selected\"") != std::string::npos;
+      },
+      10s))
+      << log;
+  EXPECT_NE(log.find("{\"ts\":\""), std::string::npos);
+  EXPECT_EQ(log.find("level=info"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memtrimd::testing

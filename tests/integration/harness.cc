@@ -1,0 +1,270 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace memtrimd::testing {
+
+namespace fs = std::filesystem;
+
+Process::Process(std::vector<std::string> argv, SpawnOptions o) {
+  pid_t parent = getpid();
+  pid_ = fork();
+  if (pid_ == 0) {
+    // Die with the test runner even if it is killed before cleaning up.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+    setpgid(0, 0);
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) _exit(125);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const std::string& kv : o.env) putenv(const_cast<char*>(kv.c_str()));
+    if (o.gid && setgid(*o.gid) != 0) _exit(124);
+    if (o.uid && setuid(*o.uid) != 0) _exit(124);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+}
+
+Process::~Process() { Kill(); }
+
+Process::Process(Process&& o) noexcept : pid_(o.pid_), status_(o.status_) { o.pid_ = -1; }
+
+Process& Process::operator=(Process&& o) noexcept {
+  if (this != &o) {
+    Kill();
+    pid_ = o.pid_;
+    status_ = o.status_;
+    o.pid_ = -1;
+  }
+  return *this;
+}
+
+bool Process::running() {
+  if (pid_ <= 0 || status_) return false;
+  int st = 0;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    return false;
+  }
+  return r == 0;
+}
+
+std::optional<int> Process::Wait(std::chrono::milliseconds timeout) {
+  WaitFor([this] { return !running(); }, timeout);
+  return status_;
+}
+
+void Process::Kill() {
+  if (pid_ > 0 && running()) {
+    kill(pid_, SIGKILL);
+    int st = 0;
+    if (waitpid(pid_, &st, 0) == pid_) status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+  }
+}
+
+std::optional<int> Process::Stop(int sig, std::chrono::milliseconds timeout) {
+  if (pid_ > 0 && running()) kill(pid_, sig);
+  return Wait(timeout);
+}
+
+bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+TempDir::TempDir() {
+  std::string tmpl = ::testing::TempDir() + "memtrimd-test.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  char* p = mkdtemp(buf.data());
+  path_ = p ? p : "";
+  chmod(path_.c_str(), 0755);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+RunResult RunCommand(std::vector<std::string> argv, SpawnOptions o) {
+  TempDir dir;
+  o.stdout_path = dir / "out";
+  o.stderr_path = dir / "err";
+  Process p(std::move(argv), o);
+  RunResult r;
+  auto code = p.Wait(60s);
+  r.exit_code = code.value_or(-1000);
+  r.out = ReadFile(o.stdout_path);
+  r.err = ReadFile(o.stderr_path);
+  return r;
+}
+
+HttpResponse Curl(const std::string& url, const std::vector<std::string>& extra) {
+  TempDir dir;
+  std::vector<std::string> argv = {"curl", "-s", "-S", "--max-time", "10", "-D", dir / "headers",
+                                   "-o", dir / "body"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(url);
+  RunResult r = RunCommand(argv);
+  HttpResponse resp;
+  if (r.exit_code != 0) return resp;
+  resp.headers = ReadFile(dir / "headers");
+  resp.body = ReadFile(dir / "body");
+  std::sscanf(resp.headers.c_str(), "HTTP/%*s %d", &resp.status);
+  return resp;
+}
+
+Series ParseExposition(const std::string& text) {
+  Series s;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    s[line.substr(0, sp)] = std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return s;
+}
+
+std::optional<double> Find(const Series& s, const std::string& name,
+                           const std::vector<std::string>& parts) {
+  std::optional<double> found;
+  for (const auto& [key, value] : s) {
+    std::string base = key.substr(0, key.find('{'));
+    if (base != name) continue;
+    bool all = true;
+    for (const std::string& p : parts) all = all && key.find(p) != std::string::npos;
+    if (!all) continue;
+    if (found) return std::nullopt;  // ambiguous
+    found = value;
+  }
+  return found;
+}
+
+Memtrimd::Memtrimd(std::vector<std::string> flags, SpawnOptions o) {
+  log_path_ = dir_ / "memtrimd.log";
+  o.stderr_path = log_path_;
+  std::vector<std::string> argv = {MemtrimdBin(), "--web.listen-address=127.0.0.1:0"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  process_ = Process(argv, o);
+  std::regex started(R"(memtrimd started.*ports\W+(\d+))");
+  WaitFor(
+      [&] {
+        std::smatch m;
+        std::string log = ReadFile(log_path_);
+        if (std::regex_search(log, m, started)) {
+          port_ = std::stoi(m[1]);
+          return true;
+        }
+        return !process_.running();
+      },
+      20s);
+}
+
+std::string Memtrimd::url(const std::string& path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + path;
+}
+
+Series Memtrimd::Scrape() const { return ParseExposition(Curl(url()).body); }
+
+std::string Memtrimd::log() const { return ReadFile(log_path_); }
+
+Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
+                        const std::string& binary) {
+  static int counter = 0;
+  std::string ready = dir / ("fragmenter." + std::to_string(++counter) + ".ready");
+  std::vector<std::string> argv = {binary.empty() ? FragmenterBin() : binary, "--quiet",
+                                   "--ready-file", ready};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process p(argv);
+  bool ok = WaitFor([&] { return fs::exists(ready) || !p.running(); }, 60s) && fs::exists(ready);
+  if (!ok) p.Kill();
+  return p;
+}
+
+std::string MemtrimdBin() { return MEMTRIMD_BIN; }
+std::string FragmenterBin() { return FRAGMENTER_BIN; }
+
+// Deliberately simple and separate from collectors/procfs: an independent
+// reading to compare memtrimd against.
+std::vector<RawMapping> ReadSmapsIndependently(pid_t pid) {
+  std::vector<RawMapping> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long start, end, inode;
+    char perms[8] = {};
+    int n = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %llu %n", &start, &end, perms, &inode,
+                    &n) >= 4) {
+      RawMapping m;
+      m.start = start;
+      m.end = end;
+      m.perms = perms;
+      m.inode = inode;
+      m.path = n > 0 && static_cast<std::size_t>(n) <= line.size() ? line.substr(n) : "";
+      out.push_back(m);
+      continue;
+    }
+    unsigned long long kb;
+    if (!out.empty() && std::sscanf(line.c_str(), "Rss: %llu kB", &kb) == 1) out.back().rss_kb = kb;
+  }
+  return out;
+}
+
+StatusNumbers ReadStatusIndependently(pid_t pid) {
+  StatusNumbers s;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long kb;
+    if (std::sscanf(line.c_str(), "RssAnon: %llu kB", &kb) == 1) s.rss_anon = kb << 10;
+    if (std::sscanf(line.c_str(), "RssFile: %llu kB", &kb) == 1) s.rss_file = kb << 10;
+    if (std::sscanf(line.c_str(), "RssShmem: %llu kB", &kb) == 1) s.rss_shmem = kb << 10;
+    if (std::sscanf(line.c_str(), "VmSwap: %llu kB", &kb) == 1) s.vm_swap = kb << 10;
+  }
+  return s;
+}
+
+bool IsRoot() { return geteuid() == 0; }
+
+}  // namespace memtrimd::testing

@@ -1,0 +1,137 @@
+// Test harness for integration tests: real processes, real HTTP through
+// curl, polling with deadlines. Every process started here is killed by pid
+// when its handle goes out of scope, and dies with the test process
+// (PR_SET_PDEATHSIG) if the test itself is killed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memtrimd::testing {
+
+using namespace std::chrono_literals;
+
+struct SpawnOptions {
+  std::string stdout_path = "/dev/null";
+  std::string stderr_path = "/dev/null";
+  std::vector<std::string> env;  // extra "K=V" entries
+  std::optional<uid_t> uid;      // drop to this uid/gid before exec
+  std::optional<gid_t> gid;
+};
+
+class Process {
+ public:
+  Process() = default;
+  Process(std::vector<std::string> argv, SpawnOptions options = {});
+  ~Process();
+  Process(Process&& o) noexcept;
+  Process& operator=(Process&& o) noexcept;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  // Waits up to `timeout` for exit; the exit code, or -signal, or nullopt on
+  // timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // SIGKILL and reap. Safe to call twice.
+  void Kill();
+  // Sends a signal and waits for exit.
+  std::optional<int> Stop(int sig, std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// Polls `cond` every 20 ms until it is true or `timeout` passes.
+bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
+
+// A fresh directory under the test temp dir, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& text);
+
+struct HttpResponse {
+  int status = 0;  // 0: curl failed
+  std::string headers;
+  std::string body;
+};
+// GET (or another method) through the real curl binary.
+HttpResponse Curl(const std::string& url, const std::vector<std::string>& extra_args = {});
+
+// Parsed exposition: "name{labels}" (labels as rendered) -> value.
+using Series = std::map<std::string, double>;
+Series ParseExposition(const std::string& text);
+// The value of the single series of `name` whose label text contains
+// every fragment in `label_parts`.
+std::optional<double> Find(const Series& s, const std::string& name,
+                           const std::vector<std::string>& label_parts = {});
+
+// A memtrimd daemon on 127.0.0.1 with a kernel-chosen port.
+class Memtrimd {
+ public:
+  explicit Memtrimd(std::vector<std::string> flags, SpawnOptions options = {});
+  bool started() const { return port_ != 0; }
+  int port() const { return port_; }
+  std::string url(const std::string& path = "/metrics") const;
+  Series Scrape() const;
+  Process& process() { return process_; }
+  std::string log() const;
+
+ private:
+  TempDir dir_;
+  std::string log_path_;
+  Process process_;
+  int port_ = 0;
+};
+
+// Runs a command to completion (deadline 60 s), capturing output.
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+RunResult RunCommand(std::vector<std::string> argv, SpawnOptions options = {});
+
+// Starts the fragmenting workload and waits until it is ready (idle, arenas
+// populated). Returns a not-running Process on failure.
+Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
+                        const std::string& binary = "");
+
+// Paths of the binaries under test.
+std::string MemtrimdBin();
+std::string FragmenterBin();
+
+// Per-mapping view read independently of memtrimd's parser.
+struct RawMapping {
+  uint64_t start = 0, end = 0;
+  std::string perms;
+  uint64_t inode = 0;
+  std::string path;
+  uint64_t rss_kb = 0;
+};
+std::vector<RawMapping> ReadSmapsIndependently(pid_t pid);
+
+struct StatusNumbers {
+  uint64_t rss_anon = 0, rss_file = 0, rss_shmem = 0, vm_swap = 0;
+};
+StatusNumbers ReadStatusIndependently(pid_t pid);
+
+bool IsRoot();
+
+}  // namespace memtrimd::testing

@@ -1,0 +1,131 @@
+#include "daemon/exposition.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/metric_table.h"
+
+namespace memtrimd {
+namespace {
+
+Snapshot SampleSnapshot() {
+  Snapshot s;
+  s.sequence = 7;
+  s.taken_at = std::chrono::system_clock::now();
+  TargetSnapshot ts;
+  ts.target.pid = 4242;
+  ts.target.comm = "we\"ird\\name";
+  ts.target.runtime = Runtime::kGlibc;
+  ts.start_time_seconds = 1700000000;
+  procfs::ProcStatus p;
+  p.rss_anon = 100 << 20;
+  p.rss_file = 5 << 20;
+  p.rss_shmem = 1 << 20;
+  p.vm_swap = 0;
+  p.vm_hwm = 120 << 20;
+  p.threads = 17;
+  ts.sample.process = p;
+  GlibcHeaps g;
+  g.heaps.push_back({64ull << 20, 1 << 20, 512 << 10, glibc::HeapCheck::kConfirmed});
+  g.heaps.push_back({128ull << 20, 2 << 20, 1 << 20, glibc::HeapCheck::kConfirmed});
+  g.usable_bytes = 3 << 20;
+  g.resident_bytes = (1 << 20) + (512 << 10);
+  g.main_arena_resident_bytes = 4096;
+  g.read_at = s.taken_at;
+  ts.sample.glibc = g;
+  CgroupMemory c;
+  c.version = 2;
+  c.usage_bytes = 200 << 20;
+  c.anon_bytes = 150 << 20;
+  c.file_bytes = 50 << 20;
+  c.oom_kills = 3;
+  ts.sample.cgroup = c;  // no limit
+  ts.collectors = {{"process", true, 0.001, ""}, {"glibc", false, 0.01, "permission denied"}};
+  s.targets.push_back(ts);
+  return s;
+}
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+TEST(Exposition, RendersTargetSeriesWithPidLabel) {
+  Snapshot s = SampleSnapshot();
+  std::string text = RenderText(SnapshotFamilies(&s));
+  EXPECT_TRUE(Has(text, "memtrimd_target_up 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_samples_total 7"));
+  EXPECT_TRUE(Has(text, "memtrimd_target_resident_memory_bytes{pid=\"4242\",kind=\"anon\"} 104857600"));
+  EXPECT_TRUE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 17"));
+  EXPECT_TRUE(Has(text, "memtrimd_glibc_arena_heaps{pid=\"4242\"} 2"));
+  EXPECT_TRUE(Has(text, "memtrimd_glibc_arena_heap_bytes{pid=\"4242\",state=\"resident\"} 1572864"));
+  EXPECT_TRUE(Has(text, "memtrimd_target_oom_kills_total{pid=\"4242\"} 3"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"glibc\"} 0"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"process\"} 1"));
+  // Label values are escaped.
+  EXPECT_NE(text.find("comm=\"we\\\"ird\\\\name\""), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE memtrimd_target_oom_kills_total counter"), std::string::npos);
+}
+
+TEST(Exposition, NoLimitMeansNoLimitSeries) {
+  Snapshot s = SampleSnapshot();
+  std::string text = RenderText(SnapshotFamilies(&s));
+  EXPECT_EQ(text.find("memtrimd_target_memory_limit_bytes{"), std::string::npos);
+  s.targets[0].sample.cgroup->limit_bytes = 1ull << 30;
+  text = RenderText(SnapshotFamilies(&s));
+  EXPECT_TRUE(Has(text, "memtrimd_target_memory_limit_bytes{pid=\"4242\"} 1073741824"));
+}
+
+TEST(Exposition, NoTargetMeansUpZeroAndNoTargetSeries) {
+  Snapshot s;
+  s.sequence = 3;
+  s.taken_at = std::chrono::system_clock::now();
+  std::string text = RenderText(SnapshotFamilies(&s));
+  EXPECT_TRUE(Has(text, "memtrimd_target_up 0"));
+  EXPECT_EQ(text.find("pid=\""), std::string::npos) << text;
+  EXPECT_NE(text.find("memtrimd_build_info{version=\""), std::string::npos);
+  // Before the first sample too.
+  text = RenderText(SnapshotFamilies(nullptr));
+  EXPECT_TRUE(Has(text, "memtrimd_target_up 0"));
+}
+
+TEST(Exposition, FamiliesAreContiguousAndInTableOrder) {
+  Snapshot s = SampleSnapshot();
+  s.targets.push_back(s.targets[0]);
+  s.targets[1].target.pid = 5151;
+  auto families = SnapshotFamilies(&s);
+  std::vector<std::string> names;
+  for (const auto& f : families) names.push_back(f.name);
+  std::vector<std::string> table_order;
+  for (const MetricDef* d : AllMetrics()) {
+    if (std::find(names.begin(), names.end(), d->name) != names.end()) {
+      table_order.emplace_back(d->name);
+    }
+  }
+  EXPECT_EQ(names, table_order);
+  for (const auto& f : families) {
+    if (f.name == "memtrimd_target_threads") {
+      EXPECT_EQ(f.metric.size(), 2u);
+    }
+  }
+}
+
+TEST(Exposition, SelfProcessMetricsAreStandard) {
+  std::string text = RenderText(SelfProcessFamilies());
+  for (const char* name : {"process_cpu_seconds_total ", "process_resident_memory_bytes ",
+                           "process_virtual_memory_bytes ", "process_start_time_seconds ",
+                           "process_open_fds ", "process_max_fds "}) {
+    EXPECT_NE(text.find(std::string("\n") + name), std::string::npos) << name;
+  }
+}
+
+TEST(MetricTable, NamesFollowConventions) {
+  for (const MetricDef* d : AllMetrics()) {
+    std::string n(d->name);
+    EXPECT_TRUE(n.rfind("memtrimd_", 0) == 0 || n.rfind("process_", 0) == 0) << n;
+    bool total = n.size() > 6 && n.substr(n.size() - 6) == "_total";
+    EXPECT_EQ(total, d->type == prometheus::MetricType::Counter) << n;
+    EXPECT_FALSE(d->help.empty()) << n;
+  }
+}
+
+}  // namespace
+}  // namespace memtrimd

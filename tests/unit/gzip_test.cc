@@ -1,0 +1,48 @@
+#include "daemon/gzip.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+namespace memtrimd {
+namespace {
+
+std::string Gunzip(const std::string& gz) {
+  z_stream zs{};
+  EXPECT_EQ(inflateInit2(&zs, 15 + 16), Z_OK);
+  std::string out(1 << 20, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  zs.avail_in = static_cast<uInt>(gz.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  return out;
+}
+
+TEST(Gzip, RoundTrips) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "memtrimd_target_up 1\n";
+  auto gz = GzipCompress(text);
+  ASSERT_TRUE(gz);
+  EXPECT_LT(gz->size(), text.size() / 10);
+  EXPECT_EQ(static_cast<unsigned char>((*gz)[0]), 0x1f);  // gzip magic
+  EXPECT_EQ(static_cast<unsigned char>((*gz)[1]), 0x8b);
+  EXPECT_EQ(Gunzip(*gz), text);
+}
+
+TEST(Gzip, AcceptEncodingNegotiation) {
+  EXPECT_TRUE(AcceptsGzip("gzip"));
+  EXPECT_TRUE(AcceptsGzip("deflate, gzip"));
+  EXPECT_TRUE(AcceptsGzip("gzip;q=0.5"));
+  EXPECT_TRUE(AcceptsGzip("GZIP"));
+  EXPECT_TRUE(AcceptsGzip("*"));
+  EXPECT_FALSE(AcceptsGzip(""));
+  EXPECT_FALSE(AcceptsGzip("identity"));
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzip; q=0.0"));
+  EXPECT_FALSE(AcceptsGzip("x-gzip2"));
+}
+
+}  // namespace
+}  // namespace memtrimd

@@ -1,0 +1,80 @@
+#include "daemon/inspect.h"
+
+#include <gtest/gtest.h>
+
+namespace memtrimd {
+namespace {
+
+TargetSnapshot Sample() {
+  TargetSnapshot ts;
+  ts.target.pid = 77;
+  ts.target.comm = "fragmenter";
+  ts.target.runtime = Runtime::kGlibc;
+  ts.start_time_seconds = 1700000000;
+  procfs::ProcStatus p;
+  p.rss_anon = 600ull << 20;
+  p.rss_file = 2ull << 20;
+  p.threads = 17;
+  ts.sample.process = p;
+  GlibcHeaps g;
+  for (int i = 0; i < 15; ++i) {
+    g.heaps.push_back({(uint64_t(i) + 1) << 26, 34ull << 20, 34ull << 20,
+                       glibc::HeapCheck::kConfirmed});
+  }
+  g.confirmed = 15;
+  g.usable_bytes = g.resident_bytes = 15 * (34ull << 20);
+  g.main_arena_resident_bytes = 35ull << 20;
+  g.mappings = 120;
+  ts.sample.glibc = g;
+  CgroupMemory c;
+  c.version = 1;
+  c.limit_bytes = 1ull << 30;
+  c.limit_source = LimitSource::kCgroup;
+  c.usage_bytes = 700ull << 20;
+  c.oom_kills = 0;
+  ts.sample.cgroup = c;
+  ts.collectors = {{"process", true, 0, ""}, {"cgroup", true, 0, ""}, {"glibc", true, 0, ""}};
+  return ts;
+}
+
+TEST(Inspect, TableSaysWhatAPersonNeeds) {
+  std::string t = RenderInspectTable(Sample());
+  EXPECT_NE(t.find("pid 77 (fragmenter), runtime glibc"), std::string::npos) << t;
+  EXPECT_NE(t.find("RSS                           602.0 MiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("arena heaps                          15"), std::string::npos) << t;
+  EXPECT_NE(t.find("all confirmed"), std::string::npos);
+  EXPECT_NE(t.find("limit                           1.0 GiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("RSS / limit                      58.8 %"), std::string::npos) << t;
+  EXPECT_NE(t.find("malloc_trim"), std::string::npos) << "interpretation line missing:\n" << t;
+}
+
+TEST(Inspect, FailedCollectorIsExplained) {
+  TargetSnapshot ts = Sample();
+  ts.sample.glibc.reset();
+  ts.collectors[2] = {"glibc", false, 0, "open /proc/77/smaps: Permission denied"};
+  std::string t = RenderInspectTable(ts);
+  EXPECT_NE(t.find("could not read: open /proc/77/smaps: Permission denied"), std::string::npos)
+      << t;
+}
+
+TEST(Inspect, NoLimitIsSaidInWords) {
+  TargetSnapshot ts = Sample();
+  ts.sample.cgroup->limit_bytes.reset();
+  std::string t = RenderInspectTable(ts);
+  EXPECT_NE(t.find("limit                              none"), std::string::npos) << t;
+  EXPECT_EQ(t.find("RSS / limit"), std::string::npos);
+}
+
+TEST(Inspect, JsonCarriesTheSameNumbers) {
+  std::string j = RenderInspectJson(Sample());
+  EXPECT_NE(j.find("\"pid\":77"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"rss_bytes\":631242752"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"arena_heaps\":15"), std::string::npos);
+  EXPECT_NE(j.find("\"limit_bytes\":1073741824"), std::string::npos);
+  EXPECT_NE(j.find("\"limit_source\":\"cgroup\""), std::string::npos);
+  EXPECT_EQ(j.back(), '\n');
+  EXPECT_EQ(j.find('\n'), j.size() - 1);
+}
+
+}  // namespace
+}  // namespace memtrimd

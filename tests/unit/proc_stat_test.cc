@@ -1,0 +1,176 @@
+#include "collectors/procfs/proc_stat.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace memtrimd::procfs {
+namespace {
+
+std::string ReadFixture(const std::string& rel) {
+  std::ifstream in(std::string(MEMTRIMD_FIXTURES) + "/" + rel, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open fixture " << rel;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(ReadFixture("proc/" + dir + "/expected.txt"));
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key >> value) out[key] = value;
+  EXPECT_FALSE(out.empty()) << dir;
+  return out;
+}
+
+// A /proc/<pid>/stat line with the given comm and 52 fields in all.
+std::string StatLine(const std::string& comm) {
+  return "4242 (" + comm +
+         ") R 1 4242 4242 0 -1 4194304 100 0 0 0 11 22 0 0 20 0 3 0 987654 123456789 321 "
+         "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+}
+
+class ProcStatFixture : public testing::TestWithParam<const char*> {};
+
+TEST_P(ProcStatFixture, StartTicksMatchExpected) {
+  const std::string dir = GetParam();
+  auto expected = ReadExpected(dir);
+  Result<ProcStat> st = ParseProcStat(ReadFixture("proc/" + dir + "/stat"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->start_ticks, expected.at("start_time_ticks"));
+  EXPECT_EQ(st->state, 'S');
+  EXPECT_EQ(st->ppid, 5323);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ProcStatFixture,
+                         testing::Values("fragmenter", "jvm17", "sleep"));
+
+TEST(ParseProcStat, JvmFields) {
+  Result<ProcStat> st = ParseProcStat(ReadFixture("proc/jvm17/stat"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->pid, 5426);
+  EXPECT_EQ(st->comm, "java");
+  EXPECT_EQ(st->utime_ticks, 663u);
+  EXPECT_EQ(st->stime_ticks, 32u);
+  EXPECT_EQ(st->start_ticks, 50994u);
+  EXPECT_EQ(st->vsize_bytes, 2715873280u);
+  EXPECT_EQ(st->rss_pages, 18687u);
+}
+
+TEST(ParseProcStat, SyntheticLineFields) {
+  Result<ProcStat> st = ParseProcStat(StatLine("worker"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->pid, 4242);
+  EXPECT_EQ(st->comm, "worker");
+  EXPECT_EQ(st->state, 'R');
+  EXPECT_EQ(st->ppid, 1);
+  EXPECT_EQ(st->utime_ticks, 11u);
+  EXPECT_EQ(st->stime_ticks, 22u);
+  EXPECT_EQ(st->start_ticks, 987654u);
+  EXPECT_EQ(st->vsize_bytes, 123456789u);
+  EXPECT_EQ(st->rss_pages, 321u);
+}
+
+TEST(ParseProcStat, CommWithSpacesAndParens) {
+  // A process may name itself anything (prctl(PR_SET_NAME)), even ") (".
+  Result<ProcStat> st = ParseProcStat(StatLine("a) (b c) S 9"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->comm, "a) (b c) S 9");
+  EXPECT_EQ(st->state, 'R');
+  EXPECT_EQ(st->ppid, 1);
+  EXPECT_EQ(st->start_ticks, 987654u);
+}
+
+TEST(ParseProcStat, EmptyComm) {
+  Result<ProcStat> st = ParseProcStat(StatLine(""));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->comm, "");
+  EXPECT_EQ(st->start_ticks, 987654u);
+}
+
+TEST(ParseProcStat, ExactlyTwentyFourFieldsIsEnough) {
+  Result<ProcStat> st = ParseProcStat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 777 4096 2");
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->start_ticks, 777u);
+  EXPECT_EQ(st->vsize_bytes, 4096u);
+  EXPECT_EQ(st->rss_pages, 2u);
+}
+
+TEST(ParseProcStat, TooFewFieldsIsAnError) {
+  // 23 fields: rss (field 24) missing.
+  Result<ProcStat> st = ParseProcStat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 777 4096");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), ErrorCode::kParseError);
+  EXPECT_FALSE(ParseProcStat("1 (x) S 0").ok());
+  EXPECT_FALSE(ParseProcStat("1 (x)").ok());
+}
+
+TEST(ParseProcStat, MalformedInputIsAnError) {
+  EXPECT_FALSE(ParseProcStat("").ok());
+  EXPECT_FALSE(ParseProcStat("1 x S 0").ok());        // no parentheses
+  EXPECT_FALSE(ParseProcStat("abc (x) S 0 1").ok());  // bad pid
+  EXPECT_FALSE(ParseProcStat(") 1 (x").ok());         // ')' before '('
+  std::string bad_start = StatLine("x");
+  bad_start.replace(bad_start.find("987654"), 6, "98x654");
+  Result<ProcStat> st = ParseProcStat(bad_start);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("22"), std::string::npos) << st.status().message();
+}
+
+TEST(ParseBootTime, FindsBtime) {
+  const char* proc_stat =
+      "cpu  10132153 290696 3084719 46828483 16683 0 25195 0 0 0\n"
+      "cpu0 1393280 32966 572056 13343292 6130 0 17875 0 0 0\n"
+      "intr 1462898 0 0 0\n"
+      "ctxt 115315342\n"
+      "btime 1764455000\n"
+      "processes 2349\n"
+      "procs_running 1\n";
+  Result<uint64_t> bt = ParseBootTime(proc_stat);
+  ASSERT_TRUE(bt.ok()) << bt.status().message();
+  EXPECT_EQ(*bt, 1764455000u);
+}
+
+TEST(ParseBootTime, LastLineWithoutNewline) {
+  Result<uint64_t> bt = ParseBootTime("ctxt 1\nbtime 42");
+  ASSERT_TRUE(bt.ok()) << bt.status().message();
+  EXPECT_EQ(*bt, 42u);
+}
+
+TEST(ParseBootTime, MissingOrMalformedIsAnError) {
+  EXPECT_FALSE(ParseBootTime("cpu 1 2 3\nctxt 5\n").ok());
+  EXPECT_FALSE(ParseBootTime("").ok());
+  EXPECT_FALSE(ParseBootTime("btime abc\n").ok());
+  EXPECT_FALSE(ParseBootTime("xbtime 12\n").ok());
+}
+
+TEST(ParseBootTime, ReadsTheLiveFile) {
+  std::ifstream in("/proc/stat");
+  ASSERT_TRUE(in.good());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  Result<uint64_t> bt = ParseBootTime(ss.str());
+  ASSERT_TRUE(bt.ok()) << bt.status().message();
+  EXPECT_GT(*bt, 946684800u);  // after 2000-01-01
+}
+
+TEST(StartTimeSeconds, AddsTicksToBootTime) {
+  EXPECT_DOUBLE_EQ(StartTimeSeconds(50908, 1764455000, 100), 1764455509.08);
+  EXPECT_DOUBLE_EQ(StartTimeSeconds(0, 1764455000, 100), 1764455000.0);
+  EXPECT_DOUBLE_EQ(StartTimeSeconds(250, 1000, 250), 1001.0);
+  EXPECT_DOUBLE_EQ(StartTimeSeconds(150, 0, 100), 1.5);
+}
+
+TEST(StartTimeSeconds, NonPositiveTickRateGivesZero) {
+  EXPECT_EQ(StartTimeSeconds(100, 1764455000, 0), 0.0);
+  EXPECT_EQ(StartTimeSeconds(100, 1764455000, -1), 0.0);
+}
+
+}  // namespace
+}  // namespace memtrimd::procfs

@@ -1,0 +1,407 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "collectors/common/target.h"
+#include "collectors/procfs/cmdline.h"
+#include "collectors/procfs/proc_stat.h"
+#include "collectors/procfs/process_collector.h"
+#include "collectors/procfs/runtime.h"
+#include "collectors/procfs/target_reader.h"
+#include "collectors/sample.h"
+
+namespace memtrimd::procfs {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::string_view_literals;
+
+std::string FixtureDir(const std::string& name) {
+  return std::string(MEMTRIMD_FIXTURES) + "/proc/" + name;
+}
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::map<std::string, uint64_t> ReadExpected(const std::string& name) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(ReadWhole(FixtureDir(name) + "/expected.txt"));
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key >> value) out[key] = value;
+  EXPECT_FALSE(out.empty()) << name;
+  return out;
+}
+
+// /proc/<pid>/maps is smaps without the field lines.
+std::string MapsFromSmaps(const std::string& smaps) {
+  std::istringstream in(smaps);
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.find('-') != std::string::npos &&
+        ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))) {
+      out << line << '\n';
+    }
+  }
+  return out.str();
+}
+
+// A directory that removes itself.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "memtrimd-proc-test.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void WriteFile(const fs::path& path, std::string_view text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// ---------------------------------------------------------------------------
+// ProcessCollector.
+
+class ProcessCollectorFixture : public testing::TestWithParam<const char*> {};
+
+TEST_P(ProcessCollectorFixture, FillsTheProcessPart) {
+  const std::string name = GetParam();
+  auto expected = ReadExpected(name);
+  Target target;
+  target.pid = 1;
+  target.proc_dir = FixtureDir(name);
+  ProcessCollector collector;
+  EXPECT_EQ(collector.Name(), "process");
+  TargetSample out;
+  Status st = collector.Collect(target, out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(out.process.has_value());
+  EXPECT_EQ(out.process->name, name == "jvm17" ? "java" : name);
+  EXPECT_EQ(out.process->rss_anon, expected.at("rss_anon_bytes"));
+  EXPECT_EQ(out.process->rss_file, expected.at("rss_file_bytes"));
+  EXPECT_EQ(out.process->rss_shmem, expected.at("rss_shmem_bytes"));
+  EXPECT_EQ(out.process->vm_swap, expected.at("vm_swap_bytes"));
+  EXPECT_EQ(out.process->vm_hwm, expected.at("vm_hwm_bytes"));
+  EXPECT_EQ(out.process->threads, expected.at("threads"));
+  EXPECT_TRUE(out.process->has_memory);
+  EXPECT_FALSE(out.cgroup.has_value());
+  EXPECT_FALSE(out.glibc.has_value());
+}
+
+TEST_P(ProcessCollectorFixture, ReadStartTicksMatchesExpected) {
+  const std::string name = GetParam();
+  Result<uint64_t> ticks = ReadStartTicks(FixtureDir(name));
+  ASSERT_TRUE(ticks.ok()) << ticks.status().message();
+  EXPECT_EQ(*ticks, ReadExpected(name).at("start_time_ticks"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ProcessCollectorFixture,
+                         testing::Values("fragmenter", "jvm17", "sleep"));
+
+TEST(ProcessCollector, MissingDirectoryIsNotFound) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  Target target;
+  target.proc_dir = (tmp.path() / "no-such-pid").string();
+  ProcessCollector collector;
+  TargetSample out;
+  Status st = collector.Collect(target, out);
+  EXPECT_EQ(st.code(), ErrorCode::kNotFound) << st.message();
+  EXPECT_FALSE(out.process.has_value());
+}
+
+TEST(ProcessCollector, ZombieWithoutMemoryIsNotFound) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  WriteFile(tmp.path() / "status",
+            "Name:\tdefunct\nState:\tZ (zombie)\nTgid:\t77\nPid:\t77\nThreads:\t1\n");
+  Target target;
+  target.proc_dir = tmp.path().string();
+  ProcessCollector collector;
+  TargetSample out;
+  Status st = collector.Collect(target, out);
+  EXPECT_EQ(st.code(), ErrorCode::kNotFound) << st.message();
+  EXPECT_FALSE(out.process.has_value());
+}
+
+TEST(ProcessCollector, MalformedStatusIsAParseError) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  WriteFile(tmp.path() / "status", "Name:\tx\nTgid:\t7\nVmRSS:\tabc kB\nThreads:\t1\n");
+  Target target;
+  target.proc_dir = tmp.path().string();
+  ProcessCollector collector;
+  TargetSample out;
+  Status st = collector.Collect(target, out);
+  EXPECT_EQ(st.code(), ErrorCode::kParseError) << st.message();
+  EXPECT_FALSE(out.process.has_value());
+}
+
+// ---------------------------------------------------------------------------
+// ReadTarget.
+
+// A /proc tree in a temp dir: <root>/<pid>/{stat,status,maps} from a fixture.
+TEST(ReadTarget, FixtureTreeWithMaps) {
+  struct Case {
+    const char* fixture;
+    pid_t pid;
+    const char* comm;
+    Runtime runtime;
+  };
+  for (const Case& c : {Case{"jvm17", 5426, "java", Runtime::kJvm},
+                        Case{"fragmenter", 5364, "fragmenter", Runtime::kGlibc},
+                        Case{"sleep", 5538, "sleep", Runtime::kGlibc}}) {
+    SCOPED_TRACE(c.fixture);
+    TempDir tmp;
+    ASSERT_FALSE(tmp.path().empty());
+    const fs::path dir = tmp.path() / std::to_string(c.pid);
+    const std::string src = FixtureDir(c.fixture);
+    WriteFile(dir / "stat", ReadWhole(src + "/stat"));
+    WriteFile(dir / "status", ReadWhole(src + "/status"));
+    WriteFile(dir / "maps", MapsFromSmaps(ReadWhole(src + "/smaps")));
+
+    Result<Target> t = ReadTarget(tmp.path().string(), c.pid);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_EQ(t->pid, c.pid);
+    EXPECT_EQ(t->nspid, c.pid);
+    EXPECT_EQ(t->comm, c.comm);
+    EXPECT_EQ(t->runtime, c.runtime);
+    EXPECT_EQ(t->start_ticks, ReadExpected(c.fixture).at("start_time_ticks"));
+    EXPECT_EQ(t->uid, 0u);
+    EXPECT_EQ(t->gid, 0u);
+    EXPECT_EQ(fs::path(t->proc_dir), dir);
+  }
+}
+
+TEST(ReadTarget, FixtureTreeWithoutMapsFails) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path dir = tmp.path() / "5538";
+  WriteFile(dir / "stat", ReadWhole(FixtureDir("sleep") + "/stat"));
+  WriteFile(dir / "status", ReadWhole(FixtureDir("sleep") + "/status"));
+  Result<Target> t = ReadTarget(tmp.path().string(), 5538);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), ErrorCode::kNotFound) << t.status().message();
+}
+
+TEST(ReadTarget, TheTestProcessItself) {
+  const pid_t pid = getpid();
+  Result<Target> t = ReadTarget("/proc", pid);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->pid, pid);
+  EXPECT_EQ(t->proc_dir, "/proc/" + std::to_string(pid));
+  EXPECT_EQ(t->runtime, Runtime::kGlibc);
+  EXPECT_EQ(t->uid, geteuid());
+  EXPECT_EQ(t->gid, getegid());
+  EXPECT_EQ(t->nspid, pid);  // /proc is this process's own pid namespace
+
+  std::string comm = ReadWhole("/proc/self/comm");
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  EXPECT_EQ(t->comm, comm);
+  EXPECT_FALSE(comm.empty());
+
+  Result<ProcStat> st = ParseProcStat(ReadWhole("/proc/self/stat"));
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(t->start_ticks, st->start_ticks);
+  EXPECT_GT(t->start_ticks, 0u);
+
+  // The identity holds across reads.
+  Result<Target> again = ReadTarget("/proc", pid);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->SameProcess(*t));
+}
+
+TEST(ReadTarget, NonexistentPidIsNotFound) {
+  // pid_max is one more than the largest pid the kernel hands out.
+  std::string pid_max_text = ReadWhole("/proc/sys/kernel/pid_max");
+  const long pid_max = std::strtol(pid_max_text.c_str(), nullptr, 10);
+  ASSERT_GT(pid_max, 1);
+  const auto pid = static_cast<pid_t>(pid_max);
+  ASSERT_FALSE(fs::exists("/proc/" + std::to_string(pid)));
+  Result<Target> t = ReadTarget("/proc", pid);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), ErrorCode::kNotFound) << t.status().message();
+}
+
+TEST(Target, SameProcessComparesPidAndStartTime) {
+  Target a;
+  a.pid = 10;
+  a.start_ticks = 500;
+  Target b = a;
+  b.comm = "renamed";
+  EXPECT_TRUE(a.SameProcess(b));
+  b.start_ticks = 501;  // a recycled pid
+  EXPECT_FALSE(a.SameProcess(b));
+  b = a;
+  b.pid = 11;
+  EXPECT_FALSE(a.SameProcess(b));
+}
+
+// ---------------------------------------------------------------------------
+// Runtime detection.
+
+constexpr std::string_view kExe =
+    "55c05736e000-55c057370000 r--p 00000000 fe:00 248056                     /usr/bin/app\n";
+constexpr std::string_view kHeapLine =
+    "55c0910bb000-55c0910dc000 rw-p 00000000 00:00 0                          [heap]\n";
+constexpr std::string_view kAnonLine = "7f3071246000-7f3071253000 rw-p 00000000 00:00 0 \n";
+constexpr std::string_view kLibc =
+    "7f3071071000-7f3071097000 r--p 00000000 fe:00 332835                     "
+    "/usr/lib/x86_64-linux-gnu/libc.so.6\n";
+constexpr std::string_view kJvm =
+    "7f0d74000000-7f0d74200000 r-xp 00000000 fe:00 400000                     "
+    "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so\n";
+constexpr std::string_view kMusl =
+    "7f5b1c000000-7f5b1c014000 r--p 00000000 00:2a 1234                       "
+    "/lib/ld-musl-x86_64.so.1\n";
+constexpr std::string_view kStackLine =
+    "7ffc37ed5000-7ffc37ef6000 rw-p 00000000 00:00 0                          [stack]\n";
+
+std::string Join(std::initializer_list<std::string_view> lines) {
+  std::string out;
+  for (std::string_view l : lines) out += l;
+  return out;
+}
+
+TEST(RuntimeFromMaps, JvmWinsEvenAfterLibc) {
+  EXPECT_EQ(RuntimeFromMaps(Join({kExe, kHeapLine, kLibc, kAnonLine, kJvm, kStackLine})),
+            Runtime::kJvm);
+  EXPECT_EQ(RuntimeFromMaps(Join({kJvm, kLibc})), Runtime::kJvm);
+  EXPECT_EQ(RuntimeFromMaps(Join({kMusl, kJvm})), Runtime::kJvm);  // a JVM on musl
+}
+
+TEST(RuntimeFromMaps, Glibc) {
+  EXPECT_EQ(RuntimeFromMaps(Join({kExe, kHeapLine, kAnonLine, kLibc, kStackLine})),
+            Runtime::kGlibc);
+  // Before glibc 2.34 the file was libc-<version>.so.
+  EXPECT_EQ(RuntimeFromMaps("7f00-7f01 r-xp 00000000 08:01 99 /lib/x86_64-linux-gnu/libc-2.31.so"),
+            Runtime::kGlibc);
+}
+
+TEST(RuntimeFromMaps, MuslOnlyWithoutGlibc) {
+  EXPECT_EQ(RuntimeFromMaps(Join({kExe, kHeapLine, kMusl, kAnonLine, kStackLine})), Runtime::kMusl);
+  // gcompat and friends: glibc mapped as well means glibc.
+  EXPECT_EQ(RuntimeFromMaps(Join({kMusl, kLibc})), Runtime::kGlibc);
+  EXPECT_EQ(RuntimeFromMaps(Join({kLibc, kMusl})), Runtime::kGlibc);
+}
+
+TEST(RuntimeFromMaps, NothingKnownIsUnknown) {
+  EXPECT_EQ(RuntimeFromMaps(Join({kExe, kHeapLine, kAnonLine, kStackLine})), Runtime::kUnknown);
+  EXPECT_EQ(RuntimeFromMaps(""), Runtime::kUnknown);
+  EXPECT_EQ(RuntimeFromMaps("7f00-7f01 r-xp 00000000 08:01 99 /usr/lib/libcrypto.so.3\n"
+                            "7f01-7f02 r-xp 00000000 08:01 98 /usr/lib/libcap.so.2\n"),
+            Runtime::kUnknown);
+}
+
+TEST(RuntimeFromMaps, JvmWhoseLibraryWasReplacedOnDisk) {
+  // After a JDK package upgrade, a running JVM's maps shows its libjvm.so as
+  // "(deleted)"; it is still a JVM.
+  EXPECT_STREQ(
+      RuntimeName(RuntimeFromMaps(Join({kExe, kLibc,
+                                        "7f0d74000000-7f0d74200000 r-xp 00000000 fe:00 400000     "
+                                        "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so "
+                                        "(deleted)\n"}))),
+      "jvm");
+}
+
+TEST(RuntimeFromMaps, MuslInstalledAsLibcSo) {
+  // musl's own install (and Debian's musl package) makes /lib/ld-musl-*.so.1
+  // a symlink to <libdir>/libc.so; maps shows the file the link resolves to.
+  // glibc never maps a file named plain "libc.so" (that is a linker script).
+  EXPECT_STREQ(
+      RuntimeName(RuntimeFromMaps(Join({kExe, kHeapLine,
+                                        "7f5b1c000000-7f5b1c014000 r--p 00000000 fe:00 1234       "
+                                        "/usr/lib/x86_64-linux-musl/libc.so\n",
+                                        kStackLine}))),
+      "musl");
+}
+
+TEST(RuntimeFromMaps, RecordedProcesses) {
+  EXPECT_EQ(RuntimeFromMaps(MapsFromSmaps(ReadWhole(FixtureDir("jvm17") + "/smaps"))),
+            Runtime::kJvm);
+  EXPECT_EQ(RuntimeFromMaps(MapsFromSmaps(ReadWhole(FixtureDir("fragmenter") + "/smaps"))),
+            Runtime::kGlibc);
+  EXPECT_EQ(RuntimeFromMaps(MapsFromSmaps(ReadWhole(FixtureDir("sleep") + "/smaps"))),
+            Runtime::kGlibc);
+}
+
+TEST(FoldRuntime, OneLineAtATime) {
+  EXPECT_EQ(FoldRuntime(Runtime::kUnknown, kLibc), Runtime::kGlibc);
+  EXPECT_EQ(FoldRuntime(Runtime::kGlibc, kJvm), Runtime::kJvm);
+  EXPECT_EQ(FoldRuntime(Runtime::kJvm, kLibc), Runtime::kJvm);
+  EXPECT_EQ(FoldRuntime(Runtime::kJvm, kMusl), Runtime::kJvm);
+  EXPECT_EQ(FoldRuntime(Runtime::kGlibc, kMusl), Runtime::kGlibc);
+  EXPECT_EQ(FoldRuntime(Runtime::kUnknown, kMusl), Runtime::kMusl);
+  EXPECT_EQ(FoldRuntime(Runtime::kMusl, kAnonLine), Runtime::kMusl);
+  EXPECT_EQ(FoldRuntime(Runtime::kUnknown, kHeapLine), Runtime::kUnknown);
+}
+
+TEST(RuntimeName, Names) {
+  EXPECT_STREQ(RuntimeName(Runtime::kGlibc), "glibc");
+  EXPECT_STREQ(RuntimeName(Runtime::kJvm), "jvm");
+  EXPECT_STREQ(RuntimeName(Runtime::kMusl), "musl");
+  EXPECT_STREQ(RuntimeName(Runtime::kUnknown), "unknown");
+}
+
+// ---------------------------------------------------------------------------
+// cmdline.
+
+TEST(CmdlineToString, NulsBecomeSpaces) {
+  EXPECT_EQ(CmdlineToString("sleep\0"
+                            "1000\0"sv),
+            "sleep 1000");
+  EXPECT_EQ(CmdlineToString("a\0b\0c\0"sv), "a b c");
+}
+
+TEST(CmdlineToString, TrailingNulIsDropped) {
+  EXPECT_EQ(CmdlineToString("a\0b"sv), "a b");  // no trailing NUL
+  EXPECT_EQ(CmdlineToString("java\0"sv), "java");
+  EXPECT_EQ(CmdlineToString("x\0\0"sv), "x");
+  EXPECT_EQ(CmdlineToString(""sv), "");
+  EXPECT_EQ(CmdlineToString("\0"sv), "");
+}
+
+TEST(CmdlineToString, RewrittenTitleIsKept) {
+  // setproctitle-style: one string with spaces, no NUL separators.
+  EXPECT_EQ(CmdlineToString("nginx: worker process"sv), "nginx: worker process");
+}
+
+TEST(CmdlineToString, RecordedProcesses) {
+  EXPECT_EQ(CmdlineToString(ReadWhole(FixtureDir("fragmenter") + "/cmdline")),
+            "./fragmenter --threads 6 --rounds 3 --burst-mib 16 --ready-file fragmenter.ready "
+            "--tag fixture --quiet");
+  EXPECT_EQ(CmdlineToString(ReadWhole(FixtureDir("jvm17") + "/cmdline")),
+            "java -Xmx64m -XX:NativeMemoryTracking=summary NativeChurn --threads 12 --ready-file "
+            "native_churn.ready --quiet");
+  EXPECT_EQ(CmdlineToString(ReadWhole(FixtureDir("sleep") + "/cmdline")), "sleep 1000");
+}
+
+}  // namespace
+}  // namespace memtrimd::procfs

@@ -1,0 +1,136 @@
+#include "collectors/common/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memtrimd::text {
+namespace {
+
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+std::vector<std::string> Lines(std::string_view text) {
+  std::vector<std::string> out;
+  ForEachLineIn(text, [&](std::string_view line) { out.emplace_back(line); });
+  return out;
+}
+
+TEST(ParseUint, AcceptsPlainDecimals) {
+  EXPECT_EQ(ParseUint("0"), 0u);
+  EXPECT_EQ(ParseUint("7"), 7u);
+  EXPECT_EQ(ParseUint("1234567890"), 1234567890u);
+  EXPECT_EQ(ParseUint("000042"), 42u);
+}
+
+TEST(ParseUint, AcceptsTheLargestValue) {
+  EXPECT_EQ(ParseUint("18446744073709551615"), kMax);
+  EXPECT_EQ(ParseUint("18446744073709551610"), kMax - 5);
+  // 2^63, a value the v1 cgroup files come close to.
+  EXPECT_EQ(ParseUint("9223372036854775808"), uint64_t{1} << 63);
+}
+
+TEST(ParseUint, RejectsOverflowAt2To64) {
+  EXPECT_FALSE(ParseUint("18446744073709551616").has_value());  // 2^64
+  EXPECT_FALSE(ParseUint("18446744073709551620").has_value());
+  EXPECT_FALSE(ParseUint("99999999999999999999").has_value());
+  EXPECT_FALSE(ParseUint("100000000000000000000").has_value());  // 21 digits
+  // Leading zeros are fine within 20 characters.
+  EXPECT_EQ(ParseUint("00000000000000000001"), 1u);
+}
+
+TEST(ParseUint, RejectsEmpty) { EXPECT_FALSE(ParseUint("").has_value()); }
+
+TEST(ParseUint, RejectsSigns) {
+  EXPECT_FALSE(ParseUint("-1").has_value());
+  EXPECT_FALSE(ParseUint("+1").has_value());
+  EXPECT_FALSE(ParseUint("-0").has_value());
+}
+
+TEST(ParseUint, RejectsTrailingAndLeadingText) {
+  EXPECT_FALSE(ParseUint("12 kB").has_value());
+  EXPECT_FALSE(ParseUint("12kB").has_value());
+  EXPECT_FALSE(ParseUint("12\n").has_value());
+  EXPECT_FALSE(ParseUint(" 12").has_value());
+  EXPECT_FALSE(ParseUint("1.5").has_value());
+  EXPECT_FALSE(ParseUint("0x10").has_value());
+  EXPECT_FALSE(ParseUint("abc").has_value());
+}
+
+TEST(ParseUint, StopsAtTheViewsEnd) {
+  std::string_view s = "12345";
+  EXPECT_EQ(ParseUint(s.substr(0, 3)), 123u);
+}
+
+TEST(ParseHex, AcceptsLowerCaseHex) {
+  EXPECT_EQ(ParseHex("0"), 0u);
+  EXPECT_EQ(ParseHex("ff"), 255u);
+  EXPECT_EQ(ParseHex("7f0000021000"), 0x7f0000021000u);
+  EXPECT_EQ(ParseHex("2000000101005ccf"), 0x2000000101005ccfu);
+  EXPECT_EQ(ParseHex("ffffffffffffffff"), kMax);
+  EXPECT_EQ(ParseHex("0000000000000006"), 6u);
+}
+
+TEST(ParseHex, RejectsWhatIsNotBareHex) {
+  EXPECT_FALSE(ParseHex("").has_value());
+  EXPECT_FALSE(ParseHex("0x10").has_value());
+  EXPECT_FALSE(ParseHex("fg").has_value());
+  EXPECT_FALSE(ParseHex("-1").has_value());
+  EXPECT_FALSE(ParseHex(" 1").has_value());
+  EXPECT_FALSE(ParseHex("1 ").has_value());
+  EXPECT_FALSE(ParseHex("10000000000000000").has_value());  // 17 digits: 2^64
+}
+
+TEST(NextToken, SplitsOnSpacesAndTabs) {
+  std::string_view s = "  VmRSS:\t  105152 kB";
+  EXPECT_EQ(NextToken(s), "VmRSS:");
+  EXPECT_EQ(NextToken(s), "105152");
+  EXPECT_EQ(NextToken(s), "kB");
+  EXPECT_EQ(NextToken(s), "");
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(NextToken(s), "");
+}
+
+TEST(NextToken, AdvancesPastTheTokenOnly) {
+  std::string_view s = "a  b";
+  EXPECT_EQ(NextToken(s), "a");
+  EXPECT_EQ(s, "  b");
+  EXPECT_EQ(NextToken(s), "b");
+  EXPECT_EQ(s, "");
+}
+
+TEST(NextToken, OnlyWhitespaceGivesEmpty) {
+  std::string_view s = " \t \t";
+  EXPECT_EQ(NextToken(s), "");
+  EXPECT_TRUE(s.empty());
+}
+
+TEST(Trim, StripsSpacesTabsAndLineEnds) {
+  EXPECT_EQ(Trim("  x y \t\r\n"), "x y");
+  EXPECT_EQ(Trim("\n\tmax\n"), "max");
+  EXPECT_EQ(Trim("abc"), "abc");
+  EXPECT_EQ(Trim(""), "");
+  EXPECT_EQ(Trim(" \t\r\n "), "");
+}
+
+TEST(ForEachLineIn, SplitsLinesWithoutNewlines) {
+  EXPECT_EQ(Lines("a\nbb\nccc\n"), (std::vector<std::string>{"a", "bb", "ccc"}));
+}
+
+TEST(ForEachLineIn, DeliversTheLastLineWithoutNewline) {
+  EXPECT_EQ(Lines("a\nlast"), (std::vector<std::string>{"a", "last"}));
+  EXPECT_EQ(Lines("only"), (std::vector<std::string>{"only"}));
+}
+
+TEST(ForEachLineIn, KeepsEmptyLinesInside) {
+  EXPECT_EQ(Lines("a\n\nb\n"), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(Lines("\n"), (std::vector<std::string>{""}));
+}
+
+TEST(ForEachLineIn, EmptyTextGivesNoLines) { EXPECT_TRUE(Lines("").empty()); }
+
+}  // namespace
+}  // namespace memtrimd::text
