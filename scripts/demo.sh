@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The demo: installs dependencies, builds memtrimd, starts the bundled
+# workload that fragments glibc arenas, starts memtrimd against it, and shows
+# the metrics URL and an `inspect` table. Ctrl-C stops everything it started.
+#
+# Usage: scripts/demo.sh [--skip-install] [--build-dir DIR] [--port N] [--seconds N]
+#   --seconds N   stop by itself after N seconds (default: run until Ctrl-C)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install=1
+build_dir=build/release
+port=8486
+seconds=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --skip-install) install=0 ;;
+    --build-dir) build_dir="$2"; shift ;;
+    --port) port="$2"; shift ;;
+    --seconds) seconds="$2"; shift ;;
+    *) echo "demo: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if [ "$install" = 1 ]; then
+  bash scripts/install-deps.sh
+  cmake --preset release
+  cmake --build --preset release -j "$(nproc)" --target memtrimd fragmenter
+  build_dir=build/release
+fi
+memtrimd="$build_dir/daemon/memtrimd"
+fragmenter="$build_dir/tests/workloads/fragmenter"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo; echo "demo: stopping"; exit 0' INT TERM
+
+# Polls a condition (a shell command) every 0.2 s for up to $1 seconds.
+wait_for() {
+  local limit=$1; shift
+  local tries=$((limit * 5))
+  while [ "$tries" -gt 0 ]; do
+    if eval "$@"; then return 0; fi
+    sleep 0.2
+    tries=$((tries - 1))
+  done
+  return 1
+}
+
+echo "== starting the workload: 16 threads take turns allocating 32 MiB bursts of small"
+echo "   chunks, free 98% of them and keep the rest. glibc keeps the freed memory."
+"$fragmenter" --ready-file "$work/ready" --tag demo &
+pids+=($!)
+frag_pid=$!
+wait_for 60 "[ -f '$work/ready' ]" || { echo "demo: the workload did not get ready" >&2; exit 1; }
+
+echo
+echo "== starting memtrimd (it picks the workload by its command line)"
+"$memtrimd" --web.listen-address="127.0.0.1:$port" --target.match="fragmenter.*--tag demo" \
+  --sample.interval=2s --smaps.interval=10s 2>"$work/memtrimd.log" &
+pids+=($!)
+url="http://127.0.0.1:$port/metrics"
+if ! wait_for 20 "curl -sf '$url' 2>/dev/null | grep -q '^memtrimd_glibc_arena_heaps{'"; then
+  cat "$work/memtrimd.log" >&2
+  echo "demo: memtrimd did not come up" >&2
+  exit 1
+fi
+
+echo
+echo "Metrics: $url"
+echo
+curl -s "$url" | grep -E '^memtrimd_(target_up|target_resident_memory_bytes|glibc_arena_heap|glibc_main_arena|target_memory_limit)'
+echo
+echo "== memtrimd inspect --pid $frag_pid"
+"$memtrimd" inspect --pid "$frag_pid"
+echo
+if [ "$seconds" -gt 0 ]; then
+  echo "(stopping after $seconds s)"
+  sleep "$seconds"
+else
+  echo "memtrimd keeps sampling; scrape $url or press Ctrl-C to stop."
+  while kill -0 "$frag_pid" 2>/dev/null; do sleep 1; done
+fi
