@@ -1,0 +1,191 @@
+#include "collectors/jvm/hsperfdata.h"
+
+#include <cstddef>
+#include <limits>
+
+namespace memtrimd::jvm {
+namespace {
+
+// PerfDataPrologue (HotSpot perfMemory.hpp), 32 bytes:
+//   0 magic u32 (bytes CA FE C0 C0)   4 byte_order u8 (0 big, 1 little)
+//   5 major u8   6 minor u8   7 accessible u8
+//   8 used i32   12 overflow i32   16 mod_time_stamp i64
+//   24 entry_offset i32   28 num_entries i32
+constexpr std::size_t kPrologueSize = 32;
+// PerfDataEntry header, 20 bytes:
+//   0 entry_length i32   4 name_offset i32   8 vector_length i32
+//   12 data_type u8   13 flags u8   14 data_units u8   15 data_variability u8
+//   16 data_offset i32
+// name_offset and data_offset are relative to the entry's start.
+constexpr std::size_t kEntryHeaderSize = 20;
+constexpr uint8_t kLittleEndian = 1;
+
+uint8_t U8(std::string_view b, std::size_t at) { return static_cast<uint8_t>(b[at]); }
+
+// Little-endian reads; the caller has checked at + width <= b.size().
+int32_t I32(std::string_view b, std::size_t at) {
+  uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v |= static_cast<uint32_t>(U8(b, at + i)) << (8 * i);
+  return static_cast<int32_t>(v);
+}
+
+int64_t I64(std::string_view b, std::size_t at) {
+  uint64_t v = 0;
+  for (std::size_t i = 0; i < 8; ++i) v |= static_cast<uint64_t>(U8(b, at + i)) << (8 * i);
+  return static_cast<int64_t>(v);
+}
+
+Status Bad(const std::string& what) { return Status(ErrorCode::kParseError, "hsperfdata: " + what); }
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Skips leading decimal digits of `s`; false when there are none.
+bool SkipIndex(std::string_view& s) {
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n == 0) return false;
+  s.remove_prefix(n);
+  return true;
+}
+
+uint64_t SatAdd(uint64_t a, int64_t b) {
+  if (b <= 0) return a;  // a torn or unset counter: ignore
+  uint64_t u = static_cast<uint64_t>(b);
+  return a > std::numeric_limits<uint64_t>::max() - u ? std::numeric_limits<uint64_t>::max()
+                                                      : a + u;
+}
+
+}  // namespace
+
+std::optional<int64_t> PerfData::Long(std::string_view name) const {
+  auto it = entries.find(name);
+  if (it == entries.end()) return std::nullopt;
+  if (const int64_t* v = std::get_if<int64_t>(&it->second)) return *v;
+  return std::nullopt;
+}
+
+Result<PerfData> ParsePerfData(std::string_view bytes) {
+  if (bytes.size() < kPrologueSize) return Bad("shorter than the 32-byte prologue");
+  if (U8(bytes, 0) != 0xCA || U8(bytes, 1) != 0xFE || U8(bytes, 2) != 0xC0 || U8(bytes, 3) != 0xC0) {
+    return Bad("bad magic");
+  }
+  if (U8(bytes, 4) != kLittleEndian) return Bad("byte order is not little-endian");
+
+  PerfData out;
+  out.major = U8(bytes, 5);
+  out.minor = U8(bytes, 6);
+  out.accessible = U8(bytes, 7) != 0;
+  int32_t used = I32(bytes, 8);
+  int32_t entry_offset = I32(bytes, 24);
+  int32_t num_entries = I32(bytes, 28);
+
+  // Entries live in [entry_offset, used); a file shorter than `used` was
+  // truncated (or is being created).
+  if (used < static_cast<int32_t>(kPrologueSize)) return Bad("used smaller than the prologue");
+  if (static_cast<std::size_t>(used) > bytes.size()) return Bad("truncated (used > file size)");
+  const std::size_t limit = static_cast<std::size_t>(used);
+  if (entry_offset < static_cast<int32_t>(kPrologueSize) ||
+      static_cast<std::size_t>(entry_offset) > limit) {
+    return Bad("entry_offset outside the buffer");
+  }
+  if (num_entries < 0) return Bad("negative num_entries");
+  if (static_cast<std::size_t>(num_entries) >
+      (limit - static_cast<std::size_t>(entry_offset)) / kEntryHeaderSize) {
+    return Bad("num_entries larger than the buffer can hold");
+  }
+
+  std::size_t off = static_cast<std::size_t>(entry_offset);
+  for (int32_t i = 0; i < num_entries; ++i) {
+    if (limit - off < kEntryHeaderSize) return Bad("entry header outside the buffer");
+    int32_t entry_length = I32(bytes, off);
+    int32_t name_offset = I32(bytes, off + 4);
+    int32_t vector_length = I32(bytes, off + 8);
+    char data_type = static_cast<char>(U8(bytes, off + 12));
+    int32_t data_offset = I32(bytes, off + 16);
+
+    if (entry_length < static_cast<int32_t>(kEntryHeaderSize) ||
+        static_cast<std::size_t>(entry_length) > limit - off) {
+      return Bad("entry_length outside the buffer");
+    }
+    const std::size_t len = static_cast<std::size_t>(entry_length);
+    std::string_view entry = bytes.substr(off, len);
+    if (name_offset < static_cast<int32_t>(kEntryHeaderSize) ||
+        static_cast<std::size_t>(name_offset) >= len) {
+      return Bad("name_offset outside the entry");
+    }
+    std::string_view name_area = entry.substr(static_cast<std::size_t>(name_offset));
+    std::size_t nul = name_area.find('\0');
+    if (nul == std::string_view::npos) return Bad("entry name not NUL-terminated");
+    std::string_view name = name_area.substr(0, nul);
+    if (data_offset < static_cast<int32_t>(kEntryHeaderSize) ||
+        static_cast<std::size_t>(data_offset) > len || vector_length < 0) {
+      return Bad("data_offset outside the entry");
+    }
+    const std::size_t data_at = static_cast<std::size_t>(data_offset);
+    const std::size_t avail = len - data_at;
+
+    if (data_type == 'J' && vector_length == 0) {
+      if (avail < 8) return Bad("long value outside the entry");
+      if (!name.empty()) out.entries.insert_or_assign(std::string(name), I64(entry, data_at));
+    } else if (data_type == 'B' && vector_length > 0) {
+      const std::size_t vlen = static_cast<std::size_t>(vector_length);
+      if (vlen > avail) return Bad("byte array outside the entry");
+      std::string_view value = entry.substr(data_at, vlen);
+      std::size_t end = value.find('\0');
+      if (end != std::string_view::npos) value = value.substr(0, end);
+      if (!name.empty()) out.entries.insert_or_assign(std::string(name), std::string(value));
+    }
+    // Other types (none in current JVMs) are skipped.
+    off += len;
+  }
+  return out;
+}
+
+// sun.gc.generation.<n>.capacity       committed bytes of generation n
+// sun.gc.generation.<n>.maxCapacity    its maximum
+// sun.gc.generation.<n>.space.<m>.used used bytes of its space m
+//
+// committed and used are sums. The maximum is a sum only where the
+// generations split the heap between them: Serial and Parallel name
+// generation 0 "new", and there the maxima add up to -Xmx. G1 ("young",
+// "old"), generational ZGC ("young", "old"), single-generation ZGC ("old")
+// and Shenandoah ("Young" with 0, "Heap") give each generation the whole
+// heap as its maximum (G1: 64 MiB + 64 MiB for -Xmx64m), so there it is the
+// largest maxCapacity. Without a generation 0 name the sum is used.
+std::optional<PerfHeap> HeapFromPerfData(const PerfData& data) {
+  constexpr std::string_view kPrefix = "sun.gc.generation.";
+  PerfHeap heap;
+  bool found = false;
+  uint64_t max_sum = 0;
+  uint64_t max_largest = 0;
+  for (auto it = data.entries.lower_bound(kPrefix);
+       it != data.entries.end() && StartsWith(it->first, kPrefix); ++it) {
+    const int64_t* value = std::get_if<int64_t>(&it->second);
+    if (value == nullptr) continue;
+    std::string_view rest = std::string_view(it->first).substr(kPrefix.size());
+    if (!SkipIndex(rest)) continue;
+    if (rest == ".capacity") {
+      heap.committed_bytes = SatAdd(heap.committed_bytes, *value);
+      found = true;
+    } else if (rest == ".maxCapacity") {
+      max_sum = SatAdd(max_sum, *value);
+      if (*value > 0 && static_cast<uint64_t>(*value) > max_largest) {
+        max_largest = static_cast<uint64_t>(*value);
+      }
+    } else if (StartsWith(rest, ".space.")) {
+      rest.remove_prefix(7);
+      if (SkipIndex(rest) && rest == ".used") heap.used_bytes = SatAdd(heap.used_bytes, *value);
+    }
+  }
+  if (!found) return std::nullopt;
+  auto gen0 = data.entries.find(std::string_view("sun.gc.generation.0.name"));
+  const std::string* gen0_name =
+      gen0 == data.entries.end() ? nullptr : std::get_if<std::string>(&gen0->second);
+  auto any_name = data.entries.find(std::string_view("sun.gc.generation.1.name"));
+  bool named = gen0_name != nullptr || any_name != data.entries.end();
+  bool partitioned = !named || (gen0_name != nullptr && *gen0_name == "new");
+  heap.max_bytes = partitioned ? max_sum : max_largest;
+  return heap;
+}
+
+}  // namespace memtrimd::jvm

@@ -1,0 +1,47 @@
+// hsperfdata: the JVM's shared performance counters, a 32 KiB file at
+// /tmp/hsperfdata_<user>/<nspid> in the JVM's mount namespace. Cheap to
+// read (no attach, no safepoint); written without locks, so a value may be
+// torn mid-update: callers treat it as a hint for gauges.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "collectors/common/status.h"
+
+namespace memtrimd::jvm {
+
+using PerfValue = std::variant<int64_t, std::string>;
+
+struct PerfData {
+  int major = 0;
+  int minor = 0;
+  bool accessible = false;
+  std::map<std::string, PerfValue, std::less<>> entries;
+
+  std::optional<int64_t> Long(std::string_view name) const;
+};
+
+// Pure: parses the bytes of an hsperfdata file. Rejects a wrong magic, a
+// byte order other than little-endian, and offsets outside the buffer.
+Result<PerfData> ParsePerfData(std::string_view bytes);
+
+// Java heap committed/used/max from sun.gc.generation.* (nullopt when the
+// counters are absent). committed = sum of generation capacities, used = sum
+// of space used. max = sum of generation maxCapacity for Serial/Parallel
+// (generation 0 named "new"); G1, ZGC and Shenandoah give every generation
+// the whole heap as maximum, so there it is the largest one. committed
+// matches GC.heap_info (G1 on 17 pads each counter by 8 bytes); used is
+// updated at GC (and sampled every 50 ms on 17 Serial/Parallel), so it lags.
+struct PerfHeap {
+  uint64_t committed_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t max_bytes = 0;
+};
+std::optional<PerfHeap> HeapFromPerfData(const PerfData& data);
+
+}  // namespace memtrimd::jvm

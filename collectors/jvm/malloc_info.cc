@@ -1,0 +1,208 @@
+#include "collectors/jvm/malloc_info.h"
+
+#include <cstddef>
+#include <limits>
+#include <string>
+
+#include "collectors/common/text.h"
+
+namespace memtrimd::jvm {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// One element's name and attribute text: "<size from="1" to="2"/>" ->
+// name "size", attrs " from=\"1\" to=\"2\"", closing false.
+struct Tag {
+  std::string_view name;
+  std::string_view attrs;
+  bool closing = false;  // "</heap>"
+};
+
+// The value of attribute `key` in `attrs` (double or single quotes).
+std::optional<std::string_view> Attr(std::string_view attrs, std::string_view key) {
+  std::size_t i = 0;
+  while (i < attrs.size()) {
+    while (i < attrs.size() && (text::IsSpace(attrs[i]) || attrs[i] == '\n' || attrs[i] == '\r'))
+      ++i;
+    std::size_t name_start = i;
+    while (i < attrs.size() && attrs[i] != '=' && !text::IsSpace(attrs[i]) && attrs[i] != '\n' &&
+           attrs[i] != '\r')
+      ++i;
+    std::string_view name = attrs.substr(name_start, i - name_start);
+    while (i < attrs.size() && text::IsSpace(attrs[i])) ++i;
+    if (i >= attrs.size() || attrs[i] != '=') {
+      if (i == name_start) ++i;  // stray character: skip it
+      continue;
+    }
+    ++i;
+    while (i < attrs.size() && text::IsSpace(attrs[i])) ++i;
+    if (i >= attrs.size() || (attrs[i] != '"' && attrs[i] != '\'')) continue;
+    char quote = attrs[i++];
+    std::size_t end = attrs.find(quote, i);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string_view value = attrs.substr(i, end - i);
+    i = end + 1;
+    if (name == key) return value;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> UintAttr(std::string_view attrs, std::string_view key) {
+  auto v = Attr(attrs, key);
+  if (!v) return std::nullopt;
+  return text::ParseUint(text::Trim(*v));
+}
+
+uint64_t SatAdd(uint64_t a, uint64_t b) {
+  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
+
+// Bytes of a <size>/<unsorted> entry that sit in chunks of at least a page.
+//
+// glibc's __malloc_info (malloc/malloc.c) prints one <size> per non-empty
+// fast bin and regular bin and one <unsorted> for the unsorted bin; for
+// regular bins and the unsorted bin `from`/`to` are the smallest and largest
+// chunk size found and `total` is the sum of the chunk sizes in bytes (for
+// fast bins total = count * to, all far below a page). malloc_trim (mtrim)
+// consolidates the fast bins and then madvises the whole pages inside every
+// free chunk of the unsorted bin and of the bins from bin_index(pagesize)
+// up; the top chunk is not in <sizes> (only in <total type="rest">), and
+// only the main arena's top is given back (by lowering brk).
+//
+// So an entry counts fully when from >= 4096 (every chunk is at least a
+// page). When from < 4096 <= to (in practice only the unsorted bin spans
+// the page size; 4096 is a large-bin boundary) at least the `from` chunk is
+// smaller than a page, so the page-sized chunks total at most total - from.
+// Entries with to < 4096 count nothing. The sum is an upper bound of what
+// malloc_trim can release from the bins: a chunk releases only the whole
+// pages strictly inside it, and tcache chunks are not listed at all. Not
+// included: the main arena's top (trimmed by brk, but free() already keeps
+// it below M_TRIM_THRESHOLD) and chunks that fast-bin consolidation could
+// still merge into page-sized ones.
+uint64_t AtLeastPage(uint64_t from, uint64_t to, uint64_t total) {
+  if (from >= kPage) return total;
+  if (to < kPage) return 0;
+  return total > from ? total - from : 0;
+}
+
+}  // namespace
+
+Result<MallocInfo> ParseMallocInfo(std::string_view xml) {
+  MallocInfo out;
+  bool seen_malloc = false;
+  bool seen_end = false;
+  bool in_heap = false;
+  MallocArena arena;
+
+  auto finish_arena = [&]() {
+    if (in_heap) out.arenas.push_back(arena);
+    in_heap = false;
+  };
+  auto bad = [](std::string_view what) {
+    return Status(ErrorCode::kParseError, "malloc_info: bad <" + std::string(what) + "> element");
+  };
+
+  std::size_t pos = 0;
+  while (true) {
+    std::size_t open = xml.find('<', pos);
+    if (open == std::string_view::npos) break;
+    std::size_t close = xml.find('>', open + 1);
+    if (close == std::string_view::npos) break;
+    pos = close + 1;
+    std::string_view inner = xml.substr(open + 1, close - open - 1);
+    if (!inner.empty() && inner.back() == '/') inner.remove_suffix(1);
+    Tag tag;
+    if (!inner.empty() && inner.front() == '/') {
+      tag.closing = true;
+      inner.remove_prefix(1);
+    }
+    std::size_t n = 0;
+    while (n < inner.size() && !text::IsSpace(inner[n]) && inner[n] != '\n' && inner[n] != '\r')
+      ++n;
+    tag.name = inner.substr(0, n);
+    tag.attrs = inner.substr(n);
+
+    if (tag.name == "malloc") {
+      if (tag.closing) {
+        finish_arena();
+        seen_end = seen_malloc;
+        break;
+      }
+      seen_malloc = true;
+      continue;
+    }
+    if (!seen_malloc) continue;
+
+    if (tag.name == "heap") {
+      finish_arena();
+      if (tag.closing) continue;
+      auto nr = UintAttr(tag.attrs, "nr");
+      if (!nr || *nr > static_cast<uint64_t>(std::numeric_limits<int>::max())) return bad("heap");
+      arena = MallocArena{};
+      arena.nr = static_cast<int>(*nr);
+      in_heap = true;
+      continue;
+    }
+    if (tag.closing) continue;
+
+    if (tag.name == "size" || tag.name == "unsorted") {
+      if (!in_heap) continue;
+      auto from = UintAttr(tag.attrs, "from");
+      auto to = UintAttr(tag.attrs, "to");
+      auto total = UintAttr(tag.attrs, "total");
+      if (!from || !to || !total) return bad(tag.name);
+      arena.free_bytes_at_least_page =
+          SatAdd(arena.free_bytes_at_least_page, AtLeastPage(*from, *to, *total));
+      continue;
+    }
+
+    auto type = Attr(tag.attrs, "type");
+    if (tag.name == "total") {
+      if (!type) return bad(tag.name);
+      auto size = UintAttr(tag.attrs, "size");
+      if (!size) return bad(tag.name);
+      if (*type == "fast") {
+        (in_heap ? arena.fast_bytes : out.total_fast_bytes) = *size;
+      } else if (*type == "rest") {
+        (in_heap ? arena.rest_bytes : out.total_rest_bytes) = *size;
+      } else if (*type == "mmap" && !in_heap) {
+        out.total_mmap_bytes = *size;
+        out.total_mmap_count = UintAttr(tag.attrs, "count").value_or(0);
+      }
+      continue;
+    }
+    if (tag.name == "system") {
+      if (!type) return bad(tag.name);
+      auto size = UintAttr(tag.attrs, "size");
+      if (!size) return bad(tag.name);
+      if (*type == "current") {
+        (in_heap ? arena.system_current : out.system_current) = *size;
+      } else if (*type == "max") {
+        (in_heap ? arena.system_max : out.system_max) = *size;
+      }
+      continue;
+    }
+    if (tag.name == "aspace") {
+      if (!type) return bad(tag.name);
+      auto size = UintAttr(tag.attrs, "size");
+      if (!size) return bad(tag.name);
+      if (*type == "total") {
+        (in_heap ? arena.aspace_total : out.aspace_total) = *size;
+      } else if (*type == "mprotect") {
+        (in_heap ? arena.aspace_mprotect : out.aspace_mprotect) = *size;
+      } else if (*type == "subheaps" && in_heap) {
+        arena.subheaps = *size;
+      }
+      continue;
+    }
+    // <sizes>, unknown future elements: ignored.
+  }
+  if (!seen_malloc) return Status(ErrorCode::kParseError, "malloc_info: no <malloc> element");
+  // A cut-off answer would give wrong totals: insist on the closing tag.
+  if (!seen_end) return Status(ErrorCode::kParseError, "malloc_info: truncated (no </malloc>)");
+  return out;
+}
+
+}  // namespace memtrimd::jvm
