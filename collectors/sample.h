@@ -8,7 +8,14 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "collectors/glibc/arena_heap.h"
+#include "collectors/glibc/rss_breakdown.h"
+#include "collectors/jvm/hsperfdata.h"
+#include "collectors/jvm/jvm_text.h"
+#include "collectors/jvm/malloc_info.h"
+#include "collectors/jvm/nmt_summary.h"
 #include "collectors/procfs/proc_status.h"
 
 namespace memtrimd {
@@ -25,6 +32,11 @@ struct GlibcHeaps {
   std::size_t mappings = 0;
   std::chrono::system_clock::time_point read_at{};
   double read_seconds = 0;  // how long the smaps walk took
+  glibc::RssBreakdown breakdown;  // of the same read
+  // RSS from /proc/<pid>/status read right after this smaps walk (0: not
+  // read), to compare the breakdown's total with.
+  uint64_t status_rss_bytes = 0;
+  bool java_heap_known = false;   // whether breakdown.java_heap could be attributed
 };
 
 enum class LimitSource { kNone, kCgroup, kFlag };
@@ -40,10 +52,33 @@ struct CgroupMemory {
   std::optional<uint64_t> oom_kills;
 };
 
+// What the JVM says about itself through the attach socket (on --jvm.interval).
+struct JvmSample {
+  bool attachable = false;
+  std::string attach_error;  // why not, when !attachable
+  std::optional<jvm::JvmVersion> version;
+  // VM.flags and VM.system_properties entries that matter for native memory,
+  // by name (absent: not set / not reported).
+  std::map<std::string, std::string, std::less<>> settings;
+  std::optional<jvm::NmtSummary> nmt;       // nmt->enabled false: NMT off
+  std::optional<jvm::HeapInfo> gc_heap;     // GC.heap_info
+  std::optional<jvm::MallocInfo> malloc_info;  // System.native_heap_info (JDK 21+)
+  std::vector<std::string> command_errors;  // commands that failed this round
+  std::chrono::system_clock::time_point read_at{};
+};
+
+// hsperfdata (every sample: a file read, no attach).
+struct JvmPerf {
+  jvm::PerfHeap heap;
+  std::string path;
+};
+
 struct TargetSample {
   std::optional<procfs::ProcStatus> process;
   std::optional<GlibcHeaps> glibc;
   std::optional<CgroupMemory> cgroup;
+  std::optional<JvmSample> jvm;
+  std::optional<JvmPerf> jvm_perf;
 };
 
 }  // namespace memtrimd

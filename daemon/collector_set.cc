@@ -5,6 +5,7 @@
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/glibc_heap_collector.h"
+#include "collectors/jvm/jvm_collector.h"
 #include "collectors/procfs/proc_stat.h"
 #include "collectors/procfs/process_collector.h"
 
@@ -17,6 +18,13 @@ std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& o) {
     slots.push_back(
         {std::make_unique<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, {}, {}});
   }
+  if (o.hsperfdata) slots.push_back({std::make_unique<jvm::JvmPerfCollector>(), {}, {}, {}});
+  if (o.jvm) {
+    jvm::AttachOptions a;
+    a.command_timeout = o.jvm_command_timeout;
+    slots.push_back({std::make_unique<jvm::JvmAttachCollector>(a), o.jvm_interval, {}, {}});
+  }
+  // Last: the smaps read uses the Java heap range the JVM collector found.
   if (o.glibc) {
     glibc::GlibcHeapOptions g;
     g.heap_size = o.glibc_heap_size;
@@ -33,6 +41,8 @@ void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to
   if (name == "process") to.process = from.process;
   if (name == "glibc") to.glibc = from.glibc;
   if (name == "cgroup") to.cgroup = from.cgroup;
+  if (name == "jvm") to.jvm = from.jvm;
+  if (name == "hsperfdata") to.jvm_perf = from.jvm_perf;
 }
 
 }  // namespace

@@ -25,7 +25,11 @@ struct CollectorSetOptions {
   bool process = true;
   bool glibc = true;
   bool cgroup = true;
+  bool jvm = true;
+  bool hsperfdata = true;
   std::chrono::milliseconds smaps_interval{0};
+  std::chrono::milliseconds jvm_interval{0};
+  std::chrono::milliseconds jvm_command_timeout{5000};
   uint64_t glibc_heap_size = 64ull << 20;
   bool glibc_confirm_heaps = true;
   std::optional<uint64_t> memory_limit_fallback;

@@ -24,6 +24,8 @@ struct CollectorSwitches {
   bool process = true;
   bool glibc = true;
   bool cgroup = true;
+  bool jvm = true;
+  bool hsperfdata = true;
 };
 
 struct DaemonConfig {
@@ -31,6 +33,8 @@ struct DaemonConfig {
   std::string telemetry_path = "/metrics";
   std::chrono::milliseconds sample_interval = 10s;
   std::chrono::milliseconds smaps_interval = 60s;
+  std::chrono::milliseconds jvm_interval = 60s;
+  std::chrono::milliseconds jvm_command_timeout = 5s;
   std::optional<pid_t> target_pid;
   std::string target_pidfile;
   std::string target_match;
@@ -40,6 +44,12 @@ struct DaemonConfig {
   bool glibc_confirm_heaps = true;
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kLogfmt;
+};
+
+struct JcmdConfig {
+  pid_t pid = 0;
+  std::string command;  // one diagnostic command line, e.g. "VM.native_memory summary"
+  std::chrono::milliseconds timeout = 10s;
 };
 
 struct InspectConfig {

@@ -12,6 +12,7 @@
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/build_info.h"
 #include "daemon/collector_set.h"
+#include "daemon/findings.h"
 #include "daemon/metric_table.h"
 
 namespace memtrimd {
@@ -72,10 +73,47 @@ double Seconds(std::chrono::system_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+double D(uint64_t v) { return static_cast<double>(v); }
+
+void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
+  using namespace metric;
+  if (s.jvm && s.jvm->malloc_info) {
+    const jvm::MallocInfo& mi = *s.jvm->malloc_info;
+    b.Add(kMallocArenas, {pid}, D(mi.arenas.size()));
+    b.Add(kMallocSystem, {pid}, D(mi.system_current));
+    b.Add(kMallocFree, {pid, "fast"}, D(mi.total_fast_bytes));
+    b.Add(kMallocFree, {pid, "rest"}, D(mi.total_rest_bytes));
+  }
+  if (auto t = TrimmableEstimate(s)) b.Add(kTrimmableEstimate, {pid}, D(*t));
+  if (s.jvm) {
+    b.Add(kJvmAttachable, {pid}, s.jvm->attachable ? 1 : 0);
+    for (const auto& [name, value] : s.jvm->settings) b.Add(kJvmSettingInfo, {pid, name, value}, 1);
+  }
+  JavaHeap heap = JavaHeapOf(s);
+  if (heap.committed) b.Add(kJvmHeapCommitted, {pid}, D(*heap.committed));
+  if (heap.used) b.Add(kJvmHeapUsed, {pid}, D(*heap.used));
+  if (heap.max) b.Add(kJvmHeapMax, {pid}, D(*heap.max));
+  if (s.jvm && s.jvm->nmt && s.jvm->nmt->enabled) {
+    for (const jvm::NmtCategory& c : s.jvm->nmt->categories) {
+      b.Add(kNmtReserved, {pid, c.name}, D(c.reserved));
+      b.Add(kNmtCommitted, {pid, c.name}, D(c.committed));
+      if (c.malloc_bytes) b.Add(kNmtMalloc, {pid, c.name}, D(*c.malloc_bytes));
+    }
+  }
+  if (auto gap = NmtGapBytes(s)) b.Add(kNmtGap, {pid}, static_cast<double>(*gap));
+  DirectMemory d = DirectMemoryOf(s);
+  if (d.used_bytes) b.Add(kDirectMemory, {pid}, D(*d.used_bytes));
+  if (d.limit_bytes) b.Add(kDirectMemoryLimit, {pid}, D(*d.limit_bytes));
+  if (d.ratio) b.Add(kDirectMemoryRatio, {pid}, *d.ratio);
+  for (const RiskFinding& f : AssessJvmRisks(s)) b.Add(kJvmRisk, {pid, f.check}, f.at_risk ? 1 : 0);
+}
+
 void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
   using namespace metric;
   const std::string pid = std::to_string(ts.target.pid);
-  b.Add(kTargetInfo, {pid, ts.target.comm, RuntimeName(ts.target.runtime), ""}, 1);
+  const TargetSample& smp = ts.sample;
+  std::string jvm_version = smp.jvm && smp.jvm->version ? smp.jvm->version->full : "";
+  b.Add(kTargetInfo, {pid, ts.target.comm, RuntimeName(ts.target.runtime), jvm_version}, 1);
   b.Add(kTargetStartTime, {pid}, ts.start_time_seconds);
   for (const CollectorOutcome& o : ts.collectors) {
     b.Add(kCollectorSuccess, {o.name}, o.success ? 1 : 0);
@@ -103,7 +141,14 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
     b.Add(kSmapsAge, {pid}, Seconds(std::chrono::system_clock::now() - g->read_at));
     b.Add(kSmapsDuration, {pid}, g->read_seconds);
+    const glibc::RssBreakdown& r = g->breakdown;
+    b.Add(kRssBreakdown, {pid, "file"}, static_cast<double>(r.file_and_shared));
+    if (g->java_heap_known) b.Add(kRssBreakdown, {pid, "java_heap"}, static_cast<double>(r.java_heap));
+    b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
+    b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
+    b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(r.other_anonymous));
   }
+  AddJvm(b, pid, smp);
 }
 
 }  // namespace

@@ -25,6 +25,10 @@ struct RawFlags {
   bool collector_process = true;
   bool collector_glibc = true;
   bool collector_cgroup = true;
+  bool collector_jvm = true;
+  bool collector_hsperfdata = true;
+  std::string jvm_interval = "60s";
+  std::string jvm_command_timeout = "5s";
   std::string glibc_heap_size = "64MiB";
   bool glibc_confirm_heaps = true;
   std::string log_level = "info";
@@ -32,6 +36,9 @@ struct RawFlags {
 
   std::string inspect_pid;
   bool inspect_json = false;
+
+  std::string jcmd_pid;
+  std::string jcmd_timeout = "10s";
 };
 
 struct Parser {
@@ -39,6 +46,7 @@ struct Parser {
                "container limit) from outside and serves it as Prometheus metrics.",
                "memtrimd"};
   CLI::App* inspect = nullptr;
+  CLI::App* jcmd = nullptr;
   RawFlags raw;
 };
 
@@ -98,6 +106,16 @@ std::unique_ptr<Parser> BuildParser() {
                      "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval");
   AddCollectorSwitch(app, "cgroup", r.collector_cgroup,
                      "Read the target's cgroup memory limit, usage and OOM kills");
+  AddCollectorSwitch(app, "jvm", r.collector_jvm,
+                     "Ask a JVM target for NMT, heap, flags and malloc statistics through its "
+                     "attach socket every --jvm.interval");
+  AddCollectorSwitch(app, "hsperfdata", r.collector_hsperfdata,
+                     "Read a JVM target's hsperfdata file (heap committed and used) every sample");
+  AddOption(app, "--jvm.interval", r.jvm_interval,
+            "How often to run diagnostic commands in a JVM target (each is a short pause for the "
+            "JVM's attach listener thread)");
+  AddOption(app, "--jvm.command-timeout", r.jvm_command_timeout,
+            "Deadline for one diagnostic command (connect, send, answer)");
   AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
             "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
             "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
@@ -117,6 +135,16 @@ std::unique_ptr<Parser> BuildParser() {
             "Size of one glibc arena heap", false);
   AddOption(*p->inspect, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the cgroup cannot be read", false);
+  p->jcmd = app.add_subcommand(
+      "jcmd",
+      "Run one diagnostic command in a JVM through its attach socket and print the answer (what "
+      "jcmd does, without a JVM): memtrimd jcmd --pid N VM.native_memory summary");
+  p->jcmd->add_option("--pid", r.jcmd_pid, "JVM process")->required()->type_name("");
+  p->jcmd->add_option("--timeout", r.jcmd_timeout, "Deadline for the command's answer")
+      ->capture_default_str()
+      ->type_name("");
+  // Everything after the command name is the command's own (e.g. "-all").
+  p->jcmd->prefix_command();
   app.require_subcommand(0, 1);
   return p;
 }
@@ -165,6 +193,24 @@ Command Validate(const Parser& p) {
     if (!err.empty()) return UsageError{err};
     return RunInspect{c};
   }
+  if (p.jcmd->parsed()) {
+    JcmdConfig c;
+    auto pid = ParsePid(r.jcmd_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.jcmd_pid) + " is not a process id"};
+    c.pid = *pid;
+    auto t = ParseDuration(r.jcmd_timeout);
+    if (!t || t->count() == 0) {
+      return UsageError{"--timeout: " + Quote(r.jcmd_timeout) + " is not a positive duration"};
+    }
+    c.timeout = *t;
+    for (const std::string& word : p.jcmd->remaining()) {
+      c.command += (c.command.empty() ? "" : " ") + word;
+    }
+    if (c.command.empty()) {
+      return UsageError{"jcmd: no command given (e.g. VM.version, VM.native_memory summary)"};
+    }
+    return RunJcmd{c};
+  }
   DaemonConfig c;
   if (r.listen.empty()) return UsageError{"--web.listen-address: at least one address is needed"};
   for (const std::string& a : r.listen) {
@@ -197,6 +243,18 @@ Command Validate(const Parser& p) {
                       " is not a positive duration (e.g. 30s, 1m, 5m)"};
   }
   c.smaps_interval = *mi;
+  auto ji = ParseDuration(r.jvm_interval);
+  if (!ji || ji->count() == 0) {
+    return UsageError{"--jvm.interval: " + Quote(r.jvm_interval) +
+                      " is not a positive duration (e.g. 30s, 1m)"};
+  }
+  c.jvm_interval = *ji;
+  auto jt = ParseDuration(r.jvm_command_timeout);
+  if (!jt || jt->count() == 0) {
+    return UsageError{"--jvm.command-timeout: " + Quote(r.jvm_command_timeout) +
+                      " is not a positive duration (e.g. 5s)"};
+  }
+  c.jvm_command_timeout = *jt;
   int modes = !r.target_pid.empty() + !r.target_pidfile.empty() + !r.target_match.empty();
   if (modes > 1) {
     return UsageError{"--target.pid, --target.pidfile and --target.match exclude each other"};
@@ -219,7 +277,8 @@ Command Validate(const Parser& p) {
   c.target_match = r.target_match;
   std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
   if (!err.empty()) return UsageError{err};
-  c.collectors = {r.collector_process, r.collector_glibc, r.collector_cgroup};
+  c.collectors = {r.collector_process, r.collector_glibc, r.collector_cgroup, r.collector_jvm,
+                  r.collector_hsperfdata};
   c.glibc_confirm_heaps = r.glibc_confirm_heaps;
   if (r.log_level != "debug" && r.log_level != "info" && r.log_level != "warn" &&
       r.log_level != "error") {
@@ -289,6 +348,7 @@ std::vector<FlagDoc> FlagReference() {
   };
   add(p->app, "");
   add(*p->inspect, "inspect");
+  add(*p->jcmd, "jcmd");
   return out;
 }
 

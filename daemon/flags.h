@@ -18,6 +18,9 @@ struct RunDaemon {
 struct RunInspect {
   InspectConfig config;
 };
+struct RunJcmd {
+  JcmdConfig config;
+};
 // --help / --version: print `text` to stdout and exit 0.
 struct PrintAndExit {
   std::string text;
@@ -27,7 +30,7 @@ struct UsageError {
   std::string message;
 };
 
-using Command = std::variant<RunDaemon, RunInspect, PrintAndExit, UsageError>;
+using Command = std::variant<RunDaemon, RunInspect, RunJcmd, PrintAndExit, UsageError>;
 
 Command ParseCommandLine(int argc, const char* const* argv);
 

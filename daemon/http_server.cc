@@ -6,6 +6,7 @@
 
 #include "daemon/build_info.h"
 #include "daemon/gzip.h"
+#include "daemon/inspect.h"
 
 namespace memtrimd {
 namespace {
@@ -25,7 +26,8 @@ std::string LandingPage(const std::string& metrics_path) {
   return std::string("<!DOCTYPE html>\n<html><head><title>memtrimd</title></head><body>\n") +
          "<h1>memtrimd</h1>\n<p>Native memory of one process, from outside: RSS by kind, glibc "
          "arena heaps, its container's memory limit.</p>\n<ul>\n<li><a href=\"" + metrics_path +
-         "\">Metrics</a></li>\n<li><a href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
+         "\">Metrics</a></li>\n<li><a href=\"/report\">Report</a> (<a "
+         "href=\"/report?format=json\">JSON</a>)</li>\n<li><a href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
          kVersion + " (" + kRevision + ")</p>\n</body></html>\n";
 }
 
@@ -129,6 +131,14 @@ int HttpServer::Serve(mg_connection* conn) {
     Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
           "sampler is not producing samples\n");
     return 503;
+  }
+  if (path == "/report") {
+    std::shared_ptr<const Snapshot> snap = store_.Latest();
+    std::string_view query = ri->query_string ? ri->query_string : "";
+    bool json = query.find("format=json") != std::string_view::npos;
+    std::string body = json ? RenderReportJson(snap.get()) : RenderReportText(snap.get());
+    Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body);
+    return 200;
   }
   if (path == "/") {
     Reply(conn, 200, "OK", "text/html; charset=utf-8", LandingPage(options_.telemetry_path));

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <ctime>
 
+#include <algorithm>
+
+#include "daemon/findings.h"
 #include "daemon/json_writer.h"
 #include "daemon/units.h"
 
@@ -63,6 +66,109 @@ void ExplainFailure(Table& t, const TargetSnapshot& ts, std::string_view name) {
   }
 }
 
+std::string Gib(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(b) / static_cast<double>(1ull << 30));
+  return buf;
+}
+
+void RenderJvm(Table& t, const TargetSnapshot& ts) {
+  const TargetSample& s = ts.sample;
+  if (!s.jvm && !s.jvm_perf) return;
+  std::string version = s.jvm && s.jvm->version ? " " + s.jvm->version->full : "";
+  t.Heading("JVM" + version);
+  if (s.jvm && !s.jvm->attachable) {
+    t.Say("not attachable: " + s.jvm->attach_error);
+    t.Say("(heap figures below come from hsperfdata; NMT, flags and malloc statistics need "
+          "the attach socket)");
+  }
+  JavaHeap heap = JavaHeapOf(s);
+  if (heap.committed) {
+    t.Row("Java heap committed", Bytes(*heap.committed),
+          std::string("used ") + (heap.used ? Bytes(*heap.used) : "?") +
+              (heap.max ? ", max " + Bytes(*heap.max) : "") + " (" + heap.source + ")");
+  }
+  if (s.jvm && s.jvm->nmt) {
+    const jvm::NmtSummary& n = *s.jvm->nmt;
+    if (!n.enabled) {
+      t.Say("Native Memory Tracking is off: start the JVM with "
+            "-XX:NativeMemoryTracking=summary to see its native memory by category");
+    } else {
+      t.Row("NMT committed", Bytes(n.total_committed), "everything the JVM accounts for");
+      std::vector<const jvm::NmtCategory*> cats;
+      for (const jvm::NmtCategory& c : n.categories) cats.push_back(&c);
+      std::sort(cats.begin(), cats.end(), [](auto* a, auto* b) { return a->committed > b->committed; });
+      for (std::size_t i = 0; i < cats.size() && i < 8; ++i) {
+        if (cats[i]->committed == 0) break;
+        t.Row("  " + cats[i]->name, Bytes(cats[i]->committed),
+              cats[i]->name == "Other" ? "direct ByteBuffers and the temporary buffer cache" : "");
+      }
+    }
+  }
+  DirectMemory d = DirectMemoryOf(s);
+  if (d.used_bytes && d.limit_bytes) {
+    t.Row("direct memory", Bytes(*d.used_bytes),
+          "of " + Bytes(*d.limit_bytes) + (d.limit_is_max_heap ? " (max heap: MaxDirectMemorySize unset)" : "") +
+              (d.ratio ? ", " + Percent(*d.ratio) : ""));
+  }
+  if (auto gap = NmtGapBytes(s)) {
+    t.Row("outside NMT", FormatBytes(static_cast<double>(*gap)),
+          "RSS minus NMT committed: native libraries, glibc's retained free memory");
+  }
+  if (s.jvm && s.jvm->malloc_info) {
+    t.Row("malloc arenas", std::to_string(s.jvm->malloc_info->arenas.size()),
+          "glibc malloc holds " + Bytes(s.jvm->malloc_info->system_current));
+  }
+  if (auto tr = TrimmableEstimate(s)) {
+    t.Row("trimmable (at most)", Bytes(*tr), "free malloc chunks of a page or more");
+  }
+  if (s.jvm && !s.jvm->settings.empty()) {
+    std::string line;
+    for (const auto& [name, value] : s.jvm->settings) {
+      line += (line.empty() ? "" : ", ") + name + "=" + value;
+    }
+    t.Say("settings: " + line);
+  }
+  for (const RiskFinding& f : AssessJvmRisks(s)) {
+    if (f.at_risk) t.Say("RISK " + f.check + ": " + f.explanation);
+  }
+  if (s.jvm) {
+    for (const std::string& e : s.jvm->command_errors) t.Say("command failed: " + e);
+  }
+}
+
+void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
+  const TargetSample& s = ts.sample;
+  if (!s.glibc) return;
+  const glibc::RssBreakdown& b = s.glibc->breakdown;
+  t.Heading("Where the RSS is (one smaps read: " + Bytes(b.total) + ")");
+  t.Row("file-backed and shared", Bytes(b.file_and_shared),
+        "code, mapped files, shmem; clean pages can be dropped by the kernel");
+  if (s.glibc->java_heap_known) {
+    t.Row("Java heap", Bytes(b.java_heap), "touched pages of the Java heap");
+  }
+  t.Row("glibc arena heaps", Bytes(b.arena_heaps),
+        "threads' malloc arenas: live native data plus freed memory glibc keeps");
+  t.Row("glibc main arena", Bytes(b.main_arena), "[heap]: the main thread's malloc arena");
+  t.Row("other anonymous", Bytes(b.other_anonymous),
+        s.jvm || s.jvm_perf ? "metaspace, code cache, GC structures, stacks, large malloc chunks"
+                            : "stacks, large malloc chunks (mmapped), other anonymous mappings");
+  // The incident arithmetic: heap + NMT-known native + outside NMT (+ trimmable).
+  if (s.jvm && s.jvm->nmt && s.jvm->nmt->enabled && status_rss > 0) {
+    const jvm::NmtSummary& n = *s.jvm->nmt;
+    const jvm::NmtCategory* jh = n.Find("Java Heap");
+    uint64_t heap = jh ? jh->committed : 0;
+    uint64_t nmt_native = n.total_committed > heap ? n.total_committed - heap : 0;
+    int64_t outside = static_cast<int64_t>(status_rss) - static_cast<int64_t>(n.total_committed);
+    std::string line = "heap " + Gib(heap) + " GiB + NMT-known native " + Gib(nmt_native) +
+                       " + outside NMT ~" + Gib(outside > 0 ? static_cast<uint64_t>(outside) : 0);
+    if (auto tr = TrimmableEstimate(s)) line += " (trimmable at most " + Gib(*tr) + ")";
+    line += " = RSS " + Gib(status_rss) + " GiB";
+    if (s.cgroup && s.cgroup->limit_bytes) line += " of a " + Gib(*s.cgroup->limit_bytes) + " GiB limit";
+    t.Say(line);
+  }
+}
+
 }  // namespace
 
 std::string RenderInspectTable(const TargetSnapshot& ts) {
@@ -120,6 +226,9 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     t.Heading("glibc malloc");
     ExplainFailure(t, ts, "glibc");
   }
+
+  RenderJvm(t, ts);
+  RenderBreakdown(t, ts, rss);
 
   const auto& c = ts.sample.cgroup;
   std::string source = !c                                ? ""
@@ -187,6 +296,62 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     if (c->oom_kills) w.Key("oom_kills").Uint(*c->oom_kills);
     w.EndObject();
   }
+  if (const auto& g = ts.sample.glibc) {
+    const glibc::RssBreakdown& b = g->breakdown;
+    w.Key("rss_breakdown").BeginObject();
+    w.Key("total_bytes").Uint(b.total);
+    if (g->status_rss_bytes) w.Key("status_rss_bytes").Uint(g->status_rss_bytes);
+    w.Key("file_bytes").Uint(b.file_and_shared);
+    if (g->java_heap_known) w.Key("java_heap_bytes").Uint(b.java_heap);
+    w.Key("glibc_arena_heaps_bytes").Uint(b.arena_heaps);
+    w.Key("glibc_main_arena_bytes").Uint(b.main_arena);
+    w.Key("other_anonymous_bytes").Uint(b.other_anonymous);
+    w.EndObject();
+  }
+  if (ts.sample.jvm || ts.sample.jvm_perf) {
+    const TargetSample& s = ts.sample;
+    w.Key("jvm").BeginObject();
+    if (s.jvm) {
+      w.Key("attachable").Bool(s.jvm->attachable);
+      if (!s.jvm->attachable) w.Key("attach_error").String(s.jvm->attach_error);
+      if (s.jvm->version) w.Key("version").String(s.jvm->version->full);
+      w.Key("settings").BeginObject();
+      for (const auto& [name, value] : s.jvm->settings) w.Key(name).String(value);
+      w.EndObject();
+      if (s.jvm->nmt) {
+        w.Key("nmt").BeginObject().Key("enabled").Bool(s.jvm->nmt->enabled);
+        if (s.jvm->nmt->enabled) {
+          w.Key("total_committed_bytes").Uint(s.jvm->nmt->total_committed);
+          w.Key("total_reserved_bytes").Uint(s.jvm->nmt->total_reserved);
+          w.Key("categories").BeginArray();
+          for (const jvm::NmtCategory& c : s.jvm->nmt->categories) {
+            w.BeginObject().Key("name").String(c.name).Key("reserved_bytes").Uint(c.reserved);
+            w.Key("committed_bytes").Uint(c.committed);
+            if (c.malloc_bytes) w.Key("malloc_bytes").Uint(*c.malloc_bytes);
+            w.EndObject();
+          }
+          w.EndArray();
+        }
+        w.EndObject();
+      }
+    }
+    JavaHeap heap = JavaHeapOf(s);
+    if (heap.committed) w.Key("heap_committed_bytes").Uint(*heap.committed);
+    if (heap.used) w.Key("heap_used_bytes").Uint(*heap.used);
+    if (heap.max) w.Key("heap_max_bytes").Uint(*heap.max);
+    DirectMemory d = DirectMemoryOf(s);
+    if (d.used_bytes) w.Key("direct_memory_bytes").Uint(*d.used_bytes);
+    if (d.limit_bytes) w.Key("direct_memory_limit_bytes").Uint(*d.limit_bytes);
+    if (auto gap = NmtGapBytes(s)) w.Key("nmt_gap_bytes").Int(*gap);
+    if (auto tr = TrimmableEstimate(s)) w.Key("trimmable_estimate_bytes").Uint(*tr);
+    w.Key("risks").BeginArray();
+    for (const RiskFinding& f : AssessJvmRisks(s)) {
+      w.BeginObject().Key("check").String(f.check).Key("at_risk").Bool(f.at_risk);
+      w.Key("explanation").String(f.explanation).EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
   w.Key("collectors").BeginArray();
   for (const CollectorOutcome& o : ts.collectors) {
     w.BeginObject().Key("name").String(o.name).Key("success").Bool(o.success);
@@ -197,6 +362,29 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   w.EndArray();
   w.EndObject();
   return w.str() + "\n";
+}
+
+std::string RenderReportText(const Snapshot* snap) {
+  if (snap == nullptr) return "no sample yet\n";
+  if (snap->targets.empty()) return "no target: " + snap->no_target_reason + "\n";
+  std::string out;
+  for (const TargetSnapshot& ts : snap->targets) out += RenderInspectTable(ts);
+  return out;
+}
+
+std::string RenderReportJson(const Snapshot* snap) {
+  std::string out = "{\"targets\":[";
+  if (snap != nullptr) {
+    for (std::size_t i = 0; i < snap->targets.size(); ++i) {
+      std::string one = RenderInspectJson(snap->targets[i]);
+      if (!one.empty() && one.back() == '\n') one.pop_back();
+      out += (i ? "," : "") + one;
+    }
+  }
+  out += "],\"no_target_reason\":";
+  AppendJsonString(out, snap == nullptr ? "no sample yet" : snap->no_target_reason);
+  out += "}\n";
+  return out;
 }
 
 }  // namespace memtrimd

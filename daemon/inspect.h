@@ -11,4 +11,9 @@ namespace memtrimd {
 std::string RenderInspectTable(const TargetSnapshot& ts);
 std::string RenderInspectJson(const TargetSnapshot& ts);
 
+// GET /report: the same for every target of the latest snapshot (nullptr:
+// none yet), or why there is none.
+std::string RenderReportText(const Snapshot* snap);
+std::string RenderReportJson(const Snapshot* snap);
+
 }  // namespace memtrimd

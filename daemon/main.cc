@@ -1,4 +1,4 @@
-// memtrimd: the daemon (default) and the one-shot `inspect` command.
+// memtrimd: the daemon (default) and the one-shot `inspect` and `jcmd` commands.
 // Exit codes: 0 ok, 1 fatal runtime error, 2 bad usage or configuration.
 
 #include <malloc.h>
@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/collector_set.h"
 #include "daemon/flags.h"
@@ -21,6 +22,7 @@ namespace memtrimd {
 namespace {
 
 constexpr int kExitUsage = 2;
+constexpr int kExitFatal = 1;
 
 int UsageFail(const std::string& message) {
   std::fprintf(stderr, "memtrimd: %s\n", message.c_str());
@@ -72,6 +74,25 @@ int RunInspectCommand(const InspectConfig& c) {
   return 0;
 }
 
+int RunJcmdCommand(const JcmdConfig& c) {
+  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
+  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
+  jvm::AttachOptions o;
+  o.command_timeout = c.timeout;
+  Result<jvm::AttachResponse> r = jvm::ExecuteJcmd(*target, c.command, o);
+  if (!r.ok()) {
+    if (r.status().code() == ErrorCode::kInvalidArgument) return UsageFail(r.status().message());
+    std::fprintf(stderr, "memtrimd: pid %d: %s\n", c.pid, r.status().message().c_str());
+    return kExitFatal;
+  }
+  std::fwrite(r->output.data(), 1, r->output.size(), stdout);
+  if (r->status != 0) {
+    std::fprintf(stderr, "memtrimd: the JVM answered with status %d\n", r->status);
+    return kExitFatal;
+  }
+  return 0;
+}
+
 int RunDaemonCommand(const DaemonConfig& c) {
   log::Init(c.log_level, c.log_format);
   if (c.target_pid) {
@@ -102,7 +123,11 @@ int RunDaemonCommand(const DaemonConfig& c) {
   o.process = c.collectors.process;
   o.glibc = c.collectors.glibc;
   o.cgroup = c.collectors.cgroup;
+  o.jvm = c.collectors.jvm;
+  o.hsperfdata = c.collectors.hsperfdata;
   o.smaps_interval = c.smaps_interval;
+  o.jvm_interval = c.jvm_interval;
+  o.jvm_command_timeout = c.jvm_command_timeout;
   o.glibc_heap_size = c.glibc_heap_size;
   o.glibc_confirm_heaps = c.glibc_confirm_heaps;
   o.memory_limit_fallback = c.target_memory_limit;
@@ -140,5 +165,6 @@ int main(int argc, char** argv) {
   }
   if (auto* u = std::get_if<UsageError>(&cmd)) return UsageFail(u->message);
   if (auto* i = std::get_if<RunInspect>(&cmd)) return RunInspectCommand(i->config);
+  if (auto* j = std::get_if<RunJcmd>(&cmd)) return RunJcmdCommand(j->config);
   return RunDaemonCommand(std::get<RunDaemon>(cmd).config);
 }

@@ -79,6 +79,70 @@ const MetricDef kSmapsDuration{"memtrimd_smaps_read_duration_seconds", MetricTyp
                                "How long the last /proc/<pid>/smaps read and parse took (the "
                                "target's mmap lock is taken during the read)."};
 
+const MetricDef kMallocArenas{"memtrimd_glibc_malloc_arenas", MetricType::Gauge, {"pid"},
+                              "glibc malloc arenas, main arena included (malloc_info; JVMs on "
+                              "JDK 21+ through System.native_heap_info)."};
+const MetricDef kMallocSystem{"memtrimd_glibc_malloc_system_bytes", MetricType::Gauge, {"pid"},
+                              "Bytes glibc malloc holds from the system across arenas "
+                              "(malloc_info system current), mmapped chunks excluded."};
+const MetricDef kMallocFree{"memtrimd_glibc_malloc_free_bytes", MetricType::Gauge,
+                            {"pid", "bins"},
+                            "Free bytes glibc malloc keeps (malloc_info): fast bins, and the "
+                            "rest (other bins and top chunks)."};
+const MetricDef kTrimmableEstimate{
+    "memtrimd_glibc_trimmable_estimate_bytes", MetricType::Gauge, {"pid"},
+    "Free bytes in malloc size classes of at least a page: an upper bound of what malloc_trim "
+    "could give back (pages may already be released, and top chunks of non-main arenas stay)."};
+const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes", MetricType::Gauge, {"pid", "part"},
+                              "RSS of one smaps read split into parts that add up exactly to it: "
+                              "file (file-backed and shared), java_heap, glibc_arena_heaps, "
+                              "glibc_main_arena, other_anonymous (stacks, metaspace, code cache, "
+                              "GC structures, large mmapped malloc chunks)."};
+
+const MetricDef kJvmAttachable{"memtrimd_jvm_attachable", MetricType::Gauge, {"pid"},
+                               "1 if memtrimd could run diagnostic commands in the JVM through "
+                               "its attach socket, 0 if not (the reason is logged and in "
+                               "/report, e.g. -XX:+DisableAttachMechanism)."};
+const MetricDef kJvmSettingInfo{"memtrimd_jvm_setting_info", MetricType::Gauge,
+                                {"pid", "name", "value"},
+                                "JVM flags and system properties that matter for native memory "
+                                "(MaxDirectMemorySize, MaxHeapSize, NativeMemoryTracking, "
+                                "TrimNativeHeapInterval, jdk.nio.maxCachedBufferSize, ...). "
+                                "Value is always 1."};
+const MetricDef kJvmHeapCommitted{"memtrimd_jvm_heap_committed_bytes", MetricType::Gauge, {"pid"},
+                                  "Java heap committed (hsperfdata, else GC.heap_info)."};
+const MetricDef kJvmHeapUsed{"memtrimd_jvm_heap_used_bytes", MetricType::Gauge, {"pid"},
+                             "Java heap used (hsperfdata, else GC.heap_info)."};
+const MetricDef kJvmHeapMax{"memtrimd_jvm_heap_max_bytes", MetricType::Gauge, {"pid"},
+                            "Java heap maximum (hsperfdata, else MaxHeapSize)."};
+const MetricDef kNmtReserved{"memtrimd_jvm_nmt_reserved_bytes", MetricType::Gauge,
+                             {"pid", "category"},
+                             "Native Memory Tracking: reserved bytes per category."};
+const MetricDef kNmtCommitted{"memtrimd_jvm_nmt_committed_bytes", MetricType::Gauge,
+                              {"pid", "category"},
+                              "Native Memory Tracking: committed bytes per category."};
+const MetricDef kNmtMalloc{"memtrimd_jvm_nmt_malloc_bytes", MetricType::Gauge,
+                           {"pid", "category"},
+                           "Native Memory Tracking: bytes malloc'd per category."};
+const MetricDef kNmtGap{"memtrimd_jvm_nmt_gap_bytes", MetricType::Gauge, {"pid"},
+                        "RSS minus NMT's total committed: native memory the JVM does not know "
+                        "about (native libraries, glibc's retained free memory). Can be "
+                        "negative: NMT counts committed memory that was never touched."};
+const MetricDef kDirectMemory{"memtrimd_jvm_direct_memory_bytes", MetricType::Gauge, {"pid"},
+                              "Direct ByteBuffers and the per-thread temporary buffer cache "
+                              "(NMT category Other, committed). Needs NMT."};
+const MetricDef kDirectMemoryLimit{"memtrimd_jvm_direct_memory_limit_bytes", MetricType::Gauge,
+                                   {"pid"},
+                                   "Direct memory limit: MaxDirectMemorySize, or the max heap "
+                                   "size when it is unset or 0."};
+const MetricDef kDirectMemoryRatio{"memtrimd_jvm_direct_memory_usage_ratio", MetricType::Gauge,
+                                   {"pid"}, "Direct memory used over its limit (0..1)."};
+const MetricDef kJvmRisk{"memtrimd_jvm_risk", MetricType::Gauge, {"pid", "check"},
+                         "1 when a check finds a native memory risk, 0 when it does not: "
+                         "nio_cache_unbounded (JDK 18+ without jdk.nio.maxCachedBufferSize), "
+                         "nmt_off, direct_memory_high (above 90% of its limit), "
+                         "jvm_trims_itself (TrimNativeHeapInterval > 0)."};
+
 const MetricDef kProcessCpu{"process_cpu_seconds_total", MetricType::Counter, {},
                             "Total user and system CPU time spent in seconds."};
 const MetricDef kProcessResident{"process_resident_memory_bytes", MetricType::Gauge, {},
@@ -102,7 +166,11 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kTargetResident,    &kTargetSwap,       &kTargetResidentPeak, &kTargetThreads,
       &kTargetMemoryLimit, &kCgroupUsage,      &kCgroupMemory,      &kTargetOomKills,
       &kArenaHeaps,        &kArenaHeapBytes,   &kMainArenaResident, &kSmapsAge,
-      &kSmapsDuration,     &kProcessCpu,       &kProcessResident,   &kProcessVirtual,
+      &kSmapsDuration,     &kMallocArenas,     &kMallocSystem,      &kMallocFree,
+      &kTrimmableEstimate, &kRssBreakdown,     &kJvmAttachable,     &kJvmSettingInfo,
+      &kJvmHeapCommitted,  &kJvmHeapUsed,      &kJvmHeapMax,        &kNmtReserved,
+      &kNmtCommitted,      &kNmtMalloc,        &kNmtGap,            &kDirectMemory,
+      &kDirectMemoryLimit, &kDirectMemoryRatio, &kJvmRisk,          &kProcessCpu,       &kProcessResident,   &kProcessVirtual,
       &kProcessStartTime,  &kProcessOpenFds,   &kProcessMaxFds,
   };
   return all;

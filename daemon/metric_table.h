@@ -43,6 +43,26 @@ extern const MetricDef kArenaHeapBytes;
 extern const MetricDef kMainArenaResident;
 extern const MetricDef kSmapsAge;
 extern const MetricDef kSmapsDuration;
+// glibc malloc statistics (malloc_info) and the RSS breakdown.
+extern const MetricDef kMallocArenas;
+extern const MetricDef kMallocSystem;
+extern const MetricDef kMallocFree;
+extern const MetricDef kTrimmableEstimate;
+extern const MetricDef kRssBreakdown;
+// JVM.
+extern const MetricDef kJvmAttachable;
+extern const MetricDef kJvmSettingInfo;
+extern const MetricDef kJvmHeapCommitted;
+extern const MetricDef kJvmHeapUsed;
+extern const MetricDef kJvmHeapMax;
+extern const MetricDef kNmtReserved;
+extern const MetricDef kNmtCommitted;
+extern const MetricDef kNmtMalloc;
+extern const MetricDef kNmtGap;
+extern const MetricDef kDirectMemory;
+extern const MetricDef kDirectMemoryLimit;
+extern const MetricDef kDirectMemoryRatio;
+extern const MetricDef kJvmRisk;
 // Standard process metrics of memtrimd itself.
 extern const MetricDef kProcessCpu;
 extern const MetricDef kProcessResident;

@@ -5,6 +5,8 @@
 
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/heap_info.h"
+#include "collectors/glibc/rss_breakdown.h"
+#include "collectors/procfs/proc_status.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::glibc {
@@ -38,6 +40,21 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
     g.usable_bytes += h.usable_bytes;
     g.resident_bytes += h.resident_bytes;
     if (h.check == HeapCheck::kConfirmed) ++g.confirmed;
+  }
+  // The Java heap's range comes from the JVM collector, which runs earlier in
+  // the same sample.
+  std::optional<AddressRange> java_heap;
+  if (out.jvm && out.jvm->gc_heap && out.jvm->gc_heap->start && out.jvm->gc_heap->end) {
+    java_heap = AddressRange{*out.jvm->gc_heap->start, *out.jvm->gc_heap->end};
+  }
+  g.breakdown = BreakDownRss(*mappings, g.heaps, java_heap);
+  g.java_heap_known = java_heap.has_value();
+  // status read right after the walk: the fair comparison for the breakdown's
+  // total (a JVM's RSS moves while memtrimd talks to it earlier in a sample).
+  if (Result<std::string> status = ReadSmallFile(target.proc_dir + "/status"); status.ok()) {
+    if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status); st.ok()) {
+      g.status_rss_bytes = st->rss_anon + st->rss_file + st->rss_shmem;
+    }
   }
   storage_ = std::move(mappings).value();
   out.glibc = std::move(g);

@@ -1,0 +1,160 @@
+#include "collectors/jvm/jvm_collector.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/sample.h"
+
+namespace memtrimd::jvm {
+namespace {
+
+// Runs one command; records a failure in `errors` and returns nullopt.
+std::optional<std::string> Run(const Target& t, const char* command, const AttachOptions& o,
+                               std::vector<std::string>& errors, Status* attach_failure) {
+  Result<AttachResponse> r = ExecuteJcmd(t, command, o);
+  if (!r.ok()) {
+    if (attach_failure != nullptr) *attach_failure = r.status();
+    errors.push_back(std::string(command) + ": " + r.status().message());
+    return std::nullopt;
+  }
+  if (r->status != 0) {
+    std::string first = r->output.substr(0, r->output.find('\n'));
+    errors.push_back(std::string(command) + ": status " + std::to_string(r->status) + ": " + first);
+    return std::nullopt;
+  }
+  return std::move(r->output);
+}
+
+bool UnknownCommand(const std::string& output) {
+  return output.find("Unknown diagnostic command") != std::string::npos ||
+         output.find("No such command") != std::string::npos;
+}
+
+}  // namespace
+
+Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
+  if (!(static_.done && static_.pid == t.pid && static_.start_ticks == t.start_ticks)) {
+    StaticInfo s;
+    s.pid = t.pid;
+    s.start_ticks = t.start_ticks;
+    Status attach;
+    std::vector<std::string> errors;
+    if (auto v = Run(t, "VM.version", options_, errors, &attach)) {
+      Result<JvmVersion> pv = ParseVmVersion(*v);
+      if (pv.ok()) s.version = *pv;
+    }
+    if (!attach.ok()) return attach;  // not attachable: no point in the rest
+    if (auto f = Run(t, "VM.flags", options_, errors, nullptr)) {
+      auto flags = ParseVmFlags(*f);
+      if (flags.ok()) {
+        for (const char* name : kSettingFlags) {
+          if (auto it = flags->find(name); it != flags->end()) s.settings[name] = it->second;
+        }
+      }
+    }
+    if (auto p = Run(t, "VM.system_properties", options_, errors, nullptr)) {
+      auto props = ParseSystemProperties(*p);
+      if (props.ok()) {
+        for (const char* name : kSettingProperties) {
+          if (auto it = props->find(name); it != props->end()) s.settings[name] = it->second;
+        }
+      }
+    }
+    // Flags default to "off" for NMT when the JVM does not print it.
+    if (!s.settings.count("NativeMemoryTracking")) s.settings["NativeMemoryTracking"] = "off";
+    s.done = errors.empty();
+    out.command_errors = errors;
+    static_ = std::move(s);
+  }
+  out.version = static_.version;
+  out.settings = static_.settings;
+  return Status::Ok();
+}
+
+Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
+  if (t.runtime != Runtime::kJvm) return Status::Ok();
+  JvmSample out;
+  out.read_at = std::chrono::system_clock::now();
+  Status attach = ReadStatic(t, out);
+  if (!attach.ok()) {
+    out.attachable = false;
+    out.attach_error = attach.message();
+    sample.jvm = std::move(out);
+    return attach;
+  }
+  out.attachable = true;
+  if (auto nmt = Run(t, "VM.native_memory summary scale=B", options_, out.command_errors,
+                     nullptr)) {
+    Result<NmtSummary> parsed = ParseNmtSummary(*nmt);
+    if (parsed.ok()) {
+      out.nmt = std::move(parsed).value();
+    } else {
+      out.command_errors.push_back("VM.native_memory: " + parsed.status().message());
+    }
+  }
+  if (auto heap = Run(t, "GC.heap_info", options_, out.command_errors, nullptr)) {
+    Result<HeapInfo> parsed = ParseGcHeapInfo(*heap);
+    if (parsed.ok()) out.gc_heap = *parsed;
+  }
+  // JDK 21+ only; older JDKs answer "unknown command", which is not an error.
+  if (!out.version || out.version->feature >= 21) {
+    Result<AttachResponse> r = ExecuteJcmd(t, "System.native_heap_info", options_);
+    if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
+      Result<MallocInfo> mi = ParseMallocInfo(r->output);
+      if (mi.ok()) out.malloc_info = std::move(mi).value();
+    }
+  }
+  Status result = out.command_errors.empty()
+                      ? Status::Ok()
+                      : Status(ErrorCode::kUnavailable, out.command_errors.front());
+  sample.jvm = std::move(out);
+  return result;
+}
+
+Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
+  if (t.runtime != Runtime::kJvm) return Status::Ok();
+  if (pid_ != t.pid || start_ticks_ != t.start_ticks) {
+    pid_ = t.pid;
+    start_ticks_ = t.start_ticks;
+    path_.clear();
+  }
+  if (path_.empty()) {
+    // /tmp/hsperfdata_<user>/<nspid> in the JVM's mount namespace; the user
+    // name is the JVM's, which memtrimd cannot resolve reliably (another
+    // /etc/passwd), so look for the directory holding our file.
+    const std::string tmp = t.proc_dir + "/root/tmp";
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(tmp.c_str()), ::closedir);
+    if (!dir) return Status::FromErrno(errno, "hsperfdata: opendir " + tmp);
+    const std::string file = "/" + std::to_string(t.nspid);
+    while (struct dirent* e = ::readdir(dir.get())) {
+      if (std::string_view(e->d_name).rfind("hsperfdata_", 0) != 0) continue;
+      std::string candidate = tmp + "/" + e->d_name + file;
+      struct stat st;
+      if (::lstat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == t.uid) {
+        path_ = candidate;
+        break;
+      }
+    }
+    if (path_.empty()) {
+      return Status(ErrorCode::kNotFound,
+                    "hsperfdata: no perf data file (JVM started with -XX:-UsePerfData or "
+                    "-XX:+PerfDisableSharedMem?)");
+    }
+  }
+  Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);
+  if (!bytes.ok()) {
+    path_.clear();
+    return bytes.status();
+  }
+  Result<PerfData> data = ParsePerfData(*bytes);
+  if (!data.ok()) return data.status();
+  std::optional<PerfHeap> heap = HeapFromPerfData(*data);
+  if (!heap) return Status(ErrorCode::kParseError, "hsperfdata: no sun.gc.generation counters");
+  sample.jvm_perf = JvmPerf{*heap, path_};
+  return Status::Ok();
+}
+
+}  // namespace memtrimd::jvm

@@ -1,0 +1,70 @@
+// Collectors for HotSpot JVM targets.
+//
+// "jvm": diagnostic commands through the attach socket, on --jvm.interval
+// (each has its own deadline): NMT summary, GC.heap_info and, on JDK 21+,
+// System.native_heap_info every run; VM.version, VM.flags and
+// VM.system_properties once per target (they do not change while it runs).
+//
+// "hsperfdata": the JVM's perf-data file every sample (heap committed/used);
+// no attach, no safepoint.
+//
+// Both do nothing (and succeed) for targets that are not JVMs.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "collectors/common/collector.h"
+#include <map>
+
+#include "collectors/jvm/attach_client.h"
+#include "collectors/jvm/jvm_text.h"
+
+namespace memtrimd {
+struct JvmSample;
+}
+
+namespace memtrimd::jvm {
+
+// VM.flags and system properties memtrimd reports as settings.
+inline constexpr const char* kSettingFlags[] = {
+    "MaxHeapSize", "MaxDirectMemorySize", "NativeMemoryTracking", "TrimNativeHeapInterval",
+    "UseG1GC",     "UseZGC",              "UseParallelGC",        "UseSerialGC",
+    "UseShenandoahGC"};
+inline constexpr const char* kSettingProperties[] = {"jdk.nio.maxCachedBufferSize",
+                                                     "java.version"};
+
+class JvmAttachCollector : public Collector {
+ public:
+  explicit JvmAttachCollector(AttachOptions options) : options_(options) {}
+  std::string_view Name() const override { return "jvm"; }
+  Status Collect(const Target& target, TargetSample& out) override;
+
+ private:
+  // Static facts of the current target, read once.
+  struct StaticInfo {
+    pid_t pid = 0;
+    uint64_t start_ticks = 0;
+    bool done = false;
+    std::optional<JvmVersion> version;
+    std::map<std::string, std::string, std::less<>> settings;
+  };
+  Status ReadStatic(const Target& target, JvmSample& out);
+
+  AttachOptions options_;
+  StaticInfo static_;
+};
+
+class JvmPerfCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "hsperfdata"; }
+  Status Collect(const Target& target, TargetSample& out) override;
+
+ private:
+  pid_t pid_ = 0;
+  uint64_t start_ticks_ = 0;
+  std::string path_;  // found once per target
+};
+
+}  // namespace memtrimd::jvm
