@@ -81,35 +81,41 @@ void SmapsParser::Feed(std::string_view line) {
                     "smaps line " + std::to_string(line_no_) + ": field before any mapping");
     return;
   }
-  std::size_t colon = line.find(':');
-  if (colon == std::string_view::npos) return;
-  std::string_view key = line.substr(0, colon);
-  std::string_view val = line.substr(colon + 1);
+  // Only five of the ~25 fields matter. Dispatch on the first letter and an
+  // exact "Key:" prefix, so the other lines cost one or two compares.
   Mapping& m = mappings_.back();
+  std::string_view key;
+  uint64_t* target = nullptr;
   uint64_t shared_part = 0;
-  bool ok = true;
-  switch (key.size()) {
-    case 3:
-      if (key == "Rss") ok = ParseKbValue(val, m.rss);
+  auto match = [&](std::string_view k, uint64_t* out) {
+    if (line.size() > k.size() && line.compare(0, k.size(), k) == 0) {
+      key = k;
+      target = out;
+      return true;
+    }
+    return false;
+  };
+  switch (c) {
+    case 'R':
+      match("Rss:", &m.rss);
       break;
-    case 4:
-      if (key == "Swap") ok = ParseKbValue(val, m.swap);
+    case 'A':
+      match("Anonymous:", &m.anonymous);
       break;
-    case 9:
-      if (key == "Anonymous") ok = ParseKbValue(val, m.anonymous);
-      break;
-    case 12:
-      if (key == "Shared_Clean" || key == "Shared_Dirty") {
-        ok = ParseKbValue(val, shared_part);
-        m.shared += shared_part;
-      }
+    case 'S':
+      match("Swap:", &m.swap) || match("Shared_Clean:", &shared_part) ||
+          match("Shared_Dirty:", &shared_part);
       break;
     default:
       break;
   }
+  if (target == nullptr) return;
+  bool ok = ParseKbValue(line.substr(key.size()), *target);
+  if (target == &shared_part) m.shared += shared_part;
   if (!ok) {
     error_ = Status(ErrorCode::kParseError,
-                    "smaps line " + std::to_string(line_no_) + ": malformed " + std::string(key));
+                    "smaps line " + std::to_string(line_no_) + ": malformed " +
+                        std::string(key.substr(0, key.size() - 1)));
   }
 }
 
