@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -37,9 +38,12 @@ Status ForEachLine(const std::string& path, std::size_t max_bytes, OnLine&& on_l
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  // 64 KiB: a /proc line is far shorter; large reads keep syscalls few.
+  // 64 KiB: a /proc line is far shorter. On the heap, not thread_local: a
+  // static TLS block is reserved in every thread of the process (civetweb's
+  // workers run on 100 KiB stacks that must hold it), once per instantiation.
   constexpr std::size_t kBufSize = 64 * 1024;
-  static thread_local std::array<char, kBufSize> buf;
+  std::unique_ptr<std::array<char, kBufSize>> storage(new std::array<char, kBufSize>);
+  std::array<char, kBufSize>& buf = *storage;
   std::size_t filled = 0;
   std::size_t total = 0;
   for (;;) {
