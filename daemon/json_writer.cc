@@ -99,7 +99,9 @@ JsonWriter& JsonWriter::Double(double v) {
     return *this;
   }
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  // 15 significant digits: exact for byte counts and for timestamps in
+  // seconds with sub-millisecond parts.
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
   out_ += buf;
   return *this;
 }
