@@ -11,7 +11,9 @@ packages=(
   prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev curl prometheus
-  openjdk-17-jdk-headless
+  openjdk-17-jdk-headless util-linux procps
+  # benchmarks: references measured in the same run
+  jattach time strace
 )
 
 if [ "$(id -u)" -ne 0 ]; then
