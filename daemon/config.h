@@ -28,6 +28,19 @@ struct CollectorSwitches {
   bool hsperfdata = true;
 };
 
+struct TrimConfig {
+  std::chrono::milliseconds interval = 5min;  // 0: no scheduled trims
+  std::string backend = "auto";               // auto | jvm | agent
+  double min_limit_ratio = 0;                 // 0: no gate
+  uint64_t floor_bytes = 1ull << 20;
+  int unproductive_runs = 3;
+  std::chrono::milliseconds max_interval = 1h;
+  uint64_t reset_growth_bytes = 64ull << 20;
+  std::chrono::milliseconds timeout = 60s;
+  double jitter = 0.1;
+  bool force = false;  // trim even a JVM that trims itself
+};
+
 struct DaemonConfig {
   std::vector<std::string> listen_addresses{kDefaultListenAddress};
   std::string telemetry_path = "/metrics";
@@ -44,6 +57,16 @@ struct DaemonConfig {
   bool glibc_confirm_heaps = true;
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kLogfmt;
+  TrimConfig trim;
+  bool enable_trim_api = false;
+};
+
+struct TrimCommandConfig {
+  pid_t pid = 0;
+  bool json = false;
+  std::string backend = "auto";
+  std::chrono::milliseconds timeout = 60s;
+  uint64_t glibc_heap_size = 64ull << 20;
 };
 
 struct JcmdConfig {

@@ -6,13 +6,16 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <limits>
 #include <map>
+#include <span>
 
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/build_info.h"
 #include "daemon/collector_set.h"
 #include "daemon/findings.h"
+#include "daemon/trim_engine.h"
 #include "daemon/metric_table.h"
 
 namespace memtrimd {
@@ -44,6 +47,20 @@ class FamilyBuilder {
         m.untyped.value = value;
         break;
     }
+    f.metric.push_back(std::move(m));
+  }
+
+  // REQUIRES: def is a histogram; `cumulative` matches `bounds`.
+  void AddHistogram(const MetricDef& def, std::span<const double> bounds,
+                    const std::vector<uint64_t>& cumulative, uint64_t count, double sum) {
+    MetricFamily& f = Family(def);
+    ClientMetric m;
+    m.histogram.sample_count = count;
+    m.histogram.sample_sum = sum;
+    for (std::size_t i = 0; i < bounds.size() && i < cumulative.size(); ++i) {
+      m.histogram.bucket.push_back({cumulative[i], bounds[i]});
+    }
+    m.histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
     f.metric.push_back(std::move(m));
   }
 
@@ -198,9 +215,36 @@ std::vector<MetricFamily> SelfProcessFamilies() {
   return b.Take();
 }
 
+std::vector<MetricFamily> TrimFamilies(const TrimStats& st) {
+  using namespace metric;
+  FamilyBuilder b;
+  for (const auto& [key, count] : st.runs) {
+    b.Add(kTrimRuns, {key.first, key.second}, static_cast<double>(count));
+  }
+  b.Add(kTrimReclaimedTotal, {}, static_cast<double>(st.reclaimed_total_bytes));
+  if (st.last && st.last->success) {
+    const TrimResult& r = *st.last;
+    b.Add(kTrimLastReclaimed, {"rss_swap"}, static_cast<double>(r.ReclaimedRssSwap()));
+    if (auto c = r.ReclaimedCgroup()) b.Add(kTrimLastReclaimed, {"cgroup"}, static_cast<double>(*c));
+    if (auto a = r.ReclaimedArenaHeaps()) {
+      b.Add(kTrimLastReclaimed, {"arena_heaps"}, static_cast<double>(*a));
+    }
+    if (auto rep = r.Reported()) b.Add(kTrimLastReclaimed, {"reported"}, static_cast<double>(*rep));
+  }
+  b.AddHistogram(kTrimDuration, kTrimDurationBuckets, st.duration_bucket_counts, st.duration_count,
+                 st.duration_sum);
+  if (st.last_success_unix_seconds) b.Add(kTrimLastSuccess, {}, *st.last_success_unix_seconds);
+  b.Add(kTrimInterval, {}, std::chrono::duration<double>(st.effective_interval).count());
+  return b.Take();
+}
+
 std::vector<MetricFamily> SnapshotCollectable::Collect() const {
   std::shared_ptr<const Snapshot> snap = store_.Latest();
   std::vector<MetricFamily> out = SnapshotFamilies(snap.get());
+  if (trims_ != nullptr) {
+    std::vector<MetricFamily> t = TrimFamilies(trims_->Stats());
+    out.insert(out.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
+  }
   std::vector<MetricFamily> self = SelfProcessFamilies();
   out.insert(out.end(), std::make_move_iterator(self.begin()), std::make_move_iterator(self.end()));
   return out;

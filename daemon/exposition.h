@@ -12,14 +12,22 @@
 
 namespace memtrimd {
 
+class TrimEngine;
+struct TrimStats;
+
 class SnapshotCollectable : public prometheus::Collectable {
  public:
-  explicit SnapshotCollectable(const SnapshotStore& store) : store_(store) {}
+  // `trims` may be null (no trim engine).
+  SnapshotCollectable(const SnapshotStore& store, const TrimEngine* trims)
+      : store_(store), trims_(trims) {}
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   const SnapshotStore& store_;
+  const TrimEngine* trims_;
 };
+
+std::vector<prometheus::MetricFamily> TrimFamilies(const TrimStats& stats);
 
 // Families for one snapshot (nullptr: before the first sample). Pure apart
 // from reading the clock for ages; tests call it directly.

@@ -39,6 +39,21 @@ struct RawFlags {
 
   std::string jcmd_pid;
   std::string jcmd_timeout = "10s";
+
+  std::string trim_interval = "5m";
+  std::string trim_backend = "auto";
+  std::string trim_min_limit_ratio = "0";
+  std::string trim_floor = "1MiB";
+  std::string trim_unproductive_runs = "3";
+  std::string trim_max_interval = "1h";
+  std::string trim_reset_growth = "64MiB";
+  std::string trim_timeout = "60s";
+  std::string trim_jitter = "0.1";
+  bool trim_force = false;
+  bool enable_trim_api = false;
+
+  std::string trim_cmd_pid;
+  bool trim_cmd_json = false;
 };
 
 struct Parser {
@@ -47,6 +62,7 @@ struct Parser {
                "memtrimd"};
   CLI::App* inspect = nullptr;
   CLI::App* jcmd = nullptr;
+  CLI::App* trim = nullptr;
   RawFlags raw;
 };
 
@@ -124,6 +140,35 @@ std::unique_ptr<Parser> BuildParser() {
                "(needs ptrace-read access; shape alone is used otherwise)")
       ->default_str("true")
       ->envname(EnvNameFor("--glibc.confirm-heaps"));
+  AddOption(app, "--trim.interval", r.trim_interval,
+            "How often to make the target give free heap pages back (malloc_trim); 0 turns "
+            "scheduled trims off");
+  AddOption(app, "--trim.backend", r.trim_backend,
+            "auto (a JVM through its attach socket, other programs through the preloaded "
+            "agent), jvm or agent");
+  AddOption(app, "--trim.min-limit-ratio", r.trim_min_limit_ratio,
+            "Trim only while RSS / memory limit is at least this (0 to 1; 0: always)");
+  AddOption(app, "--trim.floor", r.trim_floor,
+            "A trim that gives back less than this did not pay");
+  AddOption(app, "--trim.unproductive-runs", r.trim_unproductive_runs,
+            "After this many trims in a row that did not pay, double the interval");
+  AddOption(app, "--trim.max-interval", r.trim_max_interval,
+            "Longest interval the backoff reaches");
+  AddOption(app, "--trim.reset-growth", r.trim_reset_growth,
+            "Arena heap RSS growth since the last trim that brings the base interval back");
+  AddOption(app, "--trim.timeout", r.trim_timeout, "Deadline for one trim");
+  AddOption(app, "--trim.jitter", r.trim_jitter,
+            "Random spread of each interval (0 to 1: 0.1 is +-10%), so replicas do not trim "
+            "in lockstep");
+  app.add_flag("--trim.force", r.trim_force,
+               "Trim a JVM even when it trims itself (-XX:TrimNativeHeapInterval)")
+      ->default_str("false")
+      ->envname(EnvNameFor("--trim.force"));
+  app.add_flag("--web.enable-trim-api", r.enable_trim_api,
+               "Serve POST /api/v1/trim (only with loopback listen addresses until "
+               "authentication is configured)")
+      ->default_str("false")
+      ->envname(EnvNameFor("--web.enable-trim-api"));
   AddOption(app, "--log.level", r.log_level, "Log level: debug, info, warn, error");
   AddOption(app, "--log.format", r.log_format, "Log format: logfmt or json");
 
@@ -145,6 +190,14 @@ std::unique_ptr<Parser> BuildParser() {
       ->type_name("");
   // Everything after the command name is the command's own (e.g. "-all").
   p->jcmd->prefix_command();
+
+  p->trim = app.add_subcommand(
+      "trim", "Make a process give free heap pages back now (one malloc_trim), and print what "
+              "it gave back");
+  p->trim->add_option("--pid", r.trim_cmd_pid, "Process to trim")->required()->type_name("");
+  p->trim->add_flag("--json", r.trim_cmd_json, "Print JSON instead of text");
+  AddOption(*p->trim, "--backend", r.trim_backend, "auto, jvm or agent", false);
+  AddOption(*p->trim, "--timeout", r.trim_timeout, "Deadline for the trim", false);
   app.require_subcommand(0, 1);
   return p;
 }
@@ -181,6 +234,56 @@ std::string CheckCommon(const RawFlags& r, uint64_t& heap_size, std::optional<ui
   return "";
 }
 
+std::optional<double> ParseRatio(const std::string& s) {
+  if (s.empty() || s.size() > 16) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !(v >= 0 && v <= 1)) return std::nullopt;
+  return v;
+}
+
+std::string CheckTrim(const RawFlags& r, TrimConfig& t) {
+  auto interval = ParseDuration(r.trim_interval);
+  if (!interval) {
+    return "--trim.interval: " + Quote(r.trim_interval) + " is not a duration (0 turns it off)";
+  }
+  t.interval = *interval;
+  if (r.trim_backend != "auto" && r.trim_backend != "jvm" && r.trim_backend != "agent") {
+    return "--trim.backend: " + Quote(r.trim_backend) + " is not auto, jvm or agent";
+  }
+  t.backend = r.trim_backend;
+  auto ratio = ParseRatio(r.trim_min_limit_ratio);
+  if (!ratio) return "--trim.min-limit-ratio: " + Quote(r.trim_min_limit_ratio) + " is not 0 to 1";
+  t.min_limit_ratio = *ratio;
+  auto floor = ParseByteSize(r.trim_floor);
+  if (!floor) return "--trim.floor: " + Quote(r.trim_floor) + " is not a size";
+  t.floor_bytes = *floor;
+  auto runs = ParsePid(r.trim_unproductive_runs);
+  if (!runs || *runs > 1000) {
+    return "--trim.unproductive-runs: " + Quote(r.trim_unproductive_runs) + " is not 1 to 1000";
+  }
+  t.unproductive_runs = *runs;
+  auto max = ParseDuration(r.trim_max_interval);
+  if (!max || *max < t.interval) {
+    return "--trim.max-interval: " + Quote(r.trim_max_interval) +
+           " is not a duration at least as long as --trim.interval";
+  }
+  t.max_interval = *max;
+  auto growth = ParseByteSize(r.trim_reset_growth);
+  if (!growth) return "--trim.reset-growth: " + Quote(r.trim_reset_growth) + " is not a size";
+  t.reset_growth_bytes = *growth;
+  auto timeout = ParseDuration(r.trim_timeout);
+  if (!timeout || timeout->count() == 0) {
+    return "--trim.timeout: " + Quote(r.trim_timeout) + " is not a positive duration";
+  }
+  t.timeout = *timeout;
+  auto jitter = ParseRatio(r.trim_jitter);
+  if (!jitter) return "--trim.jitter: " + Quote(r.trim_jitter) + " is not 0 to 1";
+  t.jitter = *jitter;
+  t.force = r.trim_force;
+  return "";
+}
+
 Command Validate(const Parser& p) {
   const RawFlags& r = p.raw;
   if (p.inspect->parsed()) {
@@ -192,6 +295,23 @@ Command Validate(const Parser& p) {
     std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
     if (!err.empty()) return UsageError{err};
     return RunInspect{c};
+  }
+  if (p.trim->parsed()) {
+    TrimCommandConfig c;
+    auto pid = ParsePid(r.trim_cmd_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.trim_cmd_pid) + " is not a process id"};
+    c.pid = *pid;
+    c.json = r.trim_cmd_json;
+    if (r.trim_backend != "auto" && r.trim_backend != "jvm" && r.trim_backend != "agent") {
+      return UsageError{"--backend: " + Quote(r.trim_backend) + " is not auto, jvm or agent"};
+    }
+    c.backend = r.trim_backend;
+    auto t = ParseDuration(r.trim_timeout);
+    if (!t || t->count() == 0) {
+      return UsageError{"--timeout: " + Quote(r.trim_timeout) + " is not a positive duration"};
+    }
+    c.timeout = *t;
+    return RunTrim{c};
   }
   if (p.jcmd->parsed()) {
     JcmdConfig c;
@@ -277,6 +397,20 @@ Command Validate(const Parser& p) {
   c.target_match = r.target_match;
   std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
   if (!err.empty()) return UsageError{err};
+  std::string trim_err = CheckTrim(r, c.trim);
+  if (!trim_err.empty()) return UsageError{trim_err};
+  c.enable_trim_api = r.enable_trim_api;
+  if (c.enable_trim_api) {
+    // Without authentication (it comes with --web.config.file) the trim API
+    // may only listen where no one else can reach it.
+    for (const std::string& a : c.listen_addresses) {
+      std::string host = a.substr(0, a.rfind(':'));
+      if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
+        return UsageError{"--web.enable-trim-api needs authentication, which is not "
+                          "configured: listen on 127.0.0.1 or [::1] only (got " + Quote(a) + ")"};
+      }
+    }
+  }
   c.collectors = {r.collector_process, r.collector_glibc, r.collector_cgroup, r.collector_jvm,
                   r.collector_hsperfdata};
   c.glibc_confirm_heaps = r.glibc_confirm_heaps;
@@ -349,6 +483,7 @@ std::vector<FlagDoc> FlagReference() {
   add(p->app, "");
   add(*p->inspect, "inspect");
   add(*p->jcmd, "jcmd");
+  add(*p->trim, "trim");
   return out;
 }
 

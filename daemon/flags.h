@@ -21,6 +21,9 @@ struct RunInspect {
 struct RunJcmd {
   JcmdConfig config;
 };
+struct RunTrim {
+  TrimCommandConfig config;
+};
 // --help / --version: print `text` to stdout and exit 0.
 struct PrintAndExit {
   std::string text;
@@ -30,7 +33,8 @@ struct UsageError {
   std::string message;
 };
 
-using Command = std::variant<RunDaemon, RunInspect, RunJcmd, PrintAndExit, UsageError>;
+using Command =
+    std::variant<RunDaemon, RunInspect, RunJcmd, RunTrim, PrintAndExit, UsageError>;
 
 Command ParseCommandLine(int argc, const char* const* argv);
 

@@ -15,11 +15,16 @@ void Reply(mg_connection* conn, int code, const char* reason, const char* conten
            std::string_view body, const char* extra_headers = "") {
   const mg_request_info* ri = mg_get_request_info(conn);
   bool head = ri != nullptr && std::strcmp(ri->request_method, "HEAD") == 0;
-  mg_printf(conn,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\n%s\r\n",
-            code, reason, content_type, body.size(), extra_headers);
-  if (!head && !body.empty()) mg_write(conn, body.data(), body.size());
+  // Headers and body in one write: two small writes on a keep-alive
+  // connection would wait for the client's delayed ACK (Nagle), ~40 ms.
+  char header[512];
+  int n = std::snprintf(header, sizeof(header),
+                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                        "Cache-Control: no-store\r\n%s\r\n",
+                        code, reason, content_type, body.size(), extra_headers);
+  std::string out(header, n > 0 ? static_cast<std::size_t>(n) : 0);
+  if (!head) out.append(body);
+  mg_write(conn, out.data(), out.size());
 }
 
 std::string LandingPage(const std::string& metrics_path) {
@@ -42,8 +47,8 @@ std::string CivetwebPorts(const std::vector<std::string>& addresses) {
   return out;
 }
 
-HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store)
-    : options_(std::move(options)), store_(store), collectable_(store) {}
+HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngine* trims)
+    : options_(std::move(options)), store_(store), trims_(trims), collectable_(store, trims) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -54,7 +59,8 @@ Status HttpServer::Start() {
   // malloc arena of its own.
   const char* opts[] = {"listening_ports",    ports.c_str(), "num_threads", "4",
                         "request_timeout_ms", "10000",       "enable_keep_alive", "yes",
-                        "keep_alive_timeout_ms", "10000",    nullptr};
+                        "keep_alive_timeout_ms", "10000",    "tcp_nodelay", "1",
+                        nullptr};
   mg_callbacks callbacks{};
   // Keep civetweb's own messages off stderr; errors come back through
   // mg_start2's error data.
@@ -94,6 +100,27 @@ std::vector<int> HttpServer::BoundPorts() const {
   return ports;
 }
 
+int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method) {
+  const char* text = "text/plain; charset=utf-8";
+  if (!options_.enable_trim_api || trims_ == nullptr) {
+    Reply(conn, 404, "Not Found", text, "the trim API is off (--web.enable-trim-api)\n");
+    return 404;
+  }
+  if (method != "POST") {
+    Reply(conn, 405, "Method Not Allowed", text, "use POST\n", "Allow: POST\r\n");
+    return 405;
+  }
+  Result<TrimResult> r = trims_->TrimManually();
+  if (!r.ok()) {
+    bool busy = r.status().code() == ErrorCode::kBusy;
+    int code = busy ? 409 : 503;
+    Reply(conn, code, busy ? "Conflict" : "Service Unavailable", text, r.status().message() + "\n");
+    return code;
+  }
+  Reply(conn, 200, "OK", "application/json", RenderTrimJson(*r));
+  return 200;
+}
+
 int HttpServer::Handle(mg_connection* conn, void* self) {
   return static_cast<HttpServer*>(self)->Serve(conn);
 }
@@ -102,6 +129,7 @@ int HttpServer::Serve(mg_connection* conn) {
   const mg_request_info* ri = mg_get_request_info(conn);
   std::string_view path = ri->local_uri ? ri->local_uri : "";
   std::string_view method = ri->request_method ? ri->request_method : "";
+  if (path == "/api/v1/trim") return ServeTrimApi(conn, method);
   if (method != "GET" && method != "HEAD") {
     Reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed\n",
           "Allow: GET, HEAD\r\n");
@@ -136,7 +164,10 @@ int HttpServer::Serve(mg_connection* conn) {
     std::shared_ptr<const Snapshot> snap = store_.Latest();
     std::string_view query = ri->query_string ? ri->query_string : "";
     bool json = query.find("format=json") != std::string_view::npos;
-    std::string body = json ? RenderReportJson(snap.get()) : RenderReportText(snap.get());
+    std::optional<TrimStats> stats;
+    if (trims_ != nullptr) stats = trims_->Stats();
+    const TrimStats* sp = stats ? &*stats : nullptr;
+    std::string body = json ? RenderReportJson(snap.get(), sp) : RenderReportText(snap.get(), sp);
     Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body);
     return 200;
   }

@@ -8,6 +8,7 @@
 #include "collectors/common/status.h"
 #include "daemon/exposition.h"
 #include "daemon/snapshot.h"
+#include "daemon/trim_engine.h"
 
 struct mg_context;
 struct mg_connection;
@@ -20,11 +21,13 @@ struct HttpOptions {
   // /healthz fails when the newest sample is older than this: the sampler
   // is stuck and a restart is the fix.
   std::chrono::milliseconds max_sample_age{60000};
+  bool enable_trim_api = false;  // POST /api/v1/trim
 };
 
 class HttpServer {
  public:
-  HttpServer(HttpOptions options, const SnapshotStore& store);
+  // `trims` may be null (then no trim metrics, report section or API).
+  HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngine* trims);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -40,9 +43,11 @@ class HttpServer {
  private:
   static int Handle(mg_connection* conn, void* self);
   int Serve(mg_connection* conn);
+  int ServeTrimApi(mg_connection* conn, std::string_view method);
 
   HttpOptions options_;
   const SnapshotStore& store_;
+  TrimEngine* trims_;
   SnapshotCollectable collectable_;
   mg_context* ctx_ = nullptr;
 };

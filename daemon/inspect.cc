@@ -364,15 +364,106 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   return w.str() + "\n";
 }
 
-std::string RenderReportText(const Snapshot* snap) {
-  if (snap == nullptr) return "no sample yet\n";
-  if (snap->targets.empty()) return "no target: " + snap->no_target_reason + "\n";
+namespace {
+
+std::string SignedBytes(int64_t v) { return FormatBytes(static_cast<double>(v)); }
+
+void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
+  w.Key("pid").Int(r.pid).Key("backend").String(r.backend).Key("trigger").String(r.trigger);
+  w.Key("success").Bool(r.success);
+  if (!r.success) w.Key("reason").String(r.reason).Key("error").String(r.error);
+  w.Key("at_unix_seconds").Double(std::chrono::duration<double>(r.at.time_since_epoch()).count());
+  w.Key("duration_seconds").Double(r.duration_seconds);
+  w.Key("rss_swap_before_bytes").Uint(r.before.rss_swap_bytes);
+  w.Key("rss_swap_after_bytes").Uint(r.after.rss_swap_bytes);
+  w.Key("reclaimed_rss_swap_bytes").Int(r.ReclaimedRssSwap());
+  if (auto c = r.ReclaimedCgroup()) w.Key("reclaimed_cgroup_bytes").Int(*c);
+  if (auto a = r.ReclaimedArenaHeaps()) w.Key("reclaimed_arena_heaps_bytes").Int(*a);
+  if (r.before.arena_resident_bytes) w.Key("arena_heaps_before_bytes").Uint(*r.before.arena_resident_bytes);
+  if (r.after.arena_resident_bytes) w.Key("arena_heaps_after_bytes").Uint(*r.after.arena_resident_bytes);
+  if (auto rep = r.Reported()) w.Key("reported_bytes").Int(*rep);
+}
+
+std::string TrimLine(const TrimResult& r) {
+  std::string line = Utc(std::chrono::duration<double>(r.at.time_since_epoch()).count()) + "  " +
+                     r.backend + " " + r.trigger + ": ";
+  if (!r.success) return line + "failed (" + r.reason + "): " + r.error;
+  char dur[32];
+  std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
+  line += "gave back " + SignedBytes(r.ReclaimedRssSwap()) + " RSS+swap in " + dur;
+  if (auto a = r.ReclaimedArenaHeaps()) line += ", arena heaps " + SignedBytes(*a);
+  if (auto c = r.ReclaimedCgroup()) line += ", cgroup " + SignedBytes(*c);
+  if (auto rep = r.Reported()) line += ", reported " + SignedBytes(*rep);
+  return line;
+}
+
+void RenderTrimStats(Table& t, const TrimStats& s) {
+  t.Heading("Trimming (backend " + s.backend_setting + ")");
+  if (s.effective_interval.count() == 0) {
+    t.Say("scheduled trims are off (--trim.interval=0)");
+  } else {
+    std::string next = s.in_progress ? "a trim is running now"
+                       : s.next_due_in_seconds
+                           ? "next in " + FormatDuration(std::chrono::milliseconds(static_cast<int64_t>(
+                                              std::max(0.0, *s.next_due_in_seconds) * 1000)))
+                           : "";
+    t.Say("every " + FormatDuration(s.effective_interval) + "; " + next +
+          (s.last_skip_reason.empty() ? "" : "; last decision: skip (" + s.last_skip_reason + ")"));
+  }
+  t.Say("given back so far: " + Bytes(s.reclaimed_total_bytes) + " RSS+swap");
+  for (const TrimResult& r : s.recent) t.Say(TrimLine(r));
+}
+
+}  // namespace
+
+std::string RenderTrimText(const TrimResult& r) {
+  Table t;
+  t.Heading("trim of pid " + std::to_string(r.pid) + " through the " + r.backend + " backend: " +
+            (r.success ? "done" : "failed (" + r.reason + ")"));
+  if (!r.success) t.Say(r.error);
+  char dur[32];
+  std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
+  t.Row("duration", dur);
+  t.Row("RSS+swap before", Bytes(r.before.rss_swap_bytes));
+  t.Row("RSS+swap after", Bytes(r.after.rss_swap_bytes));
+  t.Row("given back", SignedBytes(r.ReclaimedRssSwap()), "measured from /proc/<pid>/status");
+  if (r.before.arena_resident_bytes && r.after.arena_resident_bytes) {
+    t.Row("arena heaps before", Bytes(*r.before.arena_resident_bytes));
+    t.Row("arena heaps after", Bytes(*r.after.arena_resident_bytes));
+  }
+  if (auto c = r.ReclaimedCgroup()) {
+    t.Row("cgroup usage change", SignedBytes(-*c), "huge pages can keep memory.current from moving");
+  }
+  if (auto rep = r.Reported()) t.Row("reported by " + r.backend, SignedBytes(*rep));
+  return t.Take();
+}
+
+std::string RenderTrimJson(const TrimResult& r) {
+  JsonWriter w;
+  w.BeginObject();
+  TrimJsonFields(w, r);
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+std::string RenderReportText(const Snapshot* snap, const TrimStats* trims) {
   std::string out;
-  for (const TargetSnapshot& ts : snap->targets) out += RenderInspectTable(ts);
+  if (snap == nullptr) {
+    out = "no sample yet\n";
+  } else if (snap->targets.empty()) {
+    out = "no target: " + snap->no_target_reason + "\n";
+  } else {
+    for (const TargetSnapshot& ts : snap->targets) out += RenderInspectTable(ts);
+  }
+  if (trims != nullptr) {
+    Table t;
+    RenderTrimStats(t, *trims);
+    out += "\n" + t.Take();
+  }
   return out;
 }
 
-std::string RenderReportJson(const Snapshot* snap) {
+std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims) {
   std::string out = "{\"targets\":[";
   if (snap != nullptr) {
     for (std::size_t i = 0; i < snap->targets.size(); ++i) {
@@ -383,6 +474,24 @@ std::string RenderReportJson(const Snapshot* snap) {
   }
   out += "],\"no_target_reason\":";
   AppendJsonString(out, snap == nullptr ? "no sample yet" : snap->no_target_reason);
+  if (trims != nullptr) {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("backend").String(trims->backend_setting);
+    w.Key("interval_seconds").Double(std::chrono::duration<double>(trims->effective_interval).count());
+    if (trims->next_due_in_seconds) w.Key("next_in_seconds").Double(*trims->next_due_in_seconds);
+    w.Key("in_progress").Bool(trims->in_progress);
+    w.Key("last_skip_reason").String(trims->last_skip_reason);
+    w.Key("reclaimed_total_bytes").Uint(trims->reclaimed_total_bytes);
+    w.Key("recent").BeginArray();
+    for (const TrimResult& r : trims->recent) {
+      w.BeginObject();
+      TrimJsonFields(w, r);
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+    out += ",\"trim\":" + w.str();
+  }
   out += "}\n";
   return out;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "daemon/snapshot.h"
+#include "daemon/trim_engine.h"
 
 namespace memtrimd {
 
@@ -12,8 +13,13 @@ std::string RenderInspectTable(const TargetSnapshot& ts);
 std::string RenderInspectJson(const TargetSnapshot& ts);
 
 // GET /report: the same for every target of the latest snapshot (nullptr:
-// none yet), or why there is none.
-std::string RenderReportText(const Snapshot* snap);
-std::string RenderReportJson(const Snapshot* snap);
+// none yet), or why there is none, plus the trim engine's state when there
+// is one (`trims` may be null).
+std::string RenderReportText(const Snapshot* snap, const TrimStats* trims);
+std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims);
+
+// One trim's outcome (memtrimd trim, POST /api/v1/trim).
+std::string RenderTrimText(const TrimResult& r);
+std::string RenderTrimJson(const TrimResult& r);
 
 }  // namespace memtrimd

@@ -1,4 +1,5 @@
-// memtrimd: the daemon (default) and the one-shot `inspect` and `jcmd` commands.
+// memtrimd: the daemon (default) and the one-shot `inspect`, `jcmd` and `trim`
+// commands.
 // Exit codes: 0 ok, 1 fatal runtime error, 2 bad usage or configuration.
 
 #include <malloc.h>
@@ -16,6 +17,8 @@
 #include "daemon/log.h"
 #include "daemon/scheduler.h"
 #include "daemon/target_selector.h"
+#include "daemon/trim.h"
+#include "daemon/trim_engine.h"
 #include "daemon/units.h"
 
 namespace memtrimd {
@@ -93,6 +96,30 @@ int RunJcmdCommand(const JcmdConfig& c) {
   return 0;
 }
 
+TrimBackendKind BackendKind(const std::string& name) {
+  if (name == "jvm") return TrimBackendKind::kJvm;
+  if (name == "agent") return TrimBackendKind::kAgent;
+  return TrimBackendKind::kAuto;
+}
+
+int RunTrimCommand(const TrimCommandConfig& c) {
+  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
+  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
+  TrimOptions o;
+  o.backend = BackendKind(c.backend);
+  o.timeout = c.timeout;
+  o.glibc_heap_size = c.glibc_heap_size;
+  Result<TrimResult> r = TrimNow(*target, o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "memtrimd: pid %d: cannot trim: %s\n", c.pid, r.status().message().c_str());
+    return kExitFatal;
+  }
+  r->trigger = "manual";
+  std::string out = c.json ? RenderTrimJson(*r) : RenderTrimText(*r);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return r->success ? 0 : kExitFatal;
+}
+
 int RunDaemonCommand(const DaemonConfig& c) {
   log::Init(c.log_level, c.log_format);
   if (c.target_pid) {
@@ -111,11 +138,26 @@ int RunDaemonCommand(const DaemonConfig& c) {
   signal(SIGPIPE, SIG_IGN);
 
   SnapshotStore store;
+  TrimEngineOptions trim;
+  trim.policy.interval = c.trim.interval;
+  trim.policy.max_interval = c.trim.max_interval;
+  trim.policy.jitter = c.trim.jitter;
+  if (c.trim.min_limit_ratio > 0) trim.policy.min_limit_ratio = c.trim.min_limit_ratio;
+  trim.policy.floor_bytes = c.trim.floor_bytes;
+  trim.policy.unproductive_runs = c.trim.unproductive_runs;
+  trim.policy.reset_growth_bytes = c.trim.reset_growth_bytes;
+  trim.policy.force_when_jvm_trims = c.trim.force;
+  trim.trim.backend = BackendKind(c.trim.backend);
+  trim.trim.timeout = c.trim.timeout;
+  trim.trim.glibc_heap_size = c.glibc_heap_size;
+  TrimEngine trims(trim, store);
+
   HttpOptions http;
   http.listen_addresses = c.listen_addresses;
   http.telemetry_path = c.telemetry_path;
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
-  HttpServer server(http, store);
+  http.enable_trim_api = c.enable_trim_api;
+  HttpServer server(http, store, &trims);
   Status listening = server.Start();
   if (!listening.ok()) return UsageFail(listening.message());
 
@@ -139,13 +181,17 @@ int RunDaemonCommand(const DaemonConfig& c) {
                                  {"ports", ports},
                                  {"telemetry_path", c.telemetry_path},
                                  {"sample_interval", FormatDuration(c.sample_interval)},
-                                 {"smaps_interval", FormatDuration(c.smaps_interval)}});
+                                 {"smaps_interval", FormatDuration(c.smaps_interval)},
+                                 {"trim_interval", FormatDuration(c.trim.interval)},
+                                 {"trim_backend", c.trim.backend}});
   scheduler.Start();
+  trims.Start();
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log::Info("stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   server.Stop();
+  trims.Stop();
   scheduler.Stop();
   return 0;
 }
@@ -166,5 +212,6 @@ int main(int argc, char** argv) {
   if (auto* u = std::get_if<UsageError>(&cmd)) return UsageFail(u->message);
   if (auto* i = std::get_if<RunInspect>(&cmd)) return RunInspectCommand(i->config);
   if (auto* j = std::get_if<RunJcmd>(&cmd)) return RunJcmdCommand(j->config);
+  if (auto* t = std::get_if<RunTrim>(&cmd)) return RunTrimCommand(t->config);
   return RunDaemonCommand(std::get<RunDaemon>(cmd).config);
 }

@@ -143,6 +143,30 @@ const MetricDef kJvmRisk{"memtrimd_jvm_risk", MetricType::Gauge, {"pid", "check"
                          "nmt_off, direct_memory_high (above 90% of its limit), "
                          "jvm_trims_itself (TrimNativeHeapInterval > 0)."};
 
+const MetricDef kTrimRuns{"memtrimd_trim_runs_total", MetricType::Counter, {"result", "reason"},
+                          "Trim decisions by result (success, failure, skipped) and reason "
+                          "(scheduled, manual; deadline, unavailable, not_available, ...; "
+                          "no_target, no_agent, not_attachable, jvm_trims_itself, "
+                          "below_limit_ratio, no_limit)."};
+const MetricDef kTrimReclaimedTotal{"memtrimd_trim_reclaimed_bytes_total", MetricType::Counter,
+                                    {},
+                                    "RSS+swap given back by successful trims, measured by "
+                                    "memtrimd from /proc/<pid>/status before and after."};
+const MetricDef kTrimLastReclaimed{
+    "memtrimd_trim_last_reclaimed_bytes", MetricType::Gauge, {"measure"},
+    "What the last trim gave back, by measure: rss_swap (/proc status), cgroup (memory.current; "
+    "huge pages can keep it from moving), arena_heaps (smaps), reported (by the JVM or the "
+    "agent). Negative when memory grew meanwhile."};
+const MetricDef kTrimDuration{"memtrimd_trim_duration_seconds", MetricType::Histogram, {},
+                              "How long trims took (a thread using the same arena waits that "
+                              "long)."};
+const MetricDef kTrimLastSuccess{"memtrimd_trim_last_success_timestamp_seconds",
+                                 MetricType::Gauge, {},
+                                 "When the last successful trim started (Unix epoch)."};
+const MetricDef kTrimInterval{"memtrimd_trim_interval_seconds", MetricType::Gauge, {},
+                              "The trim interval in force now (the base interval, or longer "
+                              "while backing off)."};
+
 const MetricDef kProcessCpu{"process_cpu_seconds_total", MetricType::Counter, {},
                             "Total user and system CPU time spent in seconds."};
 const MetricDef kProcessResident{"process_resident_memory_bytes", MetricType::Gauge, {},
@@ -170,7 +194,9 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kTrimmableEstimate, &kRssBreakdown,     &kJvmAttachable,     &kJvmSettingInfo,
       &kJvmHeapCommitted,  &kJvmHeapUsed,      &kJvmHeapMax,        &kNmtReserved,
       &kNmtCommitted,      &kNmtMalloc,        &kNmtGap,            &kDirectMemory,
-      &kDirectMemoryLimit, &kDirectMemoryRatio, &kJvmRisk,          &kProcessCpu,       &kProcessResident,   &kProcessVirtual,
+      &kDirectMemoryLimit, &kDirectMemoryRatio, &kJvmRisk,          &kTrimRuns,
+      &kTrimReclaimedTotal, &kTrimLastReclaimed, &kTrimDuration,    &kTrimLastSuccess,
+      &kTrimInterval,      &kProcessCpu,       &kProcessResident,   &kProcessVirtual,
       &kProcessStartTime,  &kProcessOpenFds,   &kProcessMaxFds,
   };
   return all;

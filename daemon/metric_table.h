@@ -63,6 +63,13 @@ extern const MetricDef kDirectMemory;
 extern const MetricDef kDirectMemoryLimit;
 extern const MetricDef kDirectMemoryRatio;
 extern const MetricDef kJvmRisk;
+// Trimming.
+extern const MetricDef kTrimRuns;
+extern const MetricDef kTrimReclaimedTotal;
+extern const MetricDef kTrimLastReclaimed;
+extern const MetricDef kTrimDuration;
+extern const MetricDef kTrimLastSuccess;
+extern const MetricDef kTrimInterval;
 // Standard process metrics of memtrimd itself.
 extern const MetricDef kProcessCpu;
 extern const MetricDef kProcessResident;

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kParseError,        // a source said something we do not understand
   kTooLarge,          // a source exceeded its size cap
   kUnavailable,       // not there right now; may work later
+  kBusy,              // another operation of the same kind is running
   kInternal,
 };
 

@@ -12,37 +12,6 @@
 namespace memtrimd::testing {
 namespace {
 
-constexpr uint64_t kHeap = 64ull << 20;
-
-struct IndependentHeaps {
-  std::size_t count = 0;
-  uint64_t resident = 0;
-};
-
-// The arena heap rule of FACTS-glibc, written again plainly: an anonymous
-// rw-p mapping on a 64 MiB boundary, either 64 MiB long or followed by
-// anonymous ---p mappings that end exactly at start + 64 MiB.
-IndependentHeaps CountHeaps(const std::vector<RawMapping>& maps) {
-  IndependentHeaps h;
-  for (std::size_t i = 0; i < maps.size(); ++i) {
-    const RawMapping& m = maps[i];
-    bool anon = m.inode == 0 && (m.path.empty() || m.path.rfind("[anon:", 0) == 0);
-    if (!anon || m.perms != "rw-p" || m.start % kHeap != 0 || m.end - m.start > kHeap) continue;
-    uint64_t reach = m.end;
-    std::size_t j = i + 1;
-    while (reach < m.start + kHeap && j < maps.size() && maps[j].start == reach &&
-           maps[j].perms == "---p" && maps[j].inode == 0 && maps[j].path.empty()) {
-      reach = maps[j].end;
-      ++j;
-    }
-    if (reach == m.start + kHeap) {
-      ++h.count;
-      h.resident += m.rss_kb << 10;
-    }
-  }
-  return h;
-}
-
 double RelDiff(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1.0); }
 
 class DaemonTest : public ::testing::Test {

@@ -209,13 +209,13 @@ Series Memtrimd::Scrape() const { return ParseExposition(Curl(url()).body); }
 std::string Memtrimd::log() const { return ReadFile(log_path_); }
 
 Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
-                        const std::string& binary) {
+                        const std::string& binary, SpawnOptions options) {
   static int counter = 0;
   std::string ready = dir / ("fragmenter." + std::to_string(++counter) + ".ready");
   std::vector<std::string> argv = {binary.empty() ? FragmenterBin() : binary, "--quiet",
                                    "--ready-file", ready};
   argv.insert(argv.end(), args.begin(), args.end());
-  Process p(argv);
+  Process p(argv, options);
   bool ok = WaitFor([&] { return fs::exists(ready) || !p.running(); }, 60s) && fs::exists(ready);
   if (!ok) p.Kill();
   return p;
@@ -249,6 +249,28 @@ std::vector<RawMapping> ReadSmapsIndependently(pid_t pid) {
     if (!out.empty() && std::sscanf(line.c_str(), "Rss: %llu kB", &kb) == 1) out.back().rss_kb = kb;
   }
   return out;
+}
+
+IndependentHeaps CountHeaps(const std::vector<RawMapping>& maps) {
+  constexpr uint64_t kHeap = 64ull << 20;
+  IndependentHeaps h;
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    const RawMapping& m = maps[i];
+    bool anon = m.inode == 0 && (m.path.empty() || m.path.rfind("[anon:", 0) == 0);
+    if (!anon || m.perms != "rw-p" || m.start % kHeap != 0 || m.end - m.start > kHeap) continue;
+    uint64_t reach = m.end;
+    std::size_t j = i + 1;
+    while (reach < m.start + kHeap && j < maps.size() && maps[j].start == reach &&
+           maps[j].perms == "---p" && maps[j].inode == 0 && maps[j].path.empty()) {
+      reach = maps[j].end;
+      ++j;
+    }
+    if (reach == m.start + kHeap) {
+      ++h.count;
+      h.resident += m.rss_kb << 10;
+    }
+  }
+  return h;
 }
 
 StatusNumbers ReadStatusIndependently(pid_t pid) {

@@ -111,7 +111,7 @@ RunResult RunCommand(std::vector<std::string> argv, SpawnOptions options = {});
 // Starts the fragmenting workload and waits until it is ready (idle, arenas
 // populated). Returns a not-running Process on failure.
 Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
-                        const std::string& binary = "");
+                        const std::string& binary = "", SpawnOptions options = {});
 
 // Paths of the binaries under test.
 std::string MemtrimdBin();
@@ -126,6 +126,16 @@ struct RawMapping {
   uint64_t rss_kb = 0;
 };
 std::vector<RawMapping> ReadSmapsIndependently(pid_t pid);
+
+// glibc arena heaps by the rule of FACTS-glibc, written again plainly and
+// independent of collectors/glibc: an anonymous rw-p mapping on a 64 MiB
+// boundary, either 64 MiB long or followed by anonymous ---p mappings that
+// end exactly at start + 64 MiB.
+struct IndependentHeaps {
+  std::size_t count = 0;
+  uint64_t resident = 0;
+};
+IndependentHeaps CountHeaps(const std::vector<RawMapping>& maps);
 
 struct StatusNumbers {
   uint64_t rss_anon = 0, rss_file = 0, rss_shmem = 0, vm_swap = 0;

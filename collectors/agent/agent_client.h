@@ -1,0 +1,76 @@
+// Client of libmemtrimd_agent.so (collectors/agent/memtrimd_agent.c), the
+// LD_PRELOAD agent that runs malloc_trim(0), malloc_info and mallinfo2 inside
+// a glibc program. One command per connection: memtrimd sends "<command>\n",
+// the agent answers "<status>\n<body>" and closes.
+//
+// The socket is reached through /proc/<pid>/root, so a target with its own
+// mount namespace and private /tmp works. Before connecting the client checks
+// that the file is a socket owned by the target's uid/gid and closed to
+// everyone else; after connecting, that the listening peer is the target
+// (SO_PEERCRED). Every blocking step has a deadline.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "collectors/common/status.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd::agent {
+
+struct AgentOptions {
+  // Budget for the whole command: connect, send, and read the answer. A trim
+  // of a large fragmented heap can take seconds.
+  std::chrono::milliseconds timeout{30000};
+  // Answers larger than this are an error, not memory growth.
+  std::size_t max_response_bytes = 4u << 20;
+};
+
+// The answer to "trim".
+struct AgentTrim {
+  std::chrono::nanoseconds duration{};  // time spent inside malloc_trim(0)
+  uint64_t rss_before = 0;              // bytes, /proc/self/statm
+  uint64_t rss_after = 0;
+  int result = 0;  // malloc_trim's return: 1 = some free chunk spanned a page
+};
+
+// glibc's struct mallinfo2, as the agent reported it.
+struct Mallinfo2 {
+  uint64_t arena = 0, ordblks = 0, smblks = 0, hblks = 0, hblkhd = 0, usmblks = 0, fsmblks = 0,
+           uordblks = 0, fordblks = 0, keepcost = 0;
+};
+
+// Socket path as memtrimd reaches it: <proc_dir>/root followed by
+// MEMTRIMD_AGENT_SOCKET from the target's environ (every "%p" replaced by
+// nspid), or /tmp/.memtrimd_agent.<nspid>. kUnavailable when the target set
+// MEMTRIMD_AGENT_DISABLE=1, kInvalidArgument for a relative override.
+Result<std::string> AgentSocketPath(const Target& t);
+
+// Whether the target has the agent loaded (libmemtrimd_agent.so in
+// /proc/<pid>/maps). False when maps cannot be read.
+bool HasAgent(const Target& t);
+
+// Runs one command ("trim", "malloc_info", "mallinfo2", "ping") and returns
+// the body of a status-0 answer. Errors: kUnavailable (no socket, a stale
+// socket nobody listens on, deadline, or the agent answered status 1),
+// kPermissionDenied (the socket is not a private socket of the target's
+// uid/gid, its listener is another process, or the agent closed without
+// answering, which is how it refuses a peer), kTooLarge, kParseError,
+// kInvalidArgument (a command that is not one short line), kNotFound (the
+// process is gone). Thread-safe.
+Result<std::string> AgentCommand(const Target& t, std::string_view command,
+                                 const AgentOptions& o = {});
+
+// Parsers of the "key=value\n" bodies. Pure; unknown keys are ignored (newer
+// agents may add some); missing or repeated known keys, and a body that does
+// not end in '\n' (cut short), are kParseError.
+Result<AgentTrim> ParseAgentTrim(std::string_view body);
+Result<Mallinfo2> ParseMallinfo2(std::string_view body);
+
+// AgentCommand("trim") + ParseAgentTrim.
+Result<AgentTrim> AgentTrimNow(const Target& t, const AgentOptions& o = {});
+
+}  // namespace memtrimd::agent

@@ -1,0 +1,66 @@
+// One trim of one target, measured from outside: RSS+swap from
+// /proc/<pid>/status, the cgroup's memory.current, and arena heap resident
+// bytes from smaps, before and after; plus what the backend itself reported.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "collectors/common/status.h"
+#include "collectors/common/target.h"
+#include "collectors/jvm/jvm_text.h"
+
+namespace memtrimd {
+
+enum class TrimBackendKind { kAuto, kJvm, kAgent };
+const char* TrimBackendName(TrimBackendKind k);
+
+struct TrimOptions {
+  TrimBackendKind backend = TrimBackendKind::kAuto;
+  std::chrono::milliseconds timeout{60000};  // the backend's deadline
+  uint64_t glibc_heap_size = 64ull << 20;
+  bool measure_arena_heaps = true;  // two smaps reads per trim
+};
+
+struct TrimMeasure {
+  uint64_t rss_swap_bytes = 0;
+  std::optional<uint64_t> cgroup_usage_bytes;
+  std::optional<uint64_t> arena_resident_bytes;
+};
+
+struct TrimResult {
+  std::chrono::system_clock::time_point at{};
+  pid_t pid = 0;
+  std::string backend;  // "jvm" or "agent"
+  std::string trigger;  // "scheduled" or "manual"
+  bool success = false;
+  std::string reason;  // failure reason label (deadline, attach, not_available, ...)
+  std::string error;   // human text on failure
+  double duration_seconds = 0;
+  TrimMeasure before;
+  TrimMeasure after;
+  std::optional<jvm::TrimReport> jvm_report;  // the JVM's own (rounded) figures
+  std::optional<int64_t> agent_rss_delta;     // the agent's in-process RSS after - before
+
+  // Given back (before - after); negative when memory grew meanwhile.
+  int64_t ReclaimedRssSwap() const {
+    return static_cast<int64_t>(before.rss_swap_bytes) - static_cast<int64_t>(after.rss_swap_bytes);
+  }
+  std::optional<int64_t> ReclaimedCgroup() const;
+  std::optional<int64_t> ReclaimedArenaHeaps() const;
+  std::optional<int64_t> Reported() const;  // what the backend said it gave back
+};
+
+// Which backend a target would use, or why none (for skips and errors).
+Result<TrimBackendKind> ResolveBackend(const Target& target, TrimBackendKind wanted);
+
+// Performs one trim now. Errors (no backend, target gone) are a Status; a
+// backend that fails or overruns is a TrimResult with success = false.
+Result<TrimResult> TrimNow(const Target& target, const TrimOptions& options);
+
+// Reads the measurements TrimNow takes before and after.
+TrimMeasure MeasureForTrim(const Target& target, const TrimOptions& options);
+
+}  // namespace memtrimd

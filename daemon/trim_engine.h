@@ -1,0 +1,88 @@
+// The trim engine: on its own thread, asks the policy whether a trim is due
+// for the current target, performs it (never two at once), and keeps the
+// results for /metrics, /report and the log. Manual trims (the HTTP API) go
+// through the same engine so they too are never concurrent.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "daemon/snapshot.h"
+#include "daemon/trim.h"
+#include "daemon/trim_policy.h"
+
+namespace memtrimd {
+
+inline constexpr double kTrimDurationBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                                  2.5,  5,    10,  30,   60};
+
+// Everything /metrics and /report need, copied out under the lock.
+struct TrimStats {
+  std::map<std::pair<std::string, std::string>, uint64_t> runs;  // (result, reason) -> count
+  uint64_t reclaimed_total_bytes = 0;  // sum of positive RSS+swap reclaimed
+  std::optional<TrimResult> last;
+  std::optional<double> last_success_unix_seconds;
+  std::vector<uint64_t> duration_bucket_counts;  // cumulative per kTrimDurationBuckets
+  uint64_t duration_count = 0;
+  double duration_sum = 0;
+  std::chrono::milliseconds effective_interval{0};
+  std::optional<double> next_due_in_seconds;  // nullopt: disabled or in progress
+  bool in_progress = false;
+  std::string last_skip_reason;
+  std::deque<TrimResult> recent;  // newest first, a few
+  std::string backend_setting;
+};
+
+struct TrimEngineOptions {
+  TrimPolicyConfig policy;
+  TrimOptions trim;
+};
+
+class TrimEngine {
+ public:
+  TrimEngine(TrimEngineOptions options, const SnapshotStore& store);
+  ~TrimEngine();
+  TrimEngine(const TrimEngine&) = delete;
+  TrimEngine& operator=(const TrimEngine&) = delete;
+
+  void Start();
+  void Stop();
+
+  // A trim now, outside the schedule. kUnavailable when one is running, or
+  // there is no target or backend.
+  Result<TrimResult> TrimManually();
+
+  TrimStats Stats() const;
+
+ private:
+  void Run();
+  void Tick();
+  TrimInputs InputsFrom(const Snapshot* snap, std::optional<Target>& target) const;
+  void Record(const TrimResult& r);
+  void Count(const std::string& result, const std::string& reason);
+
+  TrimEngineOptions options_;
+  const SnapshotStore& store_;
+
+  mutable std::mutex mu_;  // guards rng_, policy_, stats_, current_
+  std::mt19937_64 rng_;
+  TrimPolicy policy_;
+  TrimStats stats_;
+  std::optional<std::pair<pid_t, uint64_t>> current_;  // target identity the policy tracks
+  std::mutex trim_mu_;  // held for the whole of a trim: never two at once
+
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace memtrimd

@@ -1,0 +1,168 @@
+// Trimming through memtrimd: the agent backend on the fragmenting workload,
+// the JVM backend on a JVM that churns native memory, the schedule and its
+// backoff, the skip when the JVM trims itself, and the HTTP trim API.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "tests/integration/harness.h"
+
+namespace memtrimd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+double JsonNumber(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":(-?[0-9.e+]+)");
+  return std::regex_search(json, m, re) ? std::stod(m[1]) : NAN;
+}
+
+uint64_t RssSwap(pid_t pid) {
+  StatusNumbers s = ReadStatusIndependently(pid);
+  return s.rss_anon + s.rss_file + s.rss_shmem + s.vm_swap;
+}
+
+const char* kJava17 = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java";
+
+class TrimTest : public ::testing::Test {
+ protected:
+  Process StartChurningJvm(std::vector<std::string> flags) {
+    std::string ready = dir_ / ("jvm." + std::to_string(++count_) + ".ready");
+    std::vector<std::string> argv = {kJava17};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-cp", JAVA_WORKLOADS_CLASSPATH, "NativeChurn", "--threads", "12",
+                             "--quiet", "--ready-file", ready});
+    Process p(argv);
+    if (!WaitFor([&] { return fs::exists(ready) || !p.running(); }, 90s) || !p.running()) p.Kill();
+    return p;
+  }
+  TempDir dir_;
+  int count_ = 0;
+};
+
+TEST_F(TrimTest, AgentTrimGivesBackMostOfTheArenaHeaps) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process frag = StartFragmenter(dir_, {"--threads", "8", "--rounds", "2", "--burst-mib", "16"},
+                                 "", o);
+  ASSERT_TRUE(frag.running());
+  IndependentHeaps before = CountHeaps(ReadSmapsIndependently(frag.pid()));
+  uint64_t rss_before = RssSwap(frag.pid());
+  RunResult r = RunCommand({MemtrimdBin(), "trim", "--pid", std::to_string(frag.pid()), "--json"});
+  IndependentHeaps after = CountHeaps(ReadSmapsIndependently(frag.pid()));
+  uint64_t rss_after = RssSwap(frag.pid());
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("\"backend\":\"agent\""), std::string::npos) << r.out;
+  ASSERT_GT(before.resident, 32u << 20);
+  EXPECT_LE(after.resident, before.resident / 2)
+      << "arena heaps " << before.resident << " -> " << after.resident;
+  double mine = static_cast<double>(rss_before) - static_cast<double>(rss_after);
+  double theirs = JsonNumber(r.out, "reclaimed_rss_swap_bytes");
+  EXPECT_LT(std::fabs(theirs - mine) / mine, 0.05) << theirs << " vs " << mine;
+  EXPECT_GT(JsonNumber(r.out, "reported_bytes"), 0) << "the agent's own figure";
+}
+
+TEST_F(TrimTest, ProgramWithoutAgentOrJvmCannotBeTrimmed) {
+  Process frag = StartFragmenter(dir_, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
+  ASSERT_TRUE(frag.running());
+  RunResult r = RunCommand({MemtrimdBin(), "trim", "--pid", std::to_string(frag.pid())});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("libmemtrimd_agent.so is not loaded"), std::string::npos) << r.err;
+  EXPECT_TRUE(frag.running());
+}
+
+TEST_F(TrimTest, JvmIsTrimmedOnScheduleAndBacksOffWhenTrimsStopPaying) {
+  if (!fs::exists(kJava17)) GTEST_SKIP() << "no OpenJDK 17";
+  Process jvm = StartChurningJvm({});
+  ASSERT_TRUE(jvm.running());
+  // One trim that pays, then trims that give back ~0: with one unproductive
+  // run allowed, the interval doubles after the second trim.
+  Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--sample.interval=200ms",
+              "--jvm.interval=1s", "--trim.interval=1s", "--trim.jitter=0",
+              "--trim.floor=256KiB", "--trim.unproductive-runs=1", "--trim.max-interval=8s"});
+  ASSERT_TRUE(m.started()) << m.log();
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_trim_runs_total", {"success", "scheduled"}).value_or(0) >= 2;
+      },
+      30s))
+      << m.log();
+  EXPECT_GT(Find(s, "memtrimd_trim_reclaimed_bytes_total").value_or(0), 0) << m.log();
+  EXPECT_TRUE(Find(s, "memtrimd_trim_last_reclaimed_bytes", {"reported"}).has_value())
+      << "the JVM's own report is parsed";
+  EXPECT_TRUE(Find(s, "memtrimd_trim_last_success_timestamp_seconds").has_value());
+  EXPECT_GE(Find(s, "memtrimd_trim_duration_seconds_count").value_or(0), 2);
+  // The second trim gave back ~0 (less than the floor): backoff.
+  ASSERT_TRUE(WaitFor(
+      [&] { return Find(m.Scrape(), "memtrimd_trim_interval_seconds").value_or(0) >= 2; }, 20s))
+      << m.log();
+  std::string log = m.log();
+  EXPECT_NE(log.find("msg=\"trim done\""), std::string::npos);
+  EXPECT_NE(log.find("backend=jvm"), std::string::npos);
+  std::string report = Curl(m.url("/report")).body;
+  EXPECT_NE(report.find("Trimming (backend auto)"), std::string::npos) << report;
+  EXPECT_NE(report.find("jvm scheduled: gave back"), std::string::npos) << report;
+}
+
+TEST_F(TrimTest, JvmThatTrimsItselfIsSkippedUnlessForced) {
+  if (!fs::exists(kJava17)) GTEST_SKIP() << "no OpenJDK 17";
+  Process jvm = StartChurningJvm(
+      {"-XX:+UnlockExperimentalVMOptions", "-XX:TrimNativeHeapInterval=60000"});
+  if (!jvm.running()) GTEST_SKIP() << "this JDK has no TrimNativeHeapInterval";
+  Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--sample.interval=200ms",
+              "--jvm.interval=500ms", "--trim.interval=1s", "--trim.jitter=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_trim_runs_total", {"skipped", "jvm_trims_itself"}).has_value();
+      },
+      30s))
+      << m.log();
+  EXPECT_FALSE(Find(s, "memtrimd_trim_runs_total", {"success"}).has_value());
+  EXPECT_EQ(Find(s, "memtrimd_jvm_risk", {"jvm_trims_itself"}), 1.0);
+  std::string report = Curl(m.url("/report")).body;
+  EXPECT_NE(report.find("skip (jvm_trims_itself)"), std::string::npos) << report;
+}
+
+TEST_F(TrimTest, TrimApiIsOffByDefaultAndServesPostWhenEnabled) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process frag =
+      StartFragmenter(dir_, {"--threads", "4", "--rounds", "1", "--burst-mib", "8"}, "", o);
+  ASSERT_TRUE(frag.running());
+  {
+    Memtrimd off({"--target.pid=" + std::to_string(frag.pid())});
+    ASSERT_TRUE(off.started()) << off.log();
+    EXPECT_EQ(Curl(off.url("/api/v1/trim"), {"-X", "POST"}).status, 404);
+  }
+  Memtrimd on({"--target.pid=" + std::to_string(frag.pid()), "--web.enable-trim-api",
+               "--sample.interval=200ms"});
+  ASSERT_TRUE(on.started()) << on.log();
+  EXPECT_EQ(Curl(on.url("/api/v1/trim")).status, 405) << "GET must not trim";
+  HttpResponse r = Curl(on.url("/api/v1/trim"), {"-X", "POST"});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"success\":true"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"trigger\":\"manual\""), std::string::npos) << r.body;
+  Series s = on.Scrape();
+  EXPECT_EQ(Find(s, "memtrimd_trim_runs_total", {"success", "manual"}), 1.0);
+}
+
+TEST(TrimApi, RefusesToStartWithoutAuthenticationOffLoopback) {
+  RunResult r = RunCommand({MemtrimdBin(), "--web.enable-trim-api",
+                            "--web.listen-address=0.0.0.0:0",
+                            "--target.pid=" + std::to_string(getpid())});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--web.enable-trim-api needs authentication"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);
+}
+
+}  // namespace
+}  // namespace memtrimd::testing
