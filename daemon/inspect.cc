@@ -66,12 +66,6 @@ void ExplainFailure(Table& t, const TargetSnapshot& ts, std::string_view name) {
   }
 }
 
-std::string Gib(uint64_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(b) / static_cast<double>(1ull << 30));
-  return buf;
-}
-
 void RenderJvm(Table& t, const TargetSnapshot& ts) {
   const TargetSample& s = ts.sample;
   if (!s.jvm && !s.jvm_perf) return;
@@ -143,7 +137,7 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
   const glibc::RssBreakdown& b = s.glibc->breakdown;
   t.Heading("Where the RSS is (one smaps read: " + Bytes(b.total) + ")");
   t.Row("file-backed and shared", Bytes(b.file_and_shared),
-        "code, mapped files, shmem; clean pages can be dropped by the kernel");
+        "code, mapped files, shmem; the kernel can drop clean pages");
   if (s.glibc->java_heap_known) {
     t.Row("Java heap", Bytes(b.java_heap), "touched pages of the Java heap");
   }
@@ -160,11 +154,11 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
     uint64_t heap = jh ? jh->committed : 0;
     uint64_t nmt_native = n.total_committed > heap ? n.total_committed - heap : 0;
     int64_t outside = static_cast<int64_t>(status_rss) - static_cast<int64_t>(n.total_committed);
-    std::string line = "heap " + Gib(heap) + " GiB + NMT-known native " + Gib(nmt_native) +
-                       " + outside NMT ~" + Gib(outside > 0 ? static_cast<uint64_t>(outside) : 0);
-    if (auto tr = TrimmableEstimate(s)) line += " (trimmable at most " + Gib(*tr) + ")";
-    line += " = RSS " + Gib(status_rss) + " GiB";
-    if (s.cgroup && s.cgroup->limit_bytes) line += " of a " + Gib(*s.cgroup->limit_bytes) + " GiB limit";
+    std::string line = "heap " + Bytes(heap) + " + NMT-known native " + Bytes(nmt_native) +
+                       " + outside NMT ~" + Bytes(outside > 0 ? static_cast<uint64_t>(outside) : 0);
+    if (auto tr = TrimmableEstimate(s)) line += " (trimmable at most " + Bytes(*tr) + ")";
+    line += " = RSS " + Bytes(status_rss);
+    if (s.cgroup && s.cgroup->limit_bytes) line += " of a " + Bytes(*s.cgroup->limit_bytes) + " limit";
     t.Say(line);
   }
 }

@@ -16,7 +16,11 @@ RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
     bool in_arena_heap =
         h < heaps.size() && m.start == heaps[h].start && m.size() == heaps[h].usable_bytes;
     if (m.kind == procfs::MappingKind::kFile || (m.perms & procfs::kShared) != 0) {
-      b.file_and_shared += m.rss;
+      // Private pages written in a file mapping (relocations, a JVM's CDS
+      // archive) are anonymous memory: the kernel counts them in RssAnon.
+      uint64_t anon = std::min(m.anonymous, m.rss);
+      b.file_and_shared += m.rss - anon;
+      b.other_anonymous += anon;
     } else if (m.kind == procfs::MappingKind::kHeap) {
       b.main_arena += m.rss;
     } else if (in_arena_heap) {

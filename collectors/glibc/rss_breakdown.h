@@ -17,12 +17,14 @@ struct AddressRange {
 };
 
 struct RssBreakdown {
-  uint64_t file_and_shared = 0;  // file-backed or shared mappings: code, mapped files, shmem
+  uint64_t file_and_shared = 0;  // file-backed or shared mappings (code, mapped files, shmem),
+                                 // less the private anonymous pages inside them
   uint64_t java_heap = 0;        // anonymous mappings inside the Java heap's address range
   uint64_t arena_heaps = 0;      // glibc arena heaps (non-main arenas)
   uint64_t main_arena = 0;       // [heap]
   uint64_t other_anonymous = 0;  // the rest: stacks, JVM metaspace, code cache, GC
-                                 // structures, large malloc chunks (mmapped), ...
+                                 // structures, large malloc chunks (mmapped), written
+                                 // private pages of file mappings, ...
   uint64_t total = 0;            // sum of every mapping's Rss
 };
 
