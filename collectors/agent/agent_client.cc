@@ -12,166 +12,15 @@
 #include <optional>
 
 #include "collectors/common/file_reader.h"
+#include "collectors/common/private_socket.h"
 #include "collectors/common/text.h"
 
 namespace memtrimd::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SocketClock;
 
 constexpr std::string_view kLibraryName = "libmemtrimd_agent.so";
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Gives the descriptor to the caller.
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
-int MsLeft(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (left.count() <= 0) return 0;
-  return left.count() > INT_MAX ? INT_MAX : static_cast<int>(left.count());
-}
-
-// The value of `name` in a NUL-separated environ block; nullopt if unset.
-std::optional<std::string_view> EnvValue(std::string_view environ, std::string_view name) {
-  while (!environ.empty()) {
-    std::size_t end = environ.find('\0');
-    std::string_view kv = environ.substr(0, end);
-    if (kv.size() > name.size() && kv.substr(0, name.size()) == name && kv[name.size()] == '=') {
-      return kv.substr(name.size() + 1);
-    }
-    if (end == std::string_view::npos) break;
-    environ.remove_prefix(end + 1);
-  }
-  return std::nullopt;
-}
-
-// The socket must be the target's: a socket, owned by its euid/egid, closed
-// to everyone else. A file planted by another user fails here.
-Status CheckSocketFile(const Target& t, const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) {
-    int err = errno;
-    if (err == ENOENT) {
-      return Status(ErrorCode::kUnavailable, "agent: no socket at " + path);
-    }
-    return Status::FromErrno(err, "agent: socket " + path);
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return Status(ErrorCode::kPermissionDenied, "agent: " + path + " is not a socket");
-  }
-  if (st.st_uid != t.uid || st.st_gid != t.gid) {
-    return Status(ErrorCode::kPermissionDenied,
-                  "agent: " + path + " is owned by uid " + std::to_string(st.st_uid) + " gid " +
-                      std::to_string(st.st_gid) + ", not the target's " + std::to_string(t.uid) +
-                      "/" + std::to_string(t.gid));
-  }
-  if ((st.st_mode & 077) != 0) {
-    return Status(ErrorCode::kPermissionDenied, "agent: " + path + " is open to other users");
-  }
-  return Status::Ok();
-}
-
-// Connects with a deadline and checks that the listener is the target.
-Result<int> Connect(const Target& t, const std::string& path, Clock::time_point deadline) {
-  Status owner = CheckSocketFile(t, path);
-  if (!owner.ok()) return owner;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
-    return Status(ErrorCode::kInvalidArgument, "agent: socket path too long: " + path);
-  }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd.get() < 0) return Status::FromErrno(errno, "agent: socket");
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int err = errno;
-    if (err == ECONNREFUSED || err == ENOENT) {
-      // The file outlived its process (killed, or _exit without cleanup).
-      return Status(ErrorCode::kUnavailable, "agent: stale socket " + path + " (nobody listens)");
-    }
-    if (err == EAGAIN) {
-      // A full backlog: the agent is busy (a long trim) or stuck.
-      return Status(ErrorCode::kUnavailable, "agent: " + path + " is busy (backlog full)");
-    }
-    if (err != EINPROGRESS) return Status::FromErrno(err, "agent: connect " + path);
-    pollfd p{fd.get(), POLLOUT, 0};
-    int r = ::poll(&p, 1, MsLeft(deadline));
-    int soerr = 0;
-    socklen_t len = sizeof(soerr);
-    if (r <= 0 || ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0) {
-      return Status(ErrorCode::kUnavailable, "agent: connect " + path + " timed out");
-    }
-  }
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return Status::FromErrno(errno, "agent: SO_PEERCRED");
-  }
-  if (cred.pid != t.pid) {
-    return Status(ErrorCode::kPermissionDenied,
-                  "agent: the socket is served by pid " + std::to_string(cred.pid) +
-                      ", not the target " + std::to_string(t.pid) + "; refusing");
-  }
-  return fd.release();
-}
-
-Status WriteAll(int fd, std::string_view data, Clock::time_point deadline) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      return Status::FromErrno(errno, "agent: write");
-    }
-    pollfd p{fd, POLLOUT, 0};
-    int left = MsLeft(deadline);
-    if (left == 0 || ::poll(&p, 1, left) <= 0) {
-      return Status(ErrorCode::kUnavailable, "agent: write timed out");
-    }
-  }
-  return Status::Ok();
-}
-
-Result<std::string> ReadAll(int fd, std::size_t cap, Clock::time_point deadline) {
-  std::string out;
-  std::array<char, 16384> buf;
-  for (;;) {
-    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-    if (n == 0) return out;
-    if (n > 0) {
-      if (out.size() + static_cast<std::size_t>(n) > cap) {
-        return Status(ErrorCode::kTooLarge,
-                      "agent: answer larger than " + std::to_string(cap) + " bytes");
-      }
-      out.append(buf.data(), static_cast<std::size_t>(n));
-      continue;
-    }
-    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "agent: read");
-    pollfd p{fd, POLLIN, 0};
-    int left = MsLeft(deadline);
-    if (left == 0 || ::poll(&p, 1, left) <= 0) {
-      return Status(ErrorCode::kUnavailable, "agent: no complete answer before the deadline");
-    }
-  }
-}
 
 // "<status>\n<body>" -> body.
 Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
@@ -298,15 +147,20 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command,
   const auto deadline = Clock::now() + o.timeout;
   Result<std::string> path = AgentSocketPath(t);
   if (!path.ok()) return path.status();
-  Result<int> fd = Connect(t, *path, deadline);
-  if (!fd.ok()) return fd.status();
-  Fd sock(*fd);
+  Result<UniqueFd> sock = ConnectPrivateSocket(t, *path, deadline, "agent");
+  if (!sock.ok()) {
+    // No socket at all means no agent listening: the same as a stale one.
+    if (sock.status().code() == ErrorCode::kNotFound) {
+      return Status(ErrorCode::kUnavailable, sock.status().message());
+    }
+    return sock.status();
+  }
   std::string request(command);
   request += '\n';
-  Status w = WriteAll(sock.get(), request, deadline);
+  Status w = SendAll(sock->get(), request, deadline, "agent");
   if (!w.ok()) return w;
   // Two bytes for the status line on top of the body cap.
-  Result<std::string> answer = ReadAll(sock.get(), o.max_response_bytes + 2, deadline);
+  Result<std::string> answer = ReceiveAll(sock->get(), o.max_response_bytes + 2, deadline, "agent");
   if (!answer.ok()) return answer.status();
   return ParseAnswer(std::move(answer).value(), command);
 }
