@@ -40,14 +40,14 @@ wait_for_file "$tmp/ready" "$jvm" 90
 # Warm up: the first call starts the attach listener.
 "$memtrimd" jcmd --pid "$jvm" VM.version > /dev/null
 
-# Runs one client N times; prints "median_wall_ms p90_wall_ms median_cpu_ms
-# median_peak_rss_kib". Each child is reaped with wait4, so CPU and peak RSS
-# are that call's own (GNU time's 10 ms resolution is too coarse here).
+# Runs one client N times; prints "median_wall_ms p90_wall_ms median_cpu_ms".
+# Each child is reaped with wait4, so CPU is that call's own (GNU time's 10 ms
+# resolution is too coarse for these times).
 measure() {
   python3 - "$@" <<'PY'
 import os, statistics, sys, time
 n, argv = int(sys.argv[1]), sys.argv[2:]
-wall, cpu, rss = [], [], []
+wall, cpu = [], []
 for _ in range(n):
     t0 = time.perf_counter()
     # posix_spawn (vfork-like): the child's peak RSS is its own, not a copy
@@ -62,11 +62,17 @@ for _ in range(n):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"failed: {' '.join(argv)}")
     cpu.append((ru.ru_utime + ru.ru_stime) * 1000)
-    rss.append(ru.ru_maxrss)
 wall.sort()
 p90 = wall[min(len(wall) - 1, int(len(wall) * 0.9))]
-print(f"{statistics.median(wall):.2f} {p90:.2f} {statistics.median(cpu):.2f} {statistics.median(rss):.0f}")
+print(f"{statistics.median(wall):.2f} {p90:.2f} {statistics.median(cpu):.2f}")
 PY
+}
+
+# Peak RSS of one call, from GNU time (a small parent, so the figure is the
+# client's own; a Python parent's pages would be counted in).
+peak_rss() {
+  /usr/bin/time -f %M -o "$tmp/rss" "$@" > /dev/null 2>&1 || die "failed: $*"
+  cat "$tmp/rss"
 }
 
 # Processes a client starts besides itself (clone/fork/vfork that create a
@@ -78,7 +84,7 @@ spawned() {
   echo $((execs - 1))
 }
 
-printf '| command | client | calls | wall p50 (ms) | wall p90 (ms) | CPU p50 (ms) | peak RSS p50 (KiB) | processes started |\n'
+printf '| command | client | calls | wall p50 (ms) | wall p90 (ms) | CPU p50 (ms) | peak RSS (KiB) | processes started |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
 for cmd in "VM.version" "VM.native_memory summary"; do
   # shellcheck disable=SC2086
@@ -88,7 +94,8 @@ for cmd in "VM.version" "VM.native_memory summary"; do
       jattach) argv=(/usr/bin/jattach "$jvm" jcmd "$cmd"); n=$calls ;;
       jcmd) argv=("$jdk/bin/jcmd" "$jvm" $cmd); n=$(( calls / 10 > 3 ? calls / 10 : 3 )) ;;
     esac
-    read -r p50 p90 cpu rss < <(measure "$n" "${argv[@]}")
+    read -r p50 p90 cpu < <(measure "$n" "${argv[@]}")
+    rss=$(peak_rss "${argv[@]}")
     procs=$(spawned "${argv[@]}")
     printf '| %s | %s | %d | %s | %s | %s | %s | %s |\n' "$cmd" "$client" "$n" "$p50" "$p90" "$cpu" "$rss" "$procs"
   done
