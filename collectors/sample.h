@@ -62,7 +62,6 @@ struct JvmSample {
   std::map<std::string, std::string, std::less<>> settings;
   std::optional<jvm::NmtSummary> nmt;       // nmt->enabled false: NMT off
   std::optional<jvm::HeapInfo> gc_heap;     // GC.heap_info
-  std::optional<jvm::MallocInfo> malloc_info;  // System.native_heap_info (JDK 21+)
   std::vector<std::string> command_errors;  // commands that failed this round
   std::chrono::system_clock::time_point read_at{};
 };
@@ -73,12 +72,21 @@ struct JvmPerf {
   std::string path;
 };
 
+// glibc's malloc_info, from the JVM (System.native_heap_info, JDK 21+) or
+// from the preload agent: one parser, the same metrics.
+struct MallocStats {
+  jvm::MallocInfo info;
+  std::string source;  // "jvm" or "agent"
+};
+
 struct TargetSample {
   std::optional<procfs::ProcStatus> process;
   std::optional<GlibcHeaps> glibc;
   std::optional<CgroupMemory> cgroup;
   std::optional<JvmSample> jvm;
   std::optional<JvmPerf> jvm_perf;
+  std::optional<MallocStats> malloc;
+  bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
 };
 
 }  // namespace memtrimd

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "collectors/agent/agent_collector.h"
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/glibc_heap_collector.h"
@@ -19,6 +20,13 @@ std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& o) {
         {std::make_unique<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, {}, {}});
   }
   if (o.hsperfdata) slots.push_back({std::make_unique<jvm::JvmPerfCollector>(), {}, {}, {}});
+  if (o.agent) {
+    agent::AgentOptions a;
+    a.timeout = o.jvm_command_timeout;
+    slots.push_back({std::make_unique<agent::AgentMallocCollector>(a), o.smaps_interval, {}, {}});
+  }
+  // After the agent slot: when the jvm slot runs it writes fresh malloc
+  // statistics that a carried-over part must not overwrite.
   if (o.jvm) {
     jvm::AttachOptions a;
     a.command_timeout = o.jvm_command_timeout;
@@ -41,7 +49,14 @@ void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to
   if (name == "process") to.process = from.process;
   if (name == "glibc") to.glibc = from.glibc;
   if (name == "cgroup") to.cgroup = from.cgroup;
-  if (name == "jvm") to.jvm = from.jvm;
+  if (name == "jvm") {
+    to.jvm = from.jvm;
+    if (from.malloc && from.malloc->source == "jvm") to.malloc = from.malloc;
+  }
+  if (name == "agent") {
+    to.agent_loaded = from.agent_loaded;
+    if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
+  }
   if (name == "hsperfdata") to.jvm_perf = from.jvm_perf;
 }
 

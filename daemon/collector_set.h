@@ -27,6 +27,7 @@ struct CollectorSetOptions {
   bool cgroup = true;
   bool jvm = true;
   bool hsperfdata = true;
+  bool agent = true;
   std::chrono::milliseconds smaps_interval{0};
   std::chrono::milliseconds jvm_interval{0};
   std::chrono::milliseconds jvm_command_timeout{5000};

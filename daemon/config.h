@@ -26,6 +26,7 @@ struct CollectorSwitches {
   bool cgroup = true;
   bool jvm = true;
   bool hsperfdata = true;
+  bool agent = true;
 };
 
 struct TrimConfig {

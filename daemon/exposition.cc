@@ -94,8 +94,8 @@ double D(uint64_t v) { return static_cast<double>(v); }
 
 void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
   using namespace metric;
-  if (s.jvm && s.jvm->malloc_info) {
-    const jvm::MallocInfo& mi = *s.jvm->malloc_info;
+  if (s.malloc) {
+    const jvm::MallocInfo& mi = s.malloc->info;
     b.Add(kMallocArenas, {pid}, D(mi.arenas.size()));
     b.Add(kMallocSystem, {pid}, D(mi.system_current));
     b.Add(kMallocFree, {pid, "fast"}, D(mi.total_fast_bytes));

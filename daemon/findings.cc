@@ -59,9 +59,9 @@ std::optional<int64_t> NmtGapBytes(const TargetSample& s) {
 }
 
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
-  if (!s.jvm || !s.jvm->malloc_info) return std::nullopt;
+  if (!s.malloc) return std::nullopt;
   uint64_t sum = 0;
-  for (const jvm::MallocArena& a : s.jvm->malloc_info->arenas) sum += a.free_bytes_at_least_page;
+  for (const jvm::MallocArena& a : s.malloc->info.arenas) sum += a.free_bytes_at_least_page;
   return sum;
 }
 

@@ -27,6 +27,7 @@ struct RawFlags {
   bool collector_cgroup = true;
   bool collector_jvm = true;
   bool collector_hsperfdata = true;
+  bool collector_agent = true;
   std::string jvm_interval = "60s";
   std::string jvm_command_timeout = "5s";
   std::string glibc_heap_size = "64MiB";
@@ -127,6 +128,9 @@ std::unique_ptr<Parser> BuildParser() {
                      "attach socket every --jvm.interval");
   AddCollectorSwitch(app, "hsperfdata", r.collector_hsperfdata,
                      "Read a JVM target's hsperfdata file (heap committed and used) every sample");
+  AddCollectorSwitch(app, "agent", r.collector_agent,
+                     "For a program with libmemtrimd_agent.so loaded: glibc malloc_info through "
+                     "the agent every --smaps.interval");
   AddOption(app, "--jvm.interval", r.jvm_interval,
             "How often to run diagnostic commands in a JVM target (each is a short pause for the "
             "JVM's attach listener thread)");
@@ -411,8 +415,8 @@ Command Validate(const Parser& p) {
       }
     }
   }
-  c.collectors = {r.collector_process, r.collector_glibc, r.collector_cgroup, r.collector_jvm,
-                  r.collector_hsperfdata};
+  c.collectors = {r.collector_process, r.collector_glibc,      r.collector_cgroup,
+                  r.collector_jvm,     r.collector_hsperfdata, r.collector_agent};
   c.glibc_confirm_heaps = r.glibc_confirm_heaps;
   if (r.log_level != "debug" && r.log_level != "info" && r.log_level != "warn" &&
       r.log_level != "error") {

@@ -109,13 +109,7 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
     t.Row("outside NMT", FormatBytes(static_cast<double>(*gap)),
           "RSS minus NMT committed: native libraries, glibc's retained free memory");
   }
-  if (s.jvm && s.jvm->malloc_info) {
-    t.Row("malloc arenas", std::to_string(s.jvm->malloc_info->arenas.size()),
-          "glibc malloc holds " + Bytes(s.jvm->malloc_info->system_current));
-  }
-  if (auto tr = TrimmableEstimate(s)) {
-    t.Row("trimmable (at most)", Bytes(*tr), "free malloc chunks of a page or more");
-  }
+
   if (s.jvm && !s.jvm->settings.empty()) {
     std::string line;
     for (const auto& [name, value] : s.jvm->settings) {
@@ -205,6 +199,14 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     t.Row("arena heaps resident", Bytes(g->resident_bytes),
           "in RAM: live data plus freed memory glibc keeps");
     t.Row("main arena resident", Bytes(g->main_arena_resident_bytes), "the [heap] brk area");
+    if (const auto& m = ts.sample.malloc) {
+      t.Row("malloc arenas", std::to_string(m->info.arenas.size()),
+            "glibc malloc holds " + Bytes(m->info.system_current) + " (malloc_info, through the " +
+                m->source + ")");
+    }
+    if (auto tr = TrimmableEstimate(ts.sample)) {
+      t.Row("trimmable (at most)", Bytes(*tr), "free malloc chunks of a page or more");
+    }
     uint64_t base = rss ? rss : g->smaps_rss_bytes;
     if (base > 0 && !g->heaps.empty()) {
       double share = static_cast<double>(g->resident_bytes) / static_cast<double>(base);
@@ -223,6 +225,20 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
 
   RenderJvm(t, ts);
   RenderBreakdown(t, ts, rss);
+
+  t.Heading("Trimming");
+  if (tg.runtime == Runtime::kJvm) {
+    t.Say("backend: jvm (System.trim_native_heap through the attach socket, JDK 17.0.2+)");
+    if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
+      t.Say("the JVM trims itself every " + std::to_string(*ms) +
+            " ms: memtrimd skips it unless --trim.force");
+    }
+  } else if (ts.sample.agent_loaded) {
+    t.Say("backend: agent (libmemtrimd_agent.so is loaded)");
+  } else {
+    t.Say("no backend: not a JVM, and libmemtrimd_agent.so is not loaded (start the program "
+          "with LD_PRELOAD=libmemtrimd_agent.so to let memtrimd trim it)");
+  }
 
   const auto& c = ts.sample.cgroup;
   std::string source = !c                                ? ""

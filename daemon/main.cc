@@ -167,6 +167,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   o.cgroup = c.collectors.cgroup;
   o.jvm = c.collectors.jvm;
   o.hsperfdata = c.collectors.hsperfdata;
+  o.agent = c.collectors.agent;
   o.smaps_interval = c.smaps_interval;
   o.jvm_interval = c.jvm_interval;
   o.jvm_command_timeout = c.jvm_command_timeout;

@@ -80,8 +80,9 @@ const MetricDef kSmapsDuration{"memtrimd_smaps_read_duration_seconds", MetricTyp
                                "target's mmap lock is taken during the read)."};
 
 const MetricDef kMallocArenas{"memtrimd_glibc_malloc_arenas", MetricType::Gauge, {"pid"},
-                              "glibc malloc arenas, main arena included (malloc_info; JVMs on "
-                              "JDK 21+ through System.native_heap_info)."};
+                              "glibc malloc arenas, main arena included (malloc_info: JVMs on "
+                              "JDK 21+ through System.native_heap_info, other programs through "
+                              "the preload agent)."};
 const MetricDef kMallocSystem{"memtrimd_glibc_malloc_system_bytes", MetricType::Gauge, {"pid"},
                               "Bytes glibc malloc holds from the system across arenas "
                               "(malloc_info system current), mmapped chunks excluded."};

@@ -104,7 +104,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     Result<AttachResponse> r = ExecuteJcmd(t, "System.native_heap_info", options_);
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);
-      if (mi.ok()) out.malloc_info = std::move(mi).value();
+      if (mi.ok()) sample.malloc = MallocStats{std::move(mi).value(), "jvm"};
     }
   }
   Status result = out.command_errors.empty()

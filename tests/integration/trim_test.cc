@@ -66,6 +66,34 @@ TEST_F(TrimTest, AgentTrimGivesBackMostOfTheArenaHeaps) {
   EXPECT_GT(JsonNumber(r.out, "reported_bytes"), 0) << "the agent's own figure";
 }
 
+TEST_F(TrimTest, AgentMallocInfoFeedsTheGlibcMallocMetrics) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process frag =
+      StartFragmenter(dir_, {"--threads", "4", "--rounds", "1", "--burst-mib", "8"}, "", o);
+  ASSERT_TRUE(frag.running());
+  Memtrimd m({"--target.pid=" + std::to_string(frag.pid()), "--sample.interval=200ms",
+              "--smaps.interval=200ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_glibc_malloc_arenas").has_value();
+      },
+      10s))
+      << m.log();
+  // Four worker threads' arenas and the main arena.
+  EXPECT_EQ(Find(s, "memtrimd_glibc_malloc_arenas"), 5.0);
+  EXPECT_GT(Find(s, "memtrimd_glibc_malloc_system_bytes").value_or(0), 8.0 * (1 << 20));
+  EXPECT_GT(Find(s, "memtrimd_glibc_malloc_free_bytes", {"rest"}).value_or(0), 0);
+  EXPECT_TRUE(Find(s, "memtrimd_glibc_trimmable_estimate_bytes").has_value());
+  EXPECT_EQ(Find(s, "memtrimd_collector_success", {"\"agent\""}), 1.0);
+  RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", std::to_string(frag.pid())});
+  EXPECT_NE(inspect.out.find("backend: agent"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("through the agent"), std::string::npos) << inspect.out;
+}
+
 TEST_F(TrimTest, ProgramWithoutAgentOrJvmCannotBeTrimmed) {
   Process frag = StartFragmenter(dir_, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
   ASSERT_TRUE(frag.running());
@@ -73,6 +101,8 @@ TEST_F(TrimTest, ProgramWithoutAgentOrJvmCannotBeTrimmed) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("libmemtrimd_agent.so is not loaded"), std::string::npos) << r.err;
   EXPECT_TRUE(frag.running());
+  RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", std::to_string(frag.pid())});
+  EXPECT_NE(inspect.out.find("no backend: not a JVM"), std::string::npos) << inspect.out;
 }
 
 TEST_F(TrimTest, JvmIsTrimmedOnScheduleAndBacksOffWhenTrimsStopPaying) {

@@ -1,0 +1,23 @@
+// Collector "agent": for a glibc program with libmemtrimd_agent.so loaded,
+// malloc_info through the agent, on --smaps.interval (it takes every arena's
+// lock, like the JVM's System.native_heap_info). The same MallocStats the
+// JVM collector fills, so both feed the same metrics. Does nothing (and
+// succeeds) for JVMs and for programs without the agent.
+#pragma once
+
+#include "collectors/agent/agent_client.h"
+#include "collectors/common/collector.h"
+
+namespace memtrimd::agent {
+
+class AgentMallocCollector : public Collector {
+ public:
+  explicit AgentMallocCollector(AgentOptions options) : options_(options) {}
+  std::string_view Name() const override { return "agent"; }
+  Status Collect(const Target& target, TargetSample& out) override;
+
+ private:
+  AgentOptions options_;
+};
+
+}  // namespace memtrimd::agent
