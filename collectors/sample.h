@@ -31,19 +31,19 @@ struct GlibcHeaps {
   uint64_t smaps_rss_bytes = 0;  // Rss summed over all mappings of that read
   std::size_t mappings = 0;
   std::chrono::system_clock::time_point read_at{};
-  double read_seconds = 0;  // how long the smaps walk took
+  double read_seconds = 0;        // how long the smaps walk took
   glibc::RssBreakdown breakdown;  // of the same read
   // RSS from /proc/<pid>/status read right after this smaps walk (0: not
   // read), to compare the breakdown's total with.
   uint64_t status_rss_bytes = 0;
-  bool java_heap_known = false;   // whether breakdown.java_heap could be attributed
+  bool java_heap_known = false;  // whether breakdown.java_heap could be attributed
 };
 
 enum class LimitSource { kNone, kCgroup, kFlag };
 
 struct CgroupMemory {
-  int version = 0;   // 1 or 2; 0 when only the flag fallback is known
-  std::string path;  // the cgroup directory read, as memtrimd reached it
+  int version = 0;                      // 1 or 2; 0 when only the flag fallback is known
+  std::string path;                     // the cgroup directory read, as memtrimd reached it
   std::optional<uint64_t> limit_bytes;  // absent: no limit
   LimitSource limit_source = LimitSource::kNone;
   std::optional<uint64_t> usage_bytes;

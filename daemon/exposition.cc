@@ -15,8 +15,8 @@
 #include "daemon/build_info.h"
 #include "daemon/collector_set.h"
 #include "daemon/findings.h"
-#include "daemon/trim_engine.h"
 #include "daemon/metric_table.h"
+#include "daemon/trim_engine.h"
 
 namespace memtrimd {
 namespace {
@@ -160,7 +160,8 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     b.Add(kSmapsDuration, {pid}, g->read_seconds);
     const glibc::RssBreakdown& r = g->breakdown;
     b.Add(kRssBreakdown, {pid, "file"}, static_cast<double>(r.file_and_shared));
-    if (g->java_heap_known) b.Add(kRssBreakdown, {pid, "java_heap"}, static_cast<double>(r.java_heap));
+    if (g->java_heap_known)
+      b.Add(kRssBreakdown, {pid, "java_heap"}, static_cast<double>(r.java_heap));
     b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
     b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
     b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(r.other_anonymous));
@@ -225,7 +226,8 @@ std::vector<MetricFamily> TrimFamilies(const TrimStats& st) {
   if (st.last && st.last->success) {
     const TrimResult& r = *st.last;
     b.Add(kTrimLastReclaimed, {"rss_swap"}, static_cast<double>(r.ReclaimedRssSwap()));
-    if (auto c = r.ReclaimedCgroup()) b.Add(kTrimLastReclaimed, {"cgroup"}, static_cast<double>(*c));
+    if (auto c = r.ReclaimedCgroup())
+      b.Add(kTrimLastReclaimed, {"cgroup"}, static_cast<double>(*c));
     if (auto a = r.ReclaimedArenaHeaps()) {
       b.Add(kTrimLastReclaimed, {"arena_heaps"}, static_cast<double>(*a));
     }

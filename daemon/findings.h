@@ -13,7 +13,7 @@
 namespace memtrimd {
 
 struct RiskFinding {
-  std::string check;        // metric label: nio_cache_unbounded, nmt_off, ...
+  std::string check;  // metric label: nio_cache_unbounded, nmt_off, ...
   bool at_risk = false;
   std::string explanation;  // one line for a person
 };

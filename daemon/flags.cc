@@ -58,9 +58,10 @@ struct RawFlags {
 };
 
 struct Parser {
-  CLI::App app{"memtrimd watches a process's native memory (RSS by kind, glibc arena heaps, its "
-               "container limit) from outside and serves it as Prometheus metrics.",
-               "memtrimd"};
+  CLI::App app{
+      "memtrimd watches a process's native memory (RSS by kind, glibc arena heaps, its "
+      "container limit) from outside and serves it as Prometheus metrics.",
+      "memtrimd"};
   CLI::App* inspect = nullptr;
   CLI::App* jcmd = nullptr;
   CLI::App* trim = nullptr;
@@ -90,8 +91,8 @@ std::unique_ptr<Parser> BuildParser() {
   auto p = std::make_unique<Parser>();
   CLI::App& app = p->app;
   RawFlags& r = p->raw;
-  app.set_version_flag("--version", std::string("memtrimd ") + kVersion + " (revision " +
-                                        kRevision + ")");
+  app.set_version_flag("--version",
+                       std::string("memtrimd ") + kVersion + " (revision " + kRevision + ")");
   app.option_defaults()->always_capture_default();
 
   app.add_option("--web.listen-address", r.listen,
@@ -117,8 +118,7 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
             "2Gi; e.g. from the Downward API)");
-  AddCollectorSwitch(app, "process", r.collector_process,
-                     "Read /proc/<pid>/status every sample");
+  AddCollectorSwitch(app, "process", r.collector_process, "Read /proc/<pid>/status every sample");
   AddCollectorSwitch(app, "glibc", r.collector_glibc,
                      "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval");
   AddCollectorSwitch(app, "cgroup", r.collector_cgroup,
@@ -152,8 +152,7 @@ std::unique_ptr<Parser> BuildParser() {
             "agent), jvm or agent");
   AddOption(app, "--trim.min-limit-ratio", r.trim_min_limit_ratio,
             "Trim only while RSS / memory limit is at least this (0 to 1; 0: always)");
-  AddOption(app, "--trim.floor", r.trim_floor,
-            "A trim that gives back less than this did not pay");
+  AddOption(app, "--trim.floor", r.trim_floor, "A trim that gives back less than this did not pay");
   AddOption(app, "--trim.unproductive-runs", r.trim_unproductive_runs,
             "After this many trims in a row that did not pay, double the interval");
   AddOption(app, "--trim.max-interval", r.trim_max_interval,
@@ -180,8 +179,8 @@ std::unique_ptr<Parser> BuildParser() {
       "inspect", "Print what memtrimd sees in a process now (one full sample), then exit");
   p->inspect->add_option("--pid", r.inspect_pid, "Process to inspect")->required()->type_name("");
   p->inspect->add_flag("--json", r.inspect_json, "Print JSON instead of a table");
-  AddOption(*p->inspect, "--glibc.heap-size", r.glibc_heap_size,
-            "Size of one glibc arena heap", false);
+  AddOption(*p->inspect, "--glibc.heap-size", r.glibc_heap_size, "Size of one glibc arena heap",
+            false);
   AddOption(*p->inspect, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the cgroup cannot be read", false);
   p->jcmd = app.add_subcommand(
@@ -196,8 +195,9 @@ std::unique_ptr<Parser> BuildParser() {
   p->jcmd->prefix_command();
 
   p->trim = app.add_subcommand(
-      "trim", "Make a process give free heap pages back now (one malloc_trim), and print what "
-              "it gave back");
+      "trim",
+      "Make a process give free heap pages back now (one malloc_trim), and print what "
+      "it gave back");
   p->trim->add_option("--pid", r.trim_cmd_pid, "Process to trim")->required()->type_name("");
   p->trim->add_flag("--json", r.trim_cmd_json, "Print JSON instead of text");
   AddOption(*p->trim, "--backend", r.trim_backend, "auto, jvm or agent", false);
@@ -410,8 +410,10 @@ Command Validate(const Parser& p) {
     for (const std::string& a : c.listen_addresses) {
       std::string host = a.substr(0, a.rfind(':'));
       if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
-        return UsageError{"--web.enable-trim-api needs authentication, which is not "
-                          "configured: listen on 127.0.0.1 or [::1] only (got " + Quote(a) + ")"};
+        return UsageError{
+            "--web.enable-trim-api needs authentication, which is not "
+            "configured: listen on 127.0.0.1 or [::1] only (got " +
+            Quote(a) + ")"};
       }
     }
   }

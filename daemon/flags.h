@@ -33,8 +33,7 @@ struct UsageError {
   std::string message;
 };
 
-using Command =
-    std::variant<RunDaemon, RunInspect, RunJcmd, RunTrim, PrintAndExit, UsageError>;
+using Command = std::variant<RunDaemon, RunInspect, RunJcmd, RunTrim, PrintAndExit, UsageError>;
 
 Command ParseCommandLine(int argc, const char* const* argv);
 

@@ -30,9 +30,11 @@ void Reply(mg_connection* conn, int code, const char* reason, const char* conten
 std::string LandingPage(const std::string& metrics_path) {
   return std::string("<!DOCTYPE html>\n<html><head><title>memtrimd</title></head><body>\n") +
          "<h1>memtrimd</h1>\n<p>Native memory of one process, from outside: RSS by kind, glibc "
-         "arena heaps, its container's memory limit.</p>\n<ul>\n<li><a href=\"" + metrics_path +
+         "arena heaps, its container's memory limit.</p>\n<ul>\n<li><a href=\"" +
+         metrics_path +
          "\">Metrics</a></li>\n<li><a href=\"/report\">Report</a> (<a "
-         "href=\"/report?format=json\">JSON</a>)</li>\n<li><a href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
+         "href=\"/report?format=json\">JSON</a>)</li>\n<li><a "
+         "href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
          kVersion + " (" + kRevision + ")</p>\n</body></html>\n";
 }
 
@@ -57,9 +59,18 @@ Status HttpServer::Start() {
   std::string ports = CivetwebPorts(options_.listen_addresses);
   // Few threads: scrapes are rare and cheap, and every thread may get a
   // malloc arena of its own.
-  const char* opts[] = {"listening_ports",    ports.c_str(), "num_threads", "4",
-                        "request_timeout_ms", "10000",       "enable_keep_alive", "yes",
-                        "keep_alive_timeout_ms", "10000",    "tcp_nodelay", "1",
+  const char* opts[] = {"listening_ports",
+                        ports.c_str(),
+                        "num_threads",
+                        "4",
+                        "request_timeout_ms",
+                        "10000",
+                        "enable_keep_alive",
+                        "yes",
+                        "keep_alive_timeout_ms",
+                        "10000",
+                        "tcp_nodelay",
+                        "1",
                         nullptr};
   mg_callbacks callbacks{};
   // Keep civetweb's own messages off stderr; errors come back through
@@ -77,8 +88,8 @@ Status HttpServer::Start() {
   err.text_buffer_size = sizeof(err_text);
   ctx_ = mg_start2(&init, &err);
   if (ctx_ == nullptr) {
-    return Status(ErrorCode::kUnavailable, "cannot listen on " + ports + ": " +
-                                               (err_text[0] ? err_text : "unknown error"));
+    return Status(ErrorCode::kUnavailable,
+                  "cannot listen on " + ports + ": " + (err_text[0] ? err_text : "unknown error"));
   }
   mg_set_request_handler(ctx_, "/", &HttpServer::Handle, this);
   return Status::Ok();

@@ -73,8 +73,9 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
   t.Heading("JVM" + version);
   if (s.jvm && !s.jvm->attachable) {
     t.Say("not attachable: " + s.jvm->attach_error);
-    t.Say("(heap figures below come from hsperfdata; NMT, flags and malloc statistics need "
-          "the attach socket)");
+    t.Say(
+        "(heap figures below come from hsperfdata; NMT, flags and malloc statistics need "
+        "the attach socket)");
   }
   JavaHeap heap = JavaHeapOf(s);
   if (heap.committed) {
@@ -85,13 +86,15 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
   if (s.jvm && s.jvm->nmt) {
     const jvm::NmtSummary& n = *s.jvm->nmt;
     if (!n.enabled) {
-      t.Say("Native Memory Tracking is off: start the JVM with "
-            "-XX:NativeMemoryTracking=summary to see its native memory by category");
+      t.Say(
+          "Native Memory Tracking is off: start the JVM with "
+          "-XX:NativeMemoryTracking=summary to see its native memory by category");
     } else {
       t.Row("NMT committed", Bytes(n.total_committed), "everything the JVM accounts for");
       std::vector<const jvm::NmtCategory*> cats;
       for (const jvm::NmtCategory& c : n.categories) cats.push_back(&c);
-      std::sort(cats.begin(), cats.end(), [](auto* a, auto* b) { return a->committed > b->committed; });
+      std::sort(cats.begin(), cats.end(),
+                [](auto* a, auto* b) { return a->committed > b->committed; });
       for (std::size_t i = 0; i < cats.size() && i < 8; ++i) {
         if (cats[i]->committed == 0) break;
         t.Row("  " + cats[i]->name, Bytes(cats[i]->committed),
@@ -102,7 +105,8 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
   DirectMemory d = DirectMemoryOf(s);
   if (d.used_bytes && d.limit_bytes) {
     t.Row("direct memory", Bytes(*d.used_bytes),
-          "of " + Bytes(*d.limit_bytes) + (d.limit_is_max_heap ? " (max heap: MaxDirectMemorySize unset)" : "") +
+          "of " + Bytes(*d.limit_bytes) +
+              (d.limit_is_max_heap ? " (max heap: MaxDirectMemorySize unset)" : "") +
               (d.ratio ? ", " + Percent(*d.ratio) : ""));
   }
   if (auto gap = NmtGapBytes(s)) {
@@ -152,7 +156,8 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
                        " + outside NMT ~" + Bytes(outside > 0 ? static_cast<uint64_t>(outside) : 0);
     if (auto tr = TrimmableEstimate(s)) line += " (trimmable at most " + Bytes(*tr) + ")";
     line += " = RSS " + Bytes(status_rss);
-    if (s.cgroup && s.cgroup->limit_bytes) line += " of a " + Bytes(*s.cgroup->limit_bytes) + " limit";
+    if (s.cgroup && s.cgroup->limit_bytes)
+      line += " of a " + Bytes(*s.cgroup->limit_bytes) + " limit";
     t.Say(line);
   }
 }
@@ -236,15 +241,16 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
   } else if (ts.sample.agent_loaded) {
     t.Say("backend: agent (libmemtrimd_agent.so is loaded)");
   } else {
-    t.Say("no backend: not a JVM, and libmemtrimd_agent.so is not loaded (start the program "
-          "with LD_PRELOAD=libmemtrimd_agent.so to let memtrimd trim it)");
+    t.Say(
+        "no backend: not a JVM, and libmemtrimd_agent.so is not loaded (start the program "
+        "with LD_PRELOAD=libmemtrimd_agent.so to let memtrimd trim it)");
   }
 
   const auto& c = ts.sample.cgroup;
-  std::string source = !c                                ? ""
+  std::string source = !c                                      ? ""
                        : c->limit_source == LimitSource::kFlag ? "--target.memory-limit"
-                       : c->version == 0                        ? ""
-                           : "cgroup v" + std::to_string(c->version);
+                       : c->version == 0                       ? ""
+                                         : "cgroup v" + std::to_string(c->version);
   t.Heading("Container memory" + (source.empty() ? "" : " (" + source + ")"));
   if (c) {
     if (c->limit_bytes) {
@@ -258,7 +264,9 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     if (c->limit_bytes && rss > 0) {
       double ratio = static_cast<double>(rss) / static_cast<double>(*c->limit_bytes);
       t.Row("RSS / limit", Percent(ratio),
-            ratio >= 0.9 ? "close to the OOM kill" : ratio >= 0.75 ? "getting close" : "");
+            ratio >= 0.9    ? "close to the OOM kill"
+            : ratio >= 0.75 ? "getting close"
+                            : "");
     }
     if (c->oom_kills) t.Row("OOM kills", std::to_string(*c->oom_kills), "in this cgroup so far");
   }
@@ -297,9 +305,10 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.Key("version").Int(c->version).Key("path").String(c->path);
     w.Key("limit_bytes");
     c->limit_bytes ? w.Uint(*c->limit_bytes) : w.Null();
-    w.Key("limit_source").String(c->limit_source == LimitSource::kFlag     ? "flag"
-                                 : c->limit_source == LimitSource::kCgroup ? "cgroup"
-                                                                           : "none");
+    w.Key("limit_source")
+        .String(c->limit_source == LimitSource::kFlag     ? "flag"
+                : c->limit_source == LimitSource::kCgroup ? "cgroup"
+                                                          : "none");
     if (c->usage_bytes) w.Key("usage_bytes").Uint(*c->usage_bytes);
     if (c->anon_bytes) w.Key("anon_bytes").Uint(*c->anon_bytes);
     if (c->file_bytes) w.Key("file_bytes").Uint(*c->file_bytes);
@@ -389,8 +398,10 @@ void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
   w.Key("reclaimed_rss_swap_bytes").Int(r.ReclaimedRssSwap());
   if (auto c = r.ReclaimedCgroup()) w.Key("reclaimed_cgroup_bytes").Int(*c);
   if (auto a = r.ReclaimedArenaHeaps()) w.Key("reclaimed_arena_heaps_bytes").Int(*a);
-  if (r.before.arena_resident_bytes) w.Key("arena_heaps_before_bytes").Uint(*r.before.arena_resident_bytes);
-  if (r.after.arena_resident_bytes) w.Key("arena_heaps_after_bytes").Uint(*r.after.arena_resident_bytes);
+  if (r.before.arena_resident_bytes)
+    w.Key("arena_heaps_before_bytes").Uint(*r.before.arena_resident_bytes);
+  if (r.after.arena_resident_bytes)
+    w.Key("arena_heaps_after_bytes").Uint(*r.after.arena_resident_bytes);
   if (auto rep = r.Reported()) w.Key("reported_bytes").Int(*rep);
 }
 
@@ -412,11 +423,12 @@ void RenderTrimStats(Table& t, const TrimStats& s) {
   if (s.effective_interval.count() == 0) {
     t.Say("scheduled trims are off (--trim.interval=0)");
   } else {
-    std::string next = s.in_progress ? "a trim is running now"
-                       : s.next_due_in_seconds
-                           ? "next in " + FormatDuration(std::chrono::milliseconds(static_cast<int64_t>(
-                                              std::max(0.0, *s.next_due_in_seconds) * 1000)))
-                           : "";
+    std::string next =
+        s.in_progress ? "a trim is running now"
+        : s.next_due_in_seconds
+            ? "next in " + FormatDuration(std::chrono::milliseconds(
+                               static_cast<int64_t>(std::max(0.0, *s.next_due_in_seconds) * 1000)))
+            : "";
     t.Say("every " + FormatDuration(s.effective_interval) + "; " + next +
           (s.last_skip_reason.empty() ? "" : "; last decision: skip (" + s.last_skip_reason + ")"));
   }
@@ -428,8 +440,8 @@ void RenderTrimStats(Table& t, const TrimStats& s) {
 
 std::string RenderTrimText(const TrimResult& r) {
   Table t;
-  t.Heading("trim of pid " + std::to_string(r.pid) + " through the " + r.backend + " backend: " +
-            (r.success ? "done" : "failed (" + r.reason + ")"));
+  t.Heading("trim of pid " + std::to_string(r.pid) + " through the " + r.backend +
+            " backend: " + (r.success ? "done" : "failed (" + r.reason + ")"));
   if (!r.success) t.Say(r.error);
   char dur[32];
   std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
@@ -442,7 +454,8 @@ std::string RenderTrimText(const TrimResult& r) {
     t.Row("arena heaps after", Bytes(*r.after.arena_resident_bytes));
   }
   if (auto c = r.ReclaimedCgroup()) {
-    t.Row("cgroup usage change", SignedBytes(-*c), "huge pages can keep memory.current from moving");
+    t.Row("cgroup usage change", SignedBytes(-*c),
+          "huge pages can keep memory.current from moving");
   }
   if (auto rep = r.Reported()) t.Row("reported by " + r.backend, SignedBytes(*rep));
   return t.Take();
@@ -488,7 +501,8 @@ std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims) {
     JsonWriter w;
     w.BeginObject();
     w.Key("backend").String(trims->backend_setting);
-    w.Key("interval_seconds").Double(std::chrono::duration<double>(trims->effective_interval).count());
+    w.Key("interval_seconds")
+        .Double(std::chrono::duration<double>(trims->effective_interval).count());
     if (trims->next_due_in_seconds) w.Key("next_in_seconds").Double(*trims->next_due_in_seconds);
     w.Key("in_progress").Bool(trims->in_progress);
     w.Key("last_skip_reason").String(trims->last_skip_reason);

@@ -33,8 +33,8 @@ void AppendLogfmtValue(std::string& out, std::string_view v) {
 std::string Now() {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
-            1000;
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm;
   gmtime_r(&t, &tm);
   char buf[80];

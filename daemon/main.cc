@@ -111,7 +111,8 @@ int RunTrimCommand(const TrimCommandConfig& c) {
   o.glibc_heap_size = c.glibc_heap_size;
   Result<TrimResult> r = TrimNow(*target, o);
   if (!r.ok()) {
-    std::fprintf(stderr, "memtrimd: pid %d: cannot trim: %s\n", c.pid, r.status().message().c_str());
+    std::fprintf(stderr, "memtrimd: pid %d: cannot trim: %s\n", c.pid,
+                 r.status().message().c_str());
     return kExitFatal;
   }
   r->trigger = "manual";

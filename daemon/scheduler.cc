@@ -7,7 +7,10 @@ namespace memtrimd {
 
 Scheduler::Scheduler(TargetSelector selector, std::vector<CollectorSlot> slots,
                      std::chrono::milliseconds interval, SnapshotStore& store)
-    : selector_(std::move(selector)), slots_(std::move(slots)), interval_(interval), store_(store) {}
+    : selector_(std::move(selector)),
+      slots_(std::move(slots)),
+      interval_(interval),
+      store_(store) {}
 
 Scheduler::~Scheduler() { Stop(); }
 

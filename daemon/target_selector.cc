@@ -96,9 +96,9 @@ Result<pid_t> TargetSelector::Scan() const {
     }
     candidates.push_back({static_cast<pid_t>(*pid), st->name, st->vm_rss});
   }
-  std::optional<pid_t> best =
-      regex_ ? PickLargest(candidates, [](const Candidate&) { return false; })
-             : PickAutomatic(candidates, self);
+  std::optional<pid_t> best = regex_
+                                  ? PickLargest(candidates, [](const Candidate&) { return false; })
+                                  : PickAutomatic(candidates, self);
   if (!best) {
     return Status(ErrorCode::kNotFound,
                   regex_ ? "no process matches " + Describe() : "no candidate process");

@@ -111,8 +111,8 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
     if (!resp.ok()) {
       r.reason = FailureReason(resp.status());
       r.error = resp.status().message();
-    } else if (resp->status != 0 || resp->output.find("Unknown diagnostic command") !=
-                                        std::string::npos) {
+    } else if (resp->status != 0 ||
+               resp->output.find("Unknown diagnostic command") != std::string::npos) {
       r.reason = "not_available";
       r.error = "the JVM has no System.trim_native_heap (JDK 17.0.2+ needed): " +
                 resp->output.substr(0, resp->output.find('\n'));
@@ -135,11 +135,11 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
       r.error = at.status().message();
     } else {
       r.success = true;
-      r.agent_rss_delta = static_cast<int64_t>(at->rss_after) - static_cast<int64_t>(at->rss_before);
+      r.agent_rss_delta =
+          static_cast<int64_t>(at->rss_after) - static_cast<int64_t>(at->rss_before);
     }
   }
-  r.duration_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.after = MeasureForTrim(t, o);
   return r;
 }

@@ -164,7 +164,9 @@ void TrimEngine::Record(const TrimResult& r) {
   if (stats_.recent.size() > kRecent) stats_.recent.pop_back();
   stats_.last_skip_reason.clear();
   auto opt = [](std::optional<int64_t> v) { return v ? Signed(*v) : std::string("unknown"); };
-  auto optu = [](std::optional<uint64_t> v) { return v ? std::to_string(*v) : std::string("unknown"); };
+  auto optu = [](std::optional<uint64_t> v) {
+    return v ? std::to_string(*v) : std::string("unknown");
+  };
   log::Info(r.success ? "trim done" : "trim failed",
             {{"pid", std::to_string(r.pid)},
              {"backend", r.backend},

@@ -11,8 +11,7 @@ std::chrono::milliseconds TrimPolicy::Jittered(std::chrono::milliseconds d) {
   double j = std::clamp(config_.jitter, 0.0, 1.0);
   double u = std::clamp(uniform01_(), 0.0, 1.0);
   double factor = 1.0 + j * (2.0 * u - 1.0);  // in [1 - j, 1 + j]
-  return std::chrono::milliseconds(
-      static_cast<int64_t>(static_cast<double>(d.count()) * factor));
+  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(d.count()) * factor));
 }
 
 void TrimPolicy::Schedule(Clock::time_point from, std::chrono::milliseconds d) {

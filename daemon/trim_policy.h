@@ -24,10 +24,10 @@ namespace memtrimd {
 struct TrimPolicyConfig {
   std::chrono::milliseconds interval{0};  // 0: never trim on a schedule
   std::chrono::milliseconds max_interval{std::chrono::hours(1)};
-  double jitter = 0.1;                    // +-10% of the interval
-  std::optional<double> min_limit_ratio;  // gate on RSS / limit
-  uint64_t floor_bytes = 1u << 20;        // a trim giving back less "did not pay"
-  int unproductive_runs = 3;              // K in a row before backing off
+  double jitter = 0.1;                      // +-10% of the interval
+  std::optional<double> min_limit_ratio;    // gate on RSS / limit
+  uint64_t floor_bytes = 1u << 20;          // a trim giving back less "did not pay"
+  int unproductive_runs = 3;                // K in a row before backing off
   uint64_t reset_growth_bytes = 64u << 20;  // arena heap RSS growth that resets the backoff
   bool force_when_jvm_trims = false;
 };

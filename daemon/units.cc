@@ -13,15 +13,28 @@ struct Unit {
 };
 
 // Longest names first so "ms" is tried before "m".
-constexpr Unit kDurationUnits[] = {{"ms", 1},          {"s", 1000},        {"m", 60'000},
-                                   {"h", 3'600'000},   {"d", 86'400'000},  {"w", 604'800'000}};
+constexpr Unit kDurationUnits[] = {{"ms", 1},        {"s", 1000},       {"m", 60'000},
+                                   {"h", 3'600'000}, {"d", 86'400'000}, {"w", 604'800'000}};
 
 constexpr Unit kSizeUnits[] = {
-    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-    {"Ki", 1ull << 10},  {"Mi", 1ull << 20},  {"Gi", 1ull << 30},  {"Ti", 1ull << 40},
-    {"KB", 1000ull},     {"MB", 1000'000ull}, {"GB", 1000'000'000ull}, {"TB", 1000'000'000'000ull},
-    {"k", 1000ull},      {"K", 1000ull},      {"M", 1000'000ull},  {"G", 1000'000'000ull},
-    {"T", 1000'000'000'000ull}, {"B", 1},
+    {"KiB", 1ull << 10},
+    {"MiB", 1ull << 20},
+    {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},
+    {"Ki", 1ull << 10},
+    {"Mi", 1ull << 20},
+    {"Gi", 1ull << 30},
+    {"Ti", 1ull << 40},
+    {"KB", 1000ull},
+    {"MB", 1000'000ull},
+    {"GB", 1000'000'000ull},
+    {"TB", 1000'000'000'000ull},
+    {"k", 1000ull},
+    {"K", 1000ull},
+    {"M", 1000'000ull},
+    {"G", 1000'000'000ull},
+    {"T", 1000'000'000'000ull},
+    {"B", 1},
 };
 
 bool MulAdd(uint64_t& acc, uint64_t n, uint64_t factor) {

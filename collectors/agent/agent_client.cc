@@ -43,8 +43,8 @@ Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
     }
     return Status(ErrorCode::kUnavailable, "agent: '" + std::string(command) + "' failed: " + why);
   }
-  return Status(ErrorCode::kParseError, "agent: unknown status line '" +
-                                            std::string(status.substr(0, 32)) + "'");
+  return Status(ErrorCode::kParseError,
+                "agent: unknown status line '" + std::string(status.substr(0, 32)) + "'");
 }
 
 // Fills `values[i]` for `keys[i]` from "key=value\n" lines.
@@ -71,9 +71,9 @@ Status ParseKeyValues(std::string_view body, const std::array<std::string_view, 
       if (key != keys[i]) continue;
       std::optional<uint64_t> v = text::ParseUint(line.substr(eq + 1));
       if (!v || seen[i]) {
-        error = Status(ErrorCode::kParseError,
-                       std::string(what) + ": " + (seen[i] ? "repeated " : "bad value for ") +
-                           std::string(key));
+        error = Status(ErrorCode::kParseError, std::string(what) + ": " +
+                                                   (seen[i] ? "repeated " : "bad value for ") +
+                                                   std::string(key));
         return;
       }
       seen[i] = true;
@@ -83,7 +83,8 @@ Status ParseKeyValues(std::string_view body, const std::array<std::string_view, 
   if (!error.ok()) return error;
   for (std::size_t i = 0; i < N; ++i) {
     if (!seen[i]) {
-      return Status(ErrorCode::kParseError, std::string(what) + ": missing " + std::string(keys[i]));
+      return Status(ErrorCode::kParseError,
+                    std::string(what) + ": missing " + std::string(keys[i]));
     }
   }
   return Status::Ok();
@@ -95,7 +96,8 @@ Result<std::string> AgentSocketPath(const Target& t) {
   Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
   if (!environ.ok()) return environ.status();
   if (EnvValue(*environ, "MEMTRIMD_AGENT_DISABLE") == std::optional<std::string_view>("1")) {
-    return Status(ErrorCode::kUnavailable, "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");
+    return Status(ErrorCode::kUnavailable,
+                  "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");
   }
   const std::string pid = std::to_string(t.nspid);
   std::optional<std::string_view> custom = EnvValue(*environ, "MEMTRIMD_AGENT_SOCKET");
@@ -134,8 +136,7 @@ bool HasAgent(const Target& t) {
   return st.ok() && found;
 }
 
-Result<std::string> AgentCommand(const Target& t, std::string_view command,
-                                 const AgentOptions& o) {
+Result<std::string> AgentCommand(const Target& t, std::string_view command, const AgentOptions& o) {
   if (command.empty() || command.size() > 32) {
     return Status(ErrorCode::kInvalidArgument, "agent: bad command length");
   }
@@ -184,8 +185,8 @@ Result<AgentTrim> ParseAgentTrim(std::string_view body) {
 
 Result<Mallinfo2> ParseMallinfo2(std::string_view body) {
   static constexpr std::array<std::string_view, 10> kKeys = {
-      "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-      "fordblks", "keepcost"};
+      "arena",   "ordblks", "smblks",   "hblks",    "hblkhd",
+      "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"};
   std::array<uint64_t, 10> v{};
   Status st = ParseKeyValues(body, kKeys, v, "agent mallinfo2");
   if (!st.ok()) return st;

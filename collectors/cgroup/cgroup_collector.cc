@@ -102,7 +102,8 @@ Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
     auto kv = ParseFlatKeyed(*stat);
     if (!kv.ok()) return Status(kv.status().code(), "memory.stat: " + kv.status().message());
     // hierarchical_memory_limit already folds in the ancestors' limits.
-    if (auto it = kv->find("hierarchical_memory_limit"); it != kv->end() && it->second < (1ull << 62)) {
+    if (auto it = kv->find("hierarchical_memory_limit");
+        it != kv->end() && it->second < (1ull << 62)) {
       m.limit_bytes = MinLimit(m.limit_bytes, it->second);
     }
     if (m.limit_bytes) m.limit_source = LimitSource::kCgroup;
@@ -111,7 +112,8 @@ Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
     Result<std::string> oom = ReadSmallFile(dir + "/memory.oom_control");
     if (oom.ok()) {
       auto ev = ParseFlatKeyed(*oom);
-      if (!ev.ok()) return Status(ev.status().code(), "memory.oom_control: " + ev.status().message());
+      if (!ev.ok())
+        return Status(ev.status().code(), "memory.oom_control: " + ev.status().message());
       if (auto it = ev->find("oom_kill"); it != ev->end()) m.oom_kills = it->second;
     }
     return m;

@@ -68,8 +68,8 @@ Status ForEachLine(const std::string& path, std::size_t max_bytes, OnLine&& on_l
       return Status::Ok();
     }
     if (start == 0 && end == kBufSize) {
-      return Status(ErrorCode::kTooLarge, path + " has a line longer than " +
-                                              std::to_string(kBufSize) + " bytes");
+      return Status(ErrorCode::kTooLarge,
+                    path + " has a line longer than " + std::to_string(kBufSize) + " bytes");
     }
     std::memmove(buf.data(), buf.data() + start, end - start);
     filled = end - start;

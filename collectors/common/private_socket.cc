@@ -14,8 +14,7 @@ namespace memtrimd {
 namespace {
 
 int MsLeft(SocketClock::time_point deadline) {
-  auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SocketClock::now());
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SocketClock::now());
   if (left.count() <= 0) return 0;
   return left.count() > INT_MAX ? INT_MAX : static_cast<int>(left.count());
 }
@@ -105,9 +104,9 @@ Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
     return Status::FromErrno(errno, Prefix(who) + "SO_PEERCRED");
   }
   if (cred.pid != t.pid) {
-    return Status(ErrorCode::kPermissionDenied,
-                  Prefix(who) + "the socket is served by pid " + std::to_string(cred.pid) +
-                      ", not the target " + std::to_string(t.pid) + "; refusing");
+    return Status(ErrorCode::kPermissionDenied, Prefix(who) + "the socket is served by pid " +
+                                                    std::to_string(cred.pid) + ", not the target " +
+                                                    std::to_string(t.pid) + "; refusing");
   }
   why = SocketFailure::kNone;
   return fd;

@@ -32,8 +32,9 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   g.main_arena_resident_bytes = MainArenaResident(*mappings);
   g.heaps = FindArenaHeaps(*mappings, options_.heap_size);
   if (options_.confirm_with_heap_info) ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size);
-  auto rejected = std::remove_if(g.heaps.begin(), g.heaps.end(),
-                                 [](const ArenaHeap& h) { return h.check == HeapCheck::kRejected; });
+  auto rejected = std::remove_if(g.heaps.begin(), g.heaps.end(), [](const ArenaHeap& h) {
+    return h.check == HeapCheck::kRejected;
+  });
   g.rejected = static_cast<std::size_t>(g.heaps.end() - rejected);
   g.heaps.erase(rejected, g.heaps.end());
   for (const ArenaHeap& h : g.heaps) {

@@ -44,8 +44,8 @@ void ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_s
       h.check = HeapCheck::kShapeOnly;  // e.g. unmapped since smaps was read
       continue;
     }
-    h.check = HeapInfoConsistent(*info, h, heap_size) ? HeapCheck::kConfirmed
-                                                       : HeapCheck::kRejected;
+    h.check =
+        HeapInfoConsistent(*info, h, heap_size) ? HeapCheck::kConfirmed : HeapCheck::kRejected;
   }
 }
 

@@ -5,8 +5,7 @@
 namespace memtrimd::glibc {
 
 RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
-                          std::span<const ArenaHeap> heaps,
-                          std::optional<AddressRange> java_heap) {
+                          std::span<const ArenaHeap> heaps, std::optional<AddressRange> java_heap) {
   RssBreakdown b;
   // Heaps come sorted by address (smaps order): walk both lists together.
   std::size_t h = 0;

@@ -31,7 +31,6 @@ struct RssBreakdown {
 // Pure. `heaps` must come from FindArenaHeaps over the same `mappings`
 // (rejected ones removed); `java_heap` is the reserved heap range when known.
 RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
-                          std::span<const ArenaHeap> heaps,
-                          std::optional<AddressRange> java_heap);
+                          std::span<const ArenaHeap> heaps, std::optional<AddressRange> java_heap);
 
 }  // namespace memtrimd::glibc

@@ -59,8 +59,8 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
   // Only "no socket" and "stale socket" are worth a signal.
   if (failure != SocketFailure::kMissing && failure != SocketFailure::kStale) return fd.status();
   if (!o.allow_signal) {
-    return Status(ErrorCode::kUnavailable, "attach: no listener (" + fd.status().message() +
-                                               ") and signalling is off");
+    return Status(ErrorCode::kUnavailable,
+                  "attach: no listener (" + fd.status().message() + ") and signalling is off");
   }
   SignalVerdict verdict = DecideSignal(ReadSignalFacts(t));
   if (verdict != SignalVerdict::kMaySignal) {

@@ -29,13 +29,13 @@ Result<AttachResponse> ParseAttachResponse(std::string_view bytes);
 // What memtrimd knows about a process before it may send SIGQUIT to start
 // the JVM's attach listener.
 struct SignalFacts {
-  bool is_hotspot = false;        // libjvm.so mapped
-  uint64_t sig_caught = 0;        // SigCgt
-  uint64_t sig_ignored = 0;       // SigIgn
-  bool options_known = false;     // cmdline and environment could be read
-  std::string cmdline;            // arguments joined by spaces
-  std::string java_tool_options;  // JAVA_TOOL_OPTIONS
-  std::string jdk_java_options;   // JDK_JAVA_OPTIONS
+  bool is_hotspot = false;              // libjvm.so mapped
+  uint64_t sig_caught = 0;              // SigCgt
+  uint64_t sig_ignored = 0;             // SigIgn
+  bool options_known = false;           // cmdline and environment could be read
+  std::string cmdline;                  // arguments joined by spaces
+  std::string java_tool_options;        // JAVA_TOOL_OPTIONS
+  std::string jdk_java_options;         // JDK_JAVA_OPTIONS
   std::string underscore_java_options;  // _JAVA_OPTIONS
 };
 

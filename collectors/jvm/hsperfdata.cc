@@ -35,7 +35,9 @@ int64_t I64(std::string_view b, std::size_t at) {
   return static_cast<int64_t>(v);
 }
 
-Status Bad(const std::string& what) { return Status(ErrorCode::kParseError, "hsperfdata: " + what); }
+Status Bad(const std::string& what) {
+  return Status(ErrorCode::kParseError, "hsperfdata: " + what);
+}
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
@@ -66,7 +68,8 @@ std::optional<int64_t> PerfData::Long(std::string_view name) const {
 
 Result<PerfData> ParsePerfData(std::string_view bytes) {
   if (bytes.size() < kPrologueSize) return Bad("shorter than the 32-byte prologue");
-  if (U8(bytes, 0) != 0xCA || U8(bytes, 1) != 0xFE || U8(bytes, 2) != 0xC0 || U8(bytes, 3) != 0xC0) {
+  if (U8(bytes, 0) != 0xCA || U8(bytes, 1) != 0xFE || U8(bytes, 2) != 0xC0 ||
+      U8(bytes, 3) != 0xC0) {
     return Bad("bad magic");
   }
   if (U8(bytes, 4) != kLittleEndian) return Bad("byte order is not little-endian");

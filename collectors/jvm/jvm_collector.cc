@@ -86,8 +86,8 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     return attach;
   }
   out.attachable = true;
-  if (auto nmt = Run(t, "VM.native_memory summary scale=B", options_, out.command_errors,
-                     nullptr)) {
+  if (auto nmt =
+          Run(t, "VM.native_memory summary scale=B", options_, out.command_errors, nullptr)) {
     Result<NmtSummary> parsed = ParseNmtSummary(*nmt);
     if (parsed.ok()) {
       out.nmt = std::move(parsed).value();

@@ -15,8 +15,8 @@
 #include <optional>
 #include <string>
 
-#include "collectors/common/collector.h"
 #include <map>
+#include "collectors/common/collector.h"
 
 #include "collectors/jvm/attach_client.h"
 #include "collectors/jvm/jvm_text.h"
@@ -28,12 +28,16 @@ struct JvmSample;
 namespace memtrimd::jvm {
 
 // VM.flags and system properties memtrimd reports as settings.
-inline constexpr const char* kSettingFlags[] = {
-    "MaxHeapSize", "MaxDirectMemorySize", "NativeMemoryTracking", "TrimNativeHeapInterval",
-    "UseG1GC",     "UseZGC",              "UseParallelGC",        "UseSerialGC",
-    "UseShenandoahGC"};
-inline constexpr const char* kSettingProperties[] = {"jdk.nio.maxCachedBufferSize",
-                                                     "java.version"};
+inline constexpr const char* kSettingFlags[] = {"MaxHeapSize",
+                                                "MaxDirectMemorySize",
+                                                "NativeMemoryTracking",
+                                                "TrimNativeHeapInterval",
+                                                "UseG1GC",
+                                                "UseZGC",
+                                                "UseParallelGC",
+                                                "UseSerialGC",
+                                                "UseShenandoahGC"};
+inline constexpr const char* kSettingProperties[] = {"jdk.nio.maxCachedBufferSize", "java.version"};
 
 class JvmAttachCollector : public Collector {
  public:

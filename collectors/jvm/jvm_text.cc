@@ -79,9 +79,8 @@ std::optional<uint64_t> SizeBefore(std::string_view line, std::string_view word)
   std::size_t pos = 0;
   while (pos < line.size()) {
     std::size_t comma = line.find(',', pos);
-    std::string_view item = text::Trim(line.substr(pos, comma == std::string_view::npos
-                                                             ? std::string_view::npos
-                                                             : comma - pos));
+    std::string_view item = text::Trim(
+        line.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
     std::string_view copy = item;
     std::string_view value = text::NextToken(copy);
     if (text::Trim(copy) == word) return ParseJvmSize(value);
@@ -443,8 +442,8 @@ Result<HeapInfo> ParseGcHeapInfo(std::string_view text) {
     }
 
     // Generation / whole-heap lines.
-    if (line.find(" total ") != std::string_view::npos && line.find('[') != std::string_view::npos &&
-        line.find("used") != std::string_view::npos) {
+    if (line.find(" total ") != std::string_view::npos &&
+        line.find('[') != std::string_view::npos && line.find("used") != std::string_view::npos) {
       std::optional<uint64_t> committed;
       std::optional<uint64_t> reserved;
       std::optional<uint64_t> used = SizeAfter(line, "used");

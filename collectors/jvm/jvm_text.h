@@ -14,11 +14,11 @@ namespace memtrimd::jvm {
 
 // VM.version: "OpenJDK 64-Bit Server VM version 17.0.15+6-Debian-1deb12u1\nJDK 17.0.15\n".
 struct JvmVersion {
-  std::string vm_name;      // "OpenJDK 64-Bit Server VM"
-  std::string full;         // "17.0.15+6-Debian-1deb12u1"
-  int feature = 0;          // 17
-  int interim = 0;          // 0
-  int update = 0;           // 15
+  std::string vm_name;  // "OpenJDK 64-Bit Server VM"
+  std::string full;     // "17.0.15+6-Debian-1deb12u1"
+  int feature = 0;      // 17
+  int interim = 0;      // 0
+  int update = 0;       // 15
 };
 // The numbers come from the "JDK x" line when there is one (JDK 8 prints
 // HotSpot's own version, "25.392-b08", on the first line); `full` is always the

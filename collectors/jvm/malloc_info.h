@@ -12,13 +12,13 @@
 namespace memtrimd::jvm {
 
 struct MallocArena {
-  int nr = 0;                    // <heap nr="N">, 0 = main arena
-  uint64_t fast_bytes = 0;       // <total type="fast" size> (absent in glibc 2.43+: 0)
-  uint64_t rest_bytes = 0;       // <total type="rest" size>: free chunks in bins + top
-  uint64_t system_current = 0;   // <system type="current">
-  uint64_t system_max = 0;       // <system type="max">
-  uint64_t aspace_total = 0;     // <aspace type="total">
-  uint64_t aspace_mprotect = 0;  // <aspace type="mprotect">
+  int nr = 0;                        // <heap nr="N">, 0 = main arena
+  uint64_t fast_bytes = 0;           // <total type="fast" size> (absent in glibc 2.43+: 0)
+  uint64_t rest_bytes = 0;           // <total type="rest" size>: free chunks in bins + top
+  uint64_t system_current = 0;       // <system type="current">
+  uint64_t system_max = 0;           // <system type="max">
+  uint64_t aspace_total = 0;         // <aspace type="total">
+  uint64_t aspace_mprotect = 0;      // <aspace type="mprotect">
   std::optional<uint64_t> subheaps;  // <aspace type="subheaps"> (non-main arenas)
   // Free bytes in size classes of at least a page (4096): what malloc_trim
   // could at most give back from the bins (an upper bound; see FACTS-glibc).

@@ -29,7 +29,8 @@ Runtime FoldRuntime(Runtime so_far, std::string_view line) {
   // "libc.so" is never mapped by glibc (it is a linker script there), but
   // it is musl's library, which ld-musl-*.so.1 links to.
   if (name == "libc.so.6" || name.substr(0, 7) == "libc-2.") return Runtime::kGlibc;
-  bool musl = name.substr(0, 7) == "ld-musl" || name == "libc.so" || name.substr(0, 9) == "libc.musl";
+  bool musl =
+      name.substr(0, 7) == "ld-musl" || name == "libc.so" || name.substr(0, 9) == "libc.musl";
   if (musl && so_far == Runtime::kUnknown) return Runtime::kMusl;
   return so_far;
 }

@@ -113,9 +113,9 @@ void SmapsParser::Feed(std::string_view line) {
   bool ok = ParseKbValue(line.substr(key.size()), *target);
   if (target == &shared_part) m.shared += shared_part;
   if (!ok) {
-    error_ = Status(ErrorCode::kParseError,
-                    "smaps line " + std::to_string(line_no_) + ": malformed " +
-                        std::string(key.substr(0, key.size() - 1)));
+    error_ =
+        Status(ErrorCode::kParseError, "smaps line " + std::to_string(line_no_) + ": malformed " +
+                                           std::string(key.substr(0, key.size() - 1)));
   }
 }
 

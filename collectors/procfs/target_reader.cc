@@ -26,8 +26,9 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   if (!status_text.ok()) return status_text.status();
   Result<ProcStatus> st = ParseProcStatus(*status_text);
   if (!st.ok()) return st.status();
-  if (!st->has_memory) return Status(ErrorCode::kNotFound, "pid " + std::to_string(pid) +
-                                                               " is a kernel thread or a zombie");
+  if (!st->has_memory)
+    return Status(ErrorCode::kNotFound,
+                  "pid " + std::to_string(pid) + " is a kernel thread or a zombie");
   // /proc/<tid> exists for every thread too; a thread id is not a process.
   if (st->tgid != pid) {
     return Status(ErrorCode::kNotFound, "pid " + std::to_string(pid) + " is a thread of process " +

@@ -30,8 +30,20 @@ void RunOne(const std::string& input) {
 std::string Mutate(const std::string& seed, const std::vector<std::string>& all, uint64_t& rng) {
   std::string s = seed;
   int edits = 1 + static_cast<int>(Next(rng) % 8);
-  static const char* kTokens[] = {"0",  "-", "\n", " ", ":", "kB", "ffffffffffffffff",
-                                  "(", ")", "max", "18446744073709551616", "\t", "---p", "rw-p"};
+  static const char* kTokens[] = {"0",
+                                  "-",
+                                  "\n",
+                                  " ",
+                                  ":",
+                                  "kB",
+                                  "ffffffffffffffff",
+                                  "(",
+                                  ")",
+                                  "max",
+                                  "18446744073709551616",
+                                  "\t",
+                                  "---p",
+                                  "rw-p"};
   for (int e = 0; e < edits; ++e) {
     uint64_t pos = s.empty() ? 0 : Next(rng) % s.size();
     switch (Next(rng) % 5) {

@@ -145,10 +145,9 @@ TEST_F(AgentTest, TrimGivesBackWhatTheTestMeasures) {
   ASSERT_TRUE(trim.ok()) << trim.status().message();
 
   std::cout << "trim: " << static_cast<double>(trim->duration.count()) / 1e6 << " ms, agent rss "
-            << (trim->rss_before >> 20) << " -> " << (trim->rss_after >> 20)
-            << " MiB, test VmRSS " << (rss_before >> 20) << " -> " << (rss_after >> 20)
-            << " MiB, arena heaps resident " << (heaps_before >> 20) << " -> "
-            << (heaps_after >> 20) << " MiB\n";
+            << (trim->rss_before >> 20) << " -> " << (trim->rss_after >> 20) << " MiB, test VmRSS "
+            << (rss_before >> 20) << " -> " << (rss_after >> 20) << " MiB, arena heaps resident "
+            << (heaps_before >> 20) << " -> " << (heaps_after >> 20) << " MiB\n";
   EXPECT_LT(trim->rss_after, trim->rss_before);
   EXPECT_EQ(trim->result, 1);
   EXPECT_GT(trim->duration.count(), 0);
@@ -239,9 +238,10 @@ TEST_F(AgentTest, ThousandTrimsUnderMallocStressCorruptNothing) {
     ++ok;
   }
   const auto wall = std::chrono::steady_clock::now() - start;
-  std::cout << ok << " trims in " << std::chrono::duration_cast<std::chrono::milliseconds>(wall).count()
-            << " ms, " << in_trim.count() / 1000 / ok << " us mean and "
-            << longest.count() / 1000 << " us max inside malloc_trim\n";
+  std::cout << ok << " trims in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(wall).count() << " ms, "
+            << in_trim.count() / 1000 / ok << " us mean and " << longest.count() / 1000
+            << " us max inside malloc_trim\n";
 
   std::optional<int> code = stress.Stop(SIGTERM, 30s);
   std::string text = ReadFile(out);

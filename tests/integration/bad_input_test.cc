@@ -77,9 +77,9 @@ TEST(BadInput, PortInUse) {
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   std::string port = std::to_string(ntohs(addr.sin_port));
-  ExpectUsageError({"--target.pid=" + std::to_string(getpid()),
-                    "--web.listen-address=127.0.0.1:" + port},
-                   "cannot listen on 127.0.0.1:" + port);
+  ExpectUsageError(
+      {"--target.pid=" + std::to_string(getpid()), "--web.listen-address=127.0.0.1:" + port},
+      "cannot listen on 127.0.0.1:" + port);
   close(fd);
 }
 

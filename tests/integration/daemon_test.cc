@@ -73,8 +73,8 @@ TEST_F(DaemonTest, PromtoolAcceptsALiveScrape) {
   HttpResponse r = Curl(m.url());
   ASSERT_EQ(r.status, 200);
   WriteFile(dir_ / "scrape.txt", r.body);
-  RunResult check = RunCommand({"sh", "-c", std::string(PROMTOOL_BIN) + " check metrics < " +
-                                         (dir_ / "scrape.txt")});
+  RunResult check = RunCommand(
+      {"sh", "-c", std::string(PROMTOOL_BIN) + " check metrics < " + (dir_ / "scrape.txt")});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err << "\n" << r.body;
   EXPECT_NE(r.body.find("memtrimd_glibc_arena_heaps{"), std::string::npos);
 }
@@ -109,14 +109,15 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
 
 TEST_F(DaemonTest, RestartedTargetIsPickedUpWithinOneSample) {
   const std::string tag = "restart-" + std::to_string(getpid());
-  Process a = StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4",
-                                     "--tag", tag});
+  Process a =
+      StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4", "--tag", tag});
   ASSERT_TRUE(a.running());
-  Memtrimd m({"--target.match=fragmenter.*" + tag, "--sample.interval=300ms",
-              "--smaps.interval=300ms"});
+  Memtrimd m(
+      {"--target.match=fragmenter.*" + tag, "--sample.interval=300ms", "--smaps.interval=300ms"});
   ASSERT_TRUE(m.started()) << m.log();
   const std::string a_pid = "pid=\"" + std::to_string(a.pid()) + "\"";
-  ASSERT_TRUE(WaitFor([&] { return Find(m.Scrape(), "memtrimd_target_info", {a_pid}).has_value(); }, 10s));
+  ASSERT_TRUE(
+      WaitFor([&] { return Find(m.Scrape(), "memtrimd_target_info", {a_pid}).has_value(); }, 10s));
 
   a.Kill();
   // Samples completed when we knew the target was gone: the one after next
@@ -133,8 +134,8 @@ TEST_F(DaemonTest, RestartedTargetIsPickedUpWithinOneSample) {
   for (const auto& [key, value] : s) EXPECT_EQ(key.find(a_pid), std::string::npos) << key;
   EXPECT_TRUE(m.process().running()) << "memtrimd must survive its target";
 
-  Process b = StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4",
-                                     "--tag", tag});
+  Process b =
+      StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4", "--tag", tag});
   ASSERT_TRUE(b.running());
   const std::string b_pid = "pid=\"" + std::to_string(b.pid()) + "\"";
   seen = *Find(m.Scrape(), "memtrimd_samples_total");

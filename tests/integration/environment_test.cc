@@ -95,8 +95,7 @@ TEST(Environment, UnlimitedCgroupHasNoLimitSeries) {
   Series s = m.Scrape();
   int version = 0;
   std::string own = OwnMemoryCgroup(version);
-  std::string limit_file =
-      version == 1 ? own + "/memory.limit_in_bytes" : own + "/memory.max";
+  std::string limit_file = version == 1 ? own + "/memory.limit_in_bytes" : own + "/memory.max";
   std::string raw = own.empty() ? "" : ReadFile(limit_file);
   bool unlimited = raw.rfind("max", 0) == 0 || raw.rfind("9223372036854", 0) == 0;
   if (!unlimited) GTEST_SKIP() << "this test process runs under a memory limit";
@@ -144,13 +143,13 @@ TEST(Environment, AutomaticTargetInAPodLikePidNamespace) {
   // the rule must still skip because of its name.
   fs::create_symlink(FragmenterBin(), dir / "pause");
   std::string log = dir / "memtrimd.log";
-  std::string script =
-      dir / "pause --quiet --threads 8 --rounds 2 --burst-mib 16 --ready-file " +
-      (dir / "pause.ready") + " & " + FragmenterBin() +
-      " --quiet --threads 2 --rounds 1 --burst-mib 8 --ready-file " + (dir / "app.ready") +
-      " & while [ ! -f " + (dir / "pause.ready") + " ] || [ ! -f " + (dir / "app.ready") +
-      " ]; do sleep 0.05; done; exec " + MemtrimdBin() +
-      " --web.listen-address=127.0.0.1:0 --sample.interval=200ms 2> " + log;
+  std::string script = dir / "pause --quiet --threads 8 --rounds 2 --burst-mib 16 --ready-file " +
+                       (dir / "pause.ready") + " & " + FragmenterBin() +
+                       " --quiet --threads 2 --rounds 1 --burst-mib 8 --ready-file " +
+                       (dir / "app.ready") + " & while [ ! -f " + (dir / "pause.ready") +
+                       " ] || [ ! -f " + (dir / "app.ready") + " ]; do sleep 0.05; done; exec " +
+                       MemtrimdBin() +
+                       " --web.listen-address=127.0.0.1:0 --sample.interval=200ms 2> " + log;
   // unshare's child is pid 1 of the new namespace; when unshare is killed,
   // --kill-child takes the whole namespace down with it.
   Process pod({"unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c",

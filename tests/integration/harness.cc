@@ -139,8 +139,8 @@ RunResult RunCommand(std::vector<std::string> argv, SpawnOptions o) {
 
 HttpResponse Curl(const std::string& url, const std::vector<std::string>& extra) {
   TempDir dir;
-  std::vector<std::string> argv = {"curl", "-s", "-S", "--max-time", "10", "-D", dir / "headers",
-                                   "-o", dir / "body"};
+  std::vector<std::string> argv = {"curl",          "-s", "-S",        "--max-time", "10", "-D",
+                                   dir / "headers", "-o", dir / "body"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   argv.push_back(url);
   RunResult r = RunCommand(argv);

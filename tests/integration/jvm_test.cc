@@ -129,7 +129,8 @@ TEST_P(JvmTest, DaemonReportsNmtHeapSettingsAndBreakdown) {
                Find(s, "memtrimd_rss_breakdown_bytes", {"java_heap"});
       },
       30s))
-      << m.log() << "\n" << Curl(m.url("/report")).body;
+      << m.log() << "\n"
+      << Curl(m.url("/report")).body;
   EXPECT_EQ(Find(s, "memtrimd_jvm_attachable"), 1.0);
   EXPECT_EQ(Find(s, "memtrimd_collector_success", {"\"jvm\""}), 1.0);
   EXPECT_EQ(Find(s, "memtrimd_jvm_risk", {"nmt_off"}), 0.0);
@@ -247,13 +248,15 @@ TEST_P(JvmTest, DisabledAttachMechanismIsNeverSignalled) {
                 "--jvm.interval=300ms"});
     ASSERT_TRUE(m.started()) << m.log();
     Series s;
-    ASSERT_TRUE(WaitFor([&] { return (s = m.Scrape(), Find(s, "memtrimd_jvm_attachable").has_value()); }, 20s));
+    ASSERT_TRUE(WaitFor(
+        [&] { return (s = m.Scrape(), Find(s, "memtrimd_jvm_attachable").has_value()); }, 20s));
     EXPECT_EQ(Find(s, "memtrimd_jvm_attachable"), 0.0);
     EXPECT_EQ(Find(s, "memtrimd_collector_success", {"\"jvm\""}), 0.0);
     EXPECT_GT(Find(s, "memtrimd_jvm_heap_committed_bytes").value_or(0), 0)
         << "hsperfdata still works without attach";
-    EXPECT_NE(Curl(m.url("/report")).body.find("not attachable: attach: not signalling: attach "
-                                               "disabled"),
+    EXPECT_NE(Curl(m.url("/report"))
+                  .body.find("not attachable: attach: not signalling: attach "
+                             "disabled"),
               std::string::npos);
     EXPECT_TRUE(jvm.running());
     EXPECT_EQ(ReadFile(o.stdout_path).find("Full thread dump"), std::string::npos);
@@ -274,15 +277,16 @@ TEST_P(JvmTest, ReducedSignalsJvmIsNotKilled) {
 }
 
 TEST_P(JvmTest, DirectBufferCacheGrowthIsMeasuredAndFlagged) {
-  if (GetParam().feature < 18) GTEST_SKIP() << "JDK " << GetParam().feature << " reads in small chunks";
+  if (GetParam().feature < 18)
+    GTEST_SKIP() << "JDK " << GetParam().feature << " reads in small chunks";
   const int threads = 8, mib = 4;
   for (bool bounded : {false, true}) {
     SCOPED_TRACE(bounded ? "bounded" : "unbounded");
     std::vector<std::string> flags = {"-XX:NativeMemoryTracking=summary"};
     if (bounded) flags.push_back("-Djdk.nio.maxCachedBufferSize=262144");
-    Process jvm = StartJava(flags, "DirectBufferRead",
-                            {"--threads", std::to_string(threads), "--mib", std::to_string(mib),
-                             "--dir", dir_.path()});
+    Process jvm = StartJava(
+        flags, "DirectBufferRead",
+        {"--threads", std::to_string(threads), "--mib", std::to_string(mib), "--dir", dir_.path()});
     ASSERT_TRUE(jvm.running());
     Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--sample.interval=200ms",
                 "--jvm.interval=300ms"});

@@ -47,8 +47,8 @@ class TrimTest : public ::testing::Test {
 TEST_F(TrimTest, AgentTrimGivesBackMostOfTheArenaHeaps) {
   SpawnOptions o;
   o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
-  Process frag = StartFragmenter(dir_, {"--threads", "8", "--rounds", "2", "--burst-mib", "16"},
-                                 "", o);
+  Process frag =
+      StartFragmenter(dir_, {"--threads", "8", "--rounds", "2", "--burst-mib", "16"}, "", o);
   ASSERT_TRUE(frag.running());
   IndependentHeaps before = CountHeaps(ReadSmapsIndependently(frag.pid()));
   uint64_t rss_before = RssSwap(frag.pid());
@@ -112,8 +112,8 @@ TEST_F(TrimTest, JvmIsTrimmedOnScheduleAndBacksOffWhenTrimsStopPaying) {
   // One trim that pays, then trims that give back ~0: with one unproductive
   // run allowed, the interval doubles after the second trim.
   Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--sample.interval=200ms",
-              "--jvm.interval=1s", "--trim.interval=1s", "--trim.jitter=0",
-              "--trim.floor=256KiB", "--trim.unproductive-runs=1", "--trim.max-interval=8s"});
+              "--jvm.interval=1s", "--trim.interval=1s", "--trim.jitter=0", "--trim.floor=256KiB",
+              "--trim.unproductive-runs=1", "--trim.max-interval=8s"});
   ASSERT_TRUE(m.started()) << m.log();
   Series s;
   ASSERT_TRUE(WaitFor(
@@ -142,8 +142,8 @@ TEST_F(TrimTest, JvmIsTrimmedOnScheduleAndBacksOffWhenTrimsStopPaying) {
 
 TEST_F(TrimTest, JvmThatTrimsItselfIsSkippedUnlessForced) {
   if (!fs::exists(kJava17)) GTEST_SKIP() << "no OpenJDK 17";
-  Process jvm = StartChurningJvm(
-      {"-XX:+UnlockExperimentalVMOptions", "-XX:TrimNativeHeapInterval=60000"});
+  Process jvm =
+      StartChurningJvm({"-XX:+UnlockExperimentalVMOptions", "-XX:TrimNativeHeapInterval=60000"});
   if (!jvm.running()) GTEST_SKIP() << "this JDK has no TrimNativeHeapInterval";
   Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--sample.interval=200ms",
               "--jvm.interval=500ms", "--trim.interval=1s", "--trim.jitter=0"});
@@ -186,9 +186,9 @@ TEST_F(TrimTest, TrimApiIsOffByDefaultAndServesPostWhenEnabled) {
 }
 
 TEST(TrimApi, RefusesToStartWithoutAuthenticationOffLoopback) {
-  RunResult r = RunCommand({MemtrimdBin(), "--web.enable-trim-api",
-                            "--web.listen-address=0.0.0.0:0",
-                            "--target.pid=" + std::to_string(getpid())});
+  RunResult r =
+      RunCommand({MemtrimdBin(), "--web.enable-trim-api", "--web.listen-address=0.0.0.0:0",
+                  "--target.pid=" + std::to_string(getpid())});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--web.enable-trim-api needs authentication"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);

@@ -89,17 +89,17 @@ TEST(AgentParseTest, MalformedTrim) {
   const char* const bad[] = {
       "",
       "\n",
-      "duration_ns=1\nrss_before=2\nrss_after=3\n",                       // missing result
-      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=1\nresult=1\n",   // repeated
-      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=-1\n",            // sign
-      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=4294967296\n",    // past int
+      "duration_ns=1\nrss_before=2\nrss_after=3\n",                      // missing result
+      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=1\nresult=1\n",  // repeated
+      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=-1\n",           // sign
+      "duration_ns=1\nrss_before=2\nrss_after=3\nresult=4294967296\n",   // past int
       "duration_ns=x\nrss_before=2\nrss_after=3\nresult=1\n",
       "duration_ns=\nrss_before=2\nrss_after=3\nresult=1\n",
-      "duration_ns=1 \nrss_before=2\nrss_after=3\nresult=1\n",            // trailing space
+      "duration_ns=1 \nrss_before=2\nrss_after=3\nresult=1\n",                    // trailing space
       "duration_ns=18446744073709551615\nrss_before=2\nrss_after=3\nresult=1\n",  // > int64
       "duration_ns=1\nrss_before=18446744073709551616\nrss_after=3\nresult=1\n",  // > uint64
-      "duration_ns 1\nrss_before=2\nrss_after=3\nresult=1\n",             // no '='
-      "0\nduration_ns=1\nrss_before=2\nrss_after=3\nresult=1\n",          // status line left in
+      "duration_ns 1\nrss_before=2\nrss_after=3\nresult=1\n",                     // no '='
+      "0\nduration_ns=1\nrss_before=2\nrss_after=3\nresult=1\n",  // status line left in
       "<malloc version=\"1\">\n</malloc>\n",
       "duration_ns=1\nrss_before=2\nrss_after=3\nresult=1",  // cut short: no final newline
   };
@@ -118,7 +118,8 @@ TEST(AgentParseTest, MalformedMallinfo2) {
   while (start < good.size()) {
     std::size_t end = good.find('\n', start);
     std::string without = good.substr(0, start) + good.substr(end + 1);
-    EXPECT_FALSE(ParseMallinfo2(without).ok()) << "accepted without: " << good.substr(start, end - start);
+    EXPECT_FALSE(ParseMallinfo2(without).ok())
+        << "accepted without: " << good.substr(start, end - start);
     start = end + 1;
   }
   EXPECT_FALSE(ParseMallinfo2(good + "arena=1\n").ok());

@@ -53,10 +53,12 @@ TEST(Exposition, RendersTargetSeriesWithPidLabel) {
   std::string text = RenderText(SnapshotFamilies(&s));
   EXPECT_TRUE(Has(text, "memtrimd_target_up 1"));
   EXPECT_TRUE(Has(text, "memtrimd_samples_total 7"));
-  EXPECT_TRUE(Has(text, "memtrimd_target_resident_memory_bytes{pid=\"4242\",kind=\"anon\"} 104857600"));
+  EXPECT_TRUE(
+      Has(text, "memtrimd_target_resident_memory_bytes{pid=\"4242\",kind=\"anon\"} 104857600"));
   EXPECT_TRUE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 17"));
   EXPECT_TRUE(Has(text, "memtrimd_glibc_arena_heaps{pid=\"4242\"} 2"));
-  EXPECT_TRUE(Has(text, "memtrimd_glibc_arena_heap_bytes{pid=\"4242\",state=\"resident\"} 1572864"));
+  EXPECT_TRUE(
+      Has(text, "memtrimd_glibc_arena_heap_bytes{pid=\"4242\",state=\"resident\"} 1572864"));
   EXPECT_TRUE(Has(text, "memtrimd_target_oom_kills_total{pid=\"4242\"} 3"));
   EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"glibc\"} 0"));
   EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"process\"} 1"));

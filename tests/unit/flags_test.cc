@@ -42,8 +42,7 @@ TEST(Flags, ParsesEveryDaemonFlag) {
                      "--log.format=json", "--no-glibc.confirm-heaps"});
   const RunDaemon* d = std::get_if<RunDaemon>(&c);
   ASSERT_NE(d, nullptr) << UsageMessage(c);
-  EXPECT_EQ(d->config.listen_addresses,
-            (std::vector<std::string>{"127.0.0.1:9000", "[::1]:9001"}));
+  EXPECT_EQ(d->config.listen_addresses, (std::vector<std::string>{"127.0.0.1:9000", "[::1]:9001"}));
   EXPECT_EQ(d->config.telemetry_path, "/m");
   EXPECT_EQ(d->config.sample_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(d->config.smaps_interval, std::chrono::minutes(2));

@@ -18,8 +18,8 @@ TargetSnapshot Sample() {
   ts.sample.process = p;
   GlibcHeaps g;
   for (int i = 0; i < 15; ++i) {
-    g.heaps.push_back({(uint64_t(i) + 1) << 26, 34ull << 20, 34ull << 20,
-                       glibc::HeapCheck::kConfirmed});
+    g.heaps.push_back(
+        {(uint64_t(i) + 1) << 26, 34ull << 20, 34ull << 20, glibc::HeapCheck::kConfirmed});
   }
   g.confirmed = 15;
   g.usable_bytes = g.resident_bytes = 15 * (34ull << 20);

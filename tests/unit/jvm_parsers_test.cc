@@ -176,7 +176,8 @@ TEST(NmtSummaryTest, DetailLinesGoToTheRightFields) {
     // Symbol: malloc + arena = committed.
     const NmtCategory* symbol = r->Find("Symbol");
     ASSERT_NE(symbol, nullptr);
-    EXPECT_EQ(symbol->committed, symbol->malloc_bytes.value_or(0) + symbol->arena_bytes.value_or(0));
+    EXPECT_EQ(symbol->committed,
+              symbol->malloc_bytes.value_or(0) + symbol->arena_bytes.value_or(0));
   }
   // 25 only: GCCardSet; "Shared class space (..., readonly=0)".
   auto r25 = ParseNmtSummary(ReadFixture("25/nmt_summary_scale_b.txt"));
@@ -417,7 +418,7 @@ TEST(JvmPropertiesTest, EscapesAndMaxCachedBufferSize) {
     EXPECT_EQ(p->at("memtrimd.fixture.escapes"),
               "a=b:c #not-a-comment !bang \\back\ttab \xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
     EXPECT_EQ(p->at("memtrimd.fixture.leading"), "  two spaces");  // "\  two spaces"
-    EXPECT_EQ(p->at("memtrimd.fixture.key with:colon"), "x");    // key "...key\ with\:colon"
+    EXPECT_EQ(p->at("memtrimd.fixture.key with:colon"), "x");      // key "...key\ with\:colon"
   }
 }
 
@@ -550,7 +551,8 @@ TEST(TrimOutputTest, RecordedTrims) {
     EXPECT_EQ(t->outcome, TrimReport::Outcome::kTrimmed);
     ASSERT_TRUE(t->rss_swap_before && t->rss_swap_after && t->delta);
     EXPECT_GT(*t->rss_swap_before, 32 * MiB);
-    int64_t diff = static_cast<int64_t>(*t->rss_swap_after) - static_cast<int64_t>(*t->rss_swap_before);
+    int64_t diff =
+        static_cast<int64_t>(*t->rss_swap_after) - static_cast<int64_t>(*t->rss_swap_before);
     EXPECT_LE(std::llabs(*t->delta - diff), static_cast<long long>(MiB));
   }
 }
@@ -604,11 +606,10 @@ TEST(TrimOutputTest, DocumentedFormats) {
 }
 
 TEST(TrimOutputTest, Garbage) {
-  for (const char* bad :
-       {"", "garbage\n", "Trim native heap: RSS+Swap: lots->less (-1K)\n",
-        "Trim native heap: something new\n", "Attempting trim...\n",
-        "java.lang.IllegalArgumentException: Unknown diagnostic command\n",
-        "Done. RSS+Swap reduction: 311M-304M\n"}) {
+  for (const char* bad : {"", "garbage\n", "Trim native heap: RSS+Swap: lots->less (-1K)\n",
+                          "Trim native heap: something new\n", "Attempting trim...\n",
+                          "java.lang.IllegalArgumentException: Unknown diagnostic command\n",
+                          "Done. RSS+Swap reduction: 311M-304M\n"}) {
     auto r = ParseTrimOutput(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), ErrorCode::kParseError) << bad;
@@ -624,8 +625,8 @@ TEST(TrimOutputTest, ParseJvmSize) {
   EXPECT_EQ(ParseJvmSize("2G"), 2 * GiB);
   EXPECT_EQ(ParseJvmSize("1KB"), KiB);
   EXPECT_EQ(ParseJvmSize(" 7M "), 7 * MiB);
-  for (const char* bad : {"", "K", "B", "-1K", "12X", "1.5M", "18446744073709551615K",
-                          "99999999999999999999"}) {
+  for (const char* bad :
+       {"", "K", "B", "-1K", "12X", "1.5M", "18446744073709551615K", "99999999999999999999"}) {
     EXPECT_FALSE(ParseJvmSize(bad).has_value()) << bad;
   }
 }
@@ -680,10 +681,10 @@ TEST(MallocInfoTest, FreeBytesAtLeastPage) {
   auto m = ParseMallocInfo(
       "<malloc version=\"1\">\n"
       "<heap nr=\"0\">\n<sizes>\n"
-      "  <size from=\"33\" to=\"48\" total=\"384\" count=\"8\"/>\n"      // fast: 0
-      "  <size from=\"3585\" to=\"4095\" total=\"7680\" count=\"2\"/>\n"  // below a page: 0
-      "  <size from=\"4096\" to=\"4600\" total=\"8696\" count=\"2\"/>\n"  // all: 8696
-      "  <size from=\"52513\" to=\"52513\" total=\"52513\" count=\"1\"/>\n"  // all
+      "  <size from=\"33\" to=\"48\" total=\"384\" count=\"8\"/>\n"              // fast: 0
+      "  <size from=\"3585\" to=\"4095\" total=\"7680\" count=\"2\"/>\n"         // below a page: 0
+      "  <size from=\"4096\" to=\"4600\" total=\"8696\" count=\"2\"/>\n"         // all: 8696
+      "  <size from=\"52513\" to=\"52513\" total=\"52513\" count=\"1\"/>\n"      // all
       "  <unsorted from=\"1009\" to=\"98353\" total=\"200000\" count=\"5\"/>\n"  // 200000-1009
       "</sizes>\n"
       "<total type=\"fast\" count=\"8\" size=\"384\"/>\n"
@@ -753,8 +754,8 @@ TEST(PerfDataTest, RecordedFilesParse) {
       EXPECT_GT(*begin, 1'500'000'000'000);  // ms since the epoch
       auto cmd = p->entries.find(std::string_view("sun.rt.javaCommand"));
       ASSERT_NE(cmd, p->entries.end());
-      std::string expected_cmd = std::string("Idle --ready-file ") +
-                                 (std::string(gc) == "g1" ? "main" : gc) + ".ready";
+      std::string expected_cmd =
+          std::string("Idle --ready-file ") + (std::string(gc) == "g1" ? "main" : gc) + ".ready";
       EXPECT_EQ(std::get<std::string>(cmd->second), expected_cmd);
       auto version = p->entries.find(std::string_view("java.property.java.version"));
       ASSERT_NE(version, p->entries.end());
@@ -818,10 +819,12 @@ TEST(PerfDataTest, HeapAbsentWithoutGenerationCounters) {
 std::string MakePerf() {
   std::string b(32, '\0');
   auto put32 = [&b](std::size_t at, int32_t v) {
-    for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((static_cast<uint32_t>(v) >> (8 * i)) & 0xff);
+    for (int i = 0; i < 4; ++i)
+      b[at + i] = static_cast<char>((static_cast<uint32_t>(v) >> (8 * i)) & 0xff);
   };
   auto put64 = [&b](std::size_t at, int64_t v) {
-    for (int i = 0; i < 8; ++i) b[at + i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+    for (int i = 0; i < 8; ++i)
+      b[at + i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
   };
   b[0] = '\xCA';
   b[1] = '\xFE';
@@ -860,7 +863,8 @@ std::string MakePerf() {
 }
 
 void Put32(std::string& b, std::size_t at, int32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((static_cast<uint32_t>(v) >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i)
+    b[at + i] = static_cast<char>((static_cast<uint32_t>(v) >> (8 * i)) & 0xff);
 }
 
 TEST(PerfDataTest, SyntheticImage) {

@@ -70,7 +70,8 @@ TEST(ReadmeReference, FlagTableMatchesTheCode) {
     ASSERT_NE(it, readme.end()) << key << " is missing from the README flag table";
     EXPECT_EQ(it->second[1], f.env) << key;
     std::string def = f.default_value;
-    if (def.size() >= 2 && def.front() == '[' && def.back() == ']') def = def.substr(1, def.size() - 2);
+    if (def.size() >= 2 && def.front() == '[' && def.back() == ']')
+      def = def.substr(1, def.size() - 2);
     EXPECT_EQ(it->second[2], def) << key;
   }
   for (const auto& [key, row] : readme) {

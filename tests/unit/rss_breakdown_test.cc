@@ -54,15 +54,25 @@ TEST(RssBreakdown, JavaHeapRangeTakesItsAnonymousMappings) {
 
 TEST(RssBreakdown, FileAndSharedMappingsAreOnePart) {
   std::vector<procfs::Mapping> maps(3);
-  maps[0] = {0x1000, 0x2000, 77, procfs::kRead | procfs::kExec, procfs::MappingKind::kFile,
-             false, 4096, 0, 0, 0};
+  maps[0] = {
+      0x1000, 0x2000, 77, procfs::kRead | procfs::kExec, procfs::MappingKind::kFile, false, 4096,
+      0,      0,      0};
   // A written private file page (a relocated data page) is anonymous memory.
   maps.push_back({0x8000, 0xa000, 77, procfs::kRead | procfs::kWrite, procfs::MappingKind::kFile,
                   false, 8192, 4096, 0, 0});
-  maps[1] = {0x3000, 0x5000, 0, procfs::kRead | procfs::kWrite | procfs::kShared,
-             procfs::MappingKind::kAnonymous, false, 8192, 0, 0, 8192};
-  maps[2] = {0x6000, 0x7000, 0, procfs::kRead | procfs::kWrite, procfs::MappingKind::kStack,
-             false, 4096, 4096, 0, 0};
+  maps[1] = {0x3000,
+             0x5000,
+             0,
+             procfs::kRead | procfs::kWrite | procfs::kShared,
+             procfs::MappingKind::kAnonymous,
+             false,
+             8192,
+             0,
+             0,
+             8192};
+  maps[2] = {
+      0x6000, 0x7000, 0, procfs::kRead | procfs::kWrite, procfs::MappingKind::kStack, false, 4096,
+      4096,   0,      0};
   RssBreakdown b = BreakDownRss(maps, {}, std::nullopt);
   EXPECT_EQ(b.file_and_shared, 12288u + 4096u);
   EXPECT_EQ(b.other_anonymous, 4096u + 4096u);

@@ -13,8 +13,8 @@ namespace {
 
 TEST(PickAutomatic, LargestRssThatIsNotPid1MemtrimdOrPause) {
   std::vector<Candidate> c = {
-      {1, "pause", 900},       {7, "pause", 800},  {8, "memtrimd", 700},
-      {9, "java", 600},        {10, "envoy", 500}, {11, "self-named", 999},
+      {1, "pause", 900}, {7, "pause", 800},  {8, "memtrimd", 700},
+      {9, "java", 600},  {10, "envoy", 500}, {11, "self-named", 999},
   };
   EXPECT_EQ(PickAutomatic(c, /*self=*/11), 9);
   // Pid 1 is skipped whatever its name (a shell or an init as pid 1).
