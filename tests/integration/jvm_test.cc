@@ -199,16 +199,18 @@ TEST_P(JvmTest, NmtOffIsASettingNotAnError) {
 
 TEST_P(JvmTest, JvmWithItsOwnMountNamespaceAndPrivateTmp) {
   if (!IsRoot()) GTEST_SKIP() << "needs root for a mount namespace";
-  // The ready file must live outside the JVM's private /tmp.
-  std::string outside = fs::current_path() / ("jvm-private-tmp-" + std::to_string(getpid()));
+  // Everything the JVM needs must live outside /tmp, which its own tmpfs
+  // hides (the build tree itself may be under /tmp): its classes and its
+  // ready file go to /dev/shm, a separate mount both sides see.
+  std::string outside = "/dev/shm/memtrimd-jvm-test-" + std::to_string(getpid());
   fs::create_directories(outside);
+  fs::copy(JAVA_WORKLOADS_CLASSPATH, outside, fs::copy_options::recursive);
   std::string ready = outside + "/ready";
   std::string java = GetParam().home + "/bin/java";
-  Process jvm = StartAndWait(
-      {"unshare", "--mount", "--propagation", "private", "sh", "-c",
-       "mount -t tmpfs none /tmp && exec " + java + " -cp " + JAVA_WORKLOADS_CLASSPATH +
-           " NativeChurn --threads 2 --quiet --ready-file " + ready},
-      ready, {});
+  Process jvm = StartAndWait({"unshare", "--mount", "--propagation", "private", "sh", "-c",
+                              "mount -t tmpfs none /tmp && exec " + java + " -cp " + outside +
+                                  " NativeChurn --threads 2 --quiet --ready-file " + ready},
+                             ready, {});
   if (!jvm.running()) {
     fs::remove_all(outside);
     GTEST_SKIP() << "cannot make a private mount namespace here";
