@@ -30,6 +30,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define WORKLOAD_NAME "fragmenter"
+#include "workload.h"
+
 #define MIN_CHUNK 64u
 #define MAX_CHUNK 4096u
 #define MIB (1024.0 * 1024.0)
@@ -93,56 +96,6 @@ static long vm_rss_kib(void) {
 static long rss_mib(void) {
   long kib = vm_rss_kib();
   return kib < 0 ? -1 : kib / 1024;
-}
-
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes "<pid>\n" to PATH.tmp, then renames it to PATH. */
-static int write_ready_file(const char *path) {
-  char tmp[PATH_MAX];
-  char line[32];
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) {
-    fprintf(stderr, "fragmenter: ready file path too long\n");
-    return -1;
-  }
-  len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "fragmenter: open %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (write_all(fd, line, (size_t)len) != 0 || close(fd) != 0) {
-    fprintf(stderr, "fragmenter: write %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (rename(tmp, path) != 0) {
-    fprintf(stderr, "fragmenter: rename %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
-static uint64_t xorshift64(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *state = x;
-  return x;
 }
 
 struct worker {
@@ -254,18 +207,6 @@ static void usage(FILE *out) {
           "  --ready-file PATH  write \"<pid>\\n\" to PATH (atomically) when done\n"
           "  --tag STRING       ignored; lets tests find this process by its command line\n"
           "  --quiet            no progress output\n");
-}
-
-static long parse_long(const char *name, const char *text, long min, long max) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "fragmenter: %s must be an integer in [%ld, %ld], got '%s'\n", name, min,
-            max, text);
-    exit(2);
-  }
-  return v;
 }
 
 int main(int argc, char **argv) {

@@ -40,6 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define WORKLOAD_NAME "malloc_stress"
+#include "workload.h"
+
 #define MIN_CHUNK (16u * 1024u)
 #define MAX_CHUNK (64u * 1024u)
 #define SLOTS 64
@@ -68,15 +71,6 @@ struct worker {
   size_t words[SLOTS];
   uint64_t key[SLOTS];
 };
-
-static uint64_t xorshift64(uint64_t *state) {
-  uint64_t x = *state;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *state = x;
-  return x;
-}
 
 /* Word i of a chunk with key k: cheap, and different for every chunk and
  * position, so a page zeroed or swapped under us never matches. */
@@ -142,47 +136,6 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes "<pid>\n" to PATH.tmp, then renames it to PATH. */
-static int write_ready_file(const char *path) {
-  char tmp[PATH_MAX];
-  char line[32];
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) {
-    fprintf(stderr, "malloc_stress: ready file path too long\n");
-    return -1;
-  }
-  len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "malloc_stress: open %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (write_all(fd, line, (size_t)len) != 0 || close(fd) != 0) {
-    fprintf(stderr, "malloc_stress: write %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (rename(tmp, path) != 0) {
-    fprintf(stderr, "malloc_stress: rename %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
 /* Forks and execs this binary as "--child". Everything the child needs is
  * prepared before fork: between fork and exec it only makes syscalls. */
 static pid_t start_child(const char *self, const char *ready_file) {
@@ -214,18 +167,6 @@ static pid_t start_child(const char *self, const char *ready_file) {
     fprintf(stderr, "malloc_stress: fork: %s\n", strerror(errno));
   }
   return pid;
-}
-
-static long parse_long(const char *name, const char *text, long min, long max) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "malloc_stress: %s must be an integer in [%ld, %ld], got '%s'\n", name, min,
-            max, text);
-    exit(2);
-  }
-  return v;
 }
 
 static void usage(FILE *out) {

@@ -23,46 +23,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -1;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Writes "<pid>\n" to PATH.tmp, then renames it to PATH. */
-static int write_ready_file(const char *path) {
-  char tmp[PATH_MAX];
-  char line[32];
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) {
-    fprintf(stderr, "many_mappings: ready file path too long\n");
-    return -1;
-  }
-  len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "many_mappings: open %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (write_all(fd, line, (size_t)len) != 0 || close(fd) != 0) {
-    fprintf(stderr, "many_mappings: write %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  if (rename(tmp, path) != 0) {
-    fprintf(stderr, "many_mappings: rename %s: %s\n", tmp, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
+#define WORKLOAD_NAME "many_mappings"
+#include "workload.h"
 
 static void usage(FILE *out) {
   fprintf(out,

@@ -1,0 +1,86 @@
+/*
+ * Helpers the C workloads share. Each program defines WORKLOAD_NAME (used in
+ * messages) before including this header.
+ */
+#ifndef MEMTRIMD_WORKLOAD_H
+#define MEMTRIMD_WORKLOAD_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef WORKLOAD_NAME
+#error "define WORKLOAD_NAME before including workload.h"
+#endif
+
+static inline int write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Writes "<pid>\n" to PATH.tmp, then renames it to PATH: a reader never sees
+ * a half-written file. */
+static inline int write_ready_file(const char *path) {
+  char tmp[PATH_MAX];
+  char line[32];
+  int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (len < 0 || (size_t)len >= sizeof tmp) {
+    fprintf(stderr, WORKLOAD_NAME ": ready file path too long\n");
+    return -1;
+  }
+  len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, WORKLOAD_NAME ": open %s: %s\n", tmp, strerror(errno));
+    return -1;
+  }
+  if (write_all(fd, line, (size_t)len) != 0 || close(fd) != 0) {
+    fprintf(stderr, WORKLOAD_NAME ": write %s: %s\n", tmp, strerror(errno));
+    return -1;
+  }
+  if (rename(tmp, path) != 0) {
+    fprintf(stderr, WORKLOAD_NAME ": rename %s: %s\n", tmp, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* A small deterministic PRNG: the same run makes the same heap. */
+static inline uint64_t xorshift64(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  *state = x;
+  return x;
+}
+
+/* An integer flag value in [min, max], or exit 2 with a message. */
+static inline long parse_long(const char *name, const char *text, long min, long max) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+    fprintf(stderr, WORKLOAD_NAME ": %s must be an integer in [%ld, %ld], got '%s'\n", name, min,
+            max, text);
+    exit(2);
+  }
+  return v;
+}
+
+#endif
