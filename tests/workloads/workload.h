@@ -18,7 +18,7 @@
 #error "define WORKLOAD_NAME before including workload.h"
 #endif
 
-static inline int write_all(int fd, const char *p, size_t n) {
+static inline int write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
@@ -35,7 +35,7 @@ static inline int write_all(int fd, const char *p, size_t n) {
 
 /* Writes "<pid>\n" to PATH.tmp, then renames it to PATH: a reader never sees
  * a half-written file. */
-static inline int write_ready_file(const char *path) {
+static inline int write_ready_file(const char* path) {
   char tmp[PATH_MAX];
   char line[32];
   int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -61,7 +61,7 @@ static inline int write_ready_file(const char *path) {
 }
 
 /* A small deterministic PRNG: the same run makes the same heap. */
-static inline uint64_t xorshift64(uint64_t *state) {
+static inline uint64_t xorshift64(uint64_t* state) {
   uint64_t x = *state;
   x ^= x << 13;
   x ^= x >> 7;
@@ -71,8 +71,8 @@ static inline uint64_t xorshift64(uint64_t *state) {
 }
 
 /* An integer flag value in [min, max], or exit 2 with a message. */
-static inline long parse_long(const char *name, const char *text, long min, long max) {
-  char *end = NULL;
+static inline long parse_long(const char* name, const char* text, long min, long max) {
+  char* end = NULL;
   errno = 0;
   long v = strtol(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
