@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo: installs dependencies, builds memtrimd, starts the bundled
-# workload that fragments glibc arenas, starts memtrimd against it, and shows
-# the metrics URL and an `inspect` table. Ctrl-C stops everything it started.
+# workload that fragments glibc arenas (with the trim agent preloaded), starts
+# memtrimd against it, shows the metrics URL and an `inspect` table, then
+# trims once and shows what came back. memtrimd keeps trimming on its
+# schedule afterwards. Ctrl-C stops everything it started.
 #
 # Usage: scripts/demo.sh [--skip-install] [--build-dir DIR] [--port N] [--seconds N]
 #   --seconds N   stop by itself after N seconds (default: run until Ctrl-C)
@@ -26,11 +28,12 @@ done
 if [ "$install" = 1 ]; then
   bash scripts/install-deps.sh
   cmake --preset release
-  cmake --build --preset release -j "$(nproc)" --target memtrimd fragmenter
+  cmake --build --preset release -j "$(nproc)" --target memtrimd fragmenter memtrimd_agent
   build_dir=build/release
 fi
 memtrimd="$build_dir/daemon/memtrimd"
 fragmenter="$build_dir/tests/workloads/fragmenter"
+agent="$(cd "$build_dir/collectors/agent" && pwd)/libmemtrimd_agent.so"
 
 work=$(mktemp -d)
 pids=()
@@ -56,7 +59,8 @@ wait_for() {
 
 echo "== starting the workload: 16 threads take turns allocating 32 MiB bursts of small"
 echo "   chunks, free 98% of them and keep the rest. glibc keeps the freed memory."
-"$fragmenter" --ready-file "$work/ready" --tag demo &
+echo "   (with LD_PRELOAD=libmemtrimd_agent.so, so memtrimd can make it trim)"
+LD_PRELOAD="$agent" "$fragmenter" --ready-file "$work/ready" --tag demo &
 pids+=($!)
 frag_pid=$!
 wait_for 60 "[ -f '$work/ready' ]" || { echo "demo: the workload did not get ready" >&2; exit 1; }
@@ -64,7 +68,7 @@ wait_for 60 "[ -f '$work/ready' ]" || { echo "demo: the workload did not get rea
 echo
 echo "== starting memtrimd (it picks the workload by its command line)"
 "$memtrimd" --web.listen-address="127.0.0.1:$port" --target.match="fragmenter.*--tag demo" \
-  --sample.interval=2s --smaps.interval=10s 2>"$work/memtrimd.log" &
+  --sample.interval=2s --smaps.interval=10s --trim.interval=1m 2>"$work/memtrimd.log" &
 pids+=($!)
 url="http://127.0.0.1:$port/metrics"
 if ! wait_for 20 "curl -sf '$url' 2>/dev/null | grep -q '^memtrimd_glibc_arena_heaps{'"; then
@@ -81,10 +85,14 @@ echo
 echo "== memtrimd inspect --pid $frag_pid"
 "$memtrimd" inspect --pid "$frag_pid"
 echo
+echo "== memtrimd trim --pid $frag_pid   (one trim now, measured from outside)"
+"$memtrimd" trim --pid "$frag_pid"
+echo
 if [ "$seconds" -gt 0 ]; then
   echo "(stopping after $seconds s)"
   sleep "$seconds"
 else
-  echo "memtrimd keeps sampling; scrape $url or press Ctrl-C to stop."
+  echo "memtrimd keeps sampling and trims every minute; see $url and"
+  echo "http://127.0.0.1:$port/report, or press Ctrl-C to stop."
   while kill -0 "$frag_pid" 2>/dev/null; do sleep 1; done
 fi
