@@ -3,6 +3,8 @@
 // malformed input.
 #include <gtest/gtest.h>
 
+#include "tests/unit/fixtures.h"
+
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,13 +15,7 @@
 namespace memtrimd::agent {
 namespace {
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(MEMTRIMD_FIXTURES) + "/agent/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open fixture agent/" << name;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadFixture(const std::string& rel) { return test::ReadFixture("agent/" + rel); }
 
 TEST(AgentParseTest, RecordedTrim) {
   Result<AgentTrim> t = ParseAgentTrim(ReadFixture("trim.txt"));

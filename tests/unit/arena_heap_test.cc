@@ -1,7 +1,9 @@
 #include "collectors/glibc/arena_heap.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include "tests/unit/fixtures.h"
 
 #include <array>
 #include <cstdint>
@@ -38,26 +40,10 @@ constexpr uint64_t kHeap = kDefaultHeapSize;  // 64 MiB
 constexpr uint64_t kBase = 0x7f0000000000ull;
 static_assert(kBase % kHeap == 0);
 
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string ReadFixture(const std::string& rel) {
-  return ReadWhole(std::string(MEMTRIMD_FIXTURES) + "/" + rel);
-}
-
+using test::ReadFixture;
+using test::ReadWhole;
 std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(ReadFixture("proc/" + dir + "/expected.txt"));
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) out[key] = value;
-  EXPECT_FALSE(out.empty()) << dir;
-  return out;
+  return test::ReadProcExpected(dir);
 }
 
 // An anonymous private mapping; perms as in smaps ("rw-p", "---p", ...).

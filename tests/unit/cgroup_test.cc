@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
+#include "tests/unit/fixtures.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -20,17 +22,8 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
-std::string FixturePath(const std::string& rel) {
-  return std::string(MEMTRIMD_FIXTURES) + "/" + rel;
-}
-
-std::string ReadFixture(const std::string& rel) {
-  std::ifstream in(FixturePath(rel), std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open fixture " << rel;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::FixturePath;
+using test::ReadFixture;
 
 // Non-empty lines: each is one key of a flat keyed file.
 std::size_t CountLines(const std::string& text) {

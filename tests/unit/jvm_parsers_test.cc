@@ -5,6 +5,8 @@
 // against hand-made edge cases.
 #include <gtest/gtest.h>
 
+#include "tests/unit/fixtures.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,13 +31,7 @@ constexpr uint64_t GiB = 1024 * MiB;
 const char* const kJdks[] = {"17", "25"};
 const char* const kGcs[] = {"g1", "serial", "parallel", "shenandoah", "z"};
 
-std::string ReadFixture(const std::string& rel) {
-  std::ifstream in(std::string(MEMTRIMD_FIXTURES) + "/jvm/" + rel, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open fixture jvm/" << rel;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadFixture(const std::string& rel) { return test::ReadFixture("jvm/" + rel); }
 
 // expected.txt: "key=value" lines written by record.sh.
 std::map<std::string, std::string> Expected(const std::string& jdk) {

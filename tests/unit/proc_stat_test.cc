@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/fixtures.h"
+
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -11,22 +13,9 @@
 namespace memtrimd::procfs {
 namespace {
 
-std::string ReadFixture(const std::string& rel) {
-  std::ifstream in(std::string(MEMTRIMD_FIXTURES) + "/" + rel, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open fixture " << rel;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+using test::ReadFixture;
 std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(ReadFixture("proc/" + dir + "/expected.txt"));
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) out[key] = value;
-  EXPECT_FALSE(out.empty()) << dir;
-  return out;
+  return test::ReadProcExpected(dir);
 }
 
 // A /proc/<pid>/stat line with the given comm and 52 fields in all.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/fixtures.h"
+
 #include <csignal>
 #include <cstdint>
 #include <fstream>
@@ -12,28 +14,13 @@
 namespace memtrimd::procfs {
 namespace {
 
-std::string FixturePath(const std::string& rel) {
-  return std::string(MEMTRIMD_FIXTURES) + "/" + rel;
-}
-
-std::string ReadFixture(const std::string& rel) {
-  std::ifstream in(FixturePath(rel), std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open fixture " << rel;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+using test::FixturePath;
+using test::ReadFixture;
+std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
+  return test::ReadProcExpected(dir);
 }
 
 // expected.txt: "key value" per line.
-std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(ReadFixture("proc/" + dir + "/expected.txt"));
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) out[key] = value;
-  EXPECT_FALSE(out.empty()) << dir;
-  return out;
-}
 
 uint64_t SigBit(int signo) { return uint64_t{1} << (signo - 1); }
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <unistd.h>
+#include "tests/unit/fixtures.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -28,22 +30,9 @@ std::string FixtureDir(const std::string& name) {
   return std::string(MEMTRIMD_FIXTURES) + "/proc/" + name;
 }
 
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::map<std::string, uint64_t> ReadExpected(const std::string& name) {
-  std::map<std::string, uint64_t> out;
-  std::istringstream in(ReadWhole(FixtureDir(name) + "/expected.txt"));
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) out[key] = value;
-  EXPECT_FALSE(out.empty()) << name;
-  return out;
+using test::ReadWhole;
+std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
+  return test::ReadProcExpected(dir);
 }
 
 // /proc/<pid>/maps is smaps without the field lines.

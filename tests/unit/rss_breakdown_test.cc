@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/fixtures.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -9,10 +11,7 @@ namespace memtrimd::glibc {
 namespace {
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(MEMTRIMD_FIXTURES) + "/proc/" + name + "/smaps");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return test::ReadFixture("proc/" + name + "/smaps");
 }
 
 uint64_t Sum(const RssBreakdown& b) {
