@@ -70,18 +70,22 @@ TrimInputs TrimEngine::InputsFrom(const Snapshot* snap, std::optional<Target>& t
   if (s.cgroup) in.limit_bytes = s.cgroup->limit_bytes;
   if (s.glibc) in.arena_resident_bytes = s.glibc->resident_bytes;
   if (auto trim_ms = SettingBytes(s, "TrimNativeHeapInterval")) in.jvm_trims_itself = *trim_ms > 0;
-  Result<TrimBackendKind> backend = ResolveBackend(ts.target, options_.trim.backend);
-  if (!backend.ok()) {
+  return in;
+}
+
+void TrimEngine::ApplyBackend(const Target& target, const TargetSample& s, TrimInputs& in) {
+  // REQUIRES: mu_ held. Resolved once per target: ResolveBackend reads
+  // /proc/<pid>/maps to find the agent, and a preloaded library is there from
+  // exec on, so re-reading it on every tick would only cost the target.
+  if (!backend_) backend_ = ResolveBackend(target, options_.trim.backend);
+  if (!backend_->ok()) {
     in.backend_available = false;
-    in.backend_unavailable_reason = ts.target.runtime == Runtime::kJvm ? "not_a_jvm" : "no_agent";
-    if (options_.trim.backend == TrimBackendKind::kJvm && ts.target.runtime != Runtime::kJvm) {
-      in.backend_unavailable_reason = "not_a_jvm";
-    }
-  } else if (*backend == TrimBackendKind::kJvm && s.jvm && !s.jvm->attachable) {
+    in.backend_unavailable_reason =
+        options_.trim.backend == TrimBackendKind::kJvm ? "not_a_jvm" : "no_agent";
+  } else if (**backend_ == TrimBackendKind::kJvm && s.jvm && !s.jvm->attachable) {
     in.backend_available = false;
     in.backend_unavailable_reason = "not_attachable";
   }
-  return in;
 }
 
 void TrimEngine::Count(const std::string& result, const std::string& reason) {
@@ -100,8 +104,10 @@ void TrimEngine::Tick() {
       std::pair<pid_t, uint64_t> id{target->pid, target->start_ticks};
       if (current_ != id) {
         current_ = id;
+        backend_.reset();
         policy_.Reset(now);  // a new target starts one interval from now
       }
+      ApplyBackend(*target, snap->targets.front().sample, in);
     }
     d = policy_.Decide(now, in);
     if (d.action == TrimDecision::Action::kSkip) {

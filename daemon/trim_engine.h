@@ -67,6 +67,7 @@ class TrimEngine {
   void Run();
   void Tick();
   TrimInputs InputsFrom(const Snapshot* snap, std::optional<Target>& target) const;
+  void ApplyBackend(const Target& target, const TargetSample& sample, TrimInputs& in);
   void Record(const TrimResult& r);
   void Count(const std::string& result, const std::string& reason);
 
@@ -78,6 +79,7 @@ class TrimEngine {
   TrimPolicy policy_;
   TrimStats stats_;
   std::optional<std::pair<pid_t, uint64_t>> current_;  // target identity the policy tracks
+  std::optional<Result<TrimBackendKind>> backend_;     // for current_, resolved once
   std::mutex trim_mu_;  // held for the whole of a trim: never two at once
 
   std::condition_variable cv_;

@@ -94,6 +94,39 @@ TEST_F(TrimTest, AgentMallocInfoFeedsTheGlibcMallocMetrics) {
   EXPECT_NE(inspect.out.find("through the agent"), std::string::npos) << inspect.out;
 }
 
+TEST_F(TrimTest, ScheduledTrimsUseTheAgentAndCountASkipWithoutIt) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process with =
+      StartFragmenter(dir_, {"--threads", "4", "--rounds", "1", "--burst-mib", "8"}, "", o);
+  Process without = StartFragmenter(dir_, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
+  ASSERT_TRUE(with.running() && without.running());
+  const std::vector<std::string> flags = {"--sample.interval=200ms", "--trim.interval=1s",
+                                          "--trim.jitter=0"};
+  std::vector<std::string> a = flags, b = flags;
+  a.push_back("--target.pid=" + std::to_string(with.pid()));
+  b.push_back("--target.pid=" + std::to_string(without.pid()));
+  Memtrimd m_with(a), m_without(b);
+  ASSERT_TRUE(m_with.started() && m_without.started()) << m_with.log() << m_without.log();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Find(m_with.Scrape(), "memtrimd_trim_runs_total", {"success", "scheduled"})
+                   .value_or(0) >= 1;
+      },
+      15s))
+      << m_with.log();
+  EXPECT_GT(Find(m_with.Scrape(), "memtrimd_trim_last_reclaimed_bytes", {"rss_swap"}).value_or(0),
+            1 << 20);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return Find(m_without.Scrape(), "memtrimd_trim_runs_total", {"skipped", "no_agent"})
+            .has_value();
+      },
+      15s))
+      << m_without.log();
+  EXPECT_FALSE(Find(m_without.Scrape(), "memtrimd_trim_runs_total", {"success"}).has_value());
+}
+
 TEST_F(TrimTest, ProgramWithoutAgentOrJvmCannotBeTrimmed) {
   Process frag = StartFragmenter(dir_, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
   ASSERT_TRUE(frag.running());
