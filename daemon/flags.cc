@@ -206,17 +206,6 @@ std::unique_ptr<Parser> BuildParser() {
   return p;
 }
 
-std::optional<pid_t> ParsePid(const std::string& s) {
-  std::size_t digits = 0;
-  long long v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9' || ++digits > 9) return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  if (digits == 0 || v <= 0) return std::nullopt;
-  return static_cast<pid_t>(v);
-}
-
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 // Validates everything the daemon and inspect share; "" when fine.

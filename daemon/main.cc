@@ -1,5 +1,5 @@
-// memtrimd: the daemon (default) and the one-shot `inspect`, `jcmd` and `trim`
-// commands.
+// memtrimd-daemon: the full program behind the `memtrimd` launcher: the
+// daemon (default) and the one-shot `inspect`, `jcmd` and `trim` commands.
 // Exit codes: 0 ok, 1 fatal runtime error, 2 bad usage or configuration.
 
 #include <malloc.h>
@@ -8,12 +8,13 @@
 #include <cstdio>
 #include <string>
 
-#include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"
+#include "daemon/cli_errors.h"
 #include "daemon/collector_set.h"
 #include "daemon/flags.h"
 #include "daemon/http_server.h"
 #include "daemon/inspect.h"
+#include "daemon/jcmd_command.h"
 #include "daemon/log.h"
 #include "daemon/scheduler.h"
 #include "daemon/target_selector.h"
@@ -23,28 +24,6 @@
 
 namespace memtrimd {
 namespace {
-
-constexpr int kExitUsage = 2;
-constexpr int kExitFatal = 1;
-
-int UsageFail(const std::string& message) {
-  std::fprintf(stderr, "memtrimd: %s\n", message.c_str());
-  return kExitUsage;
-}
-
-// One line saying why a pid cannot be watched.
-std::string PidProblem(pid_t pid, const Status& st) {
-  std::string p = std::to_string(pid);
-  switch (st.code()) {
-    case ErrorCode::kNotFound:
-      return "no process with pid " + p + " (" + st.message() + ")";
-    case ErrorCode::kPermissionDenied:
-      return "cannot read /proc/" + p + " (" + st.message() +
-             "): run memtrimd as the target's user, or with CAP_SYS_PTRACE";
-    default:
-      return "cannot read /proc/" + p + ": " + st.message();
-  }
-}
 
 TargetRule RuleFrom(const DaemonConfig& c) {
   TargetRule r;
@@ -74,25 +53,6 @@ int RunInspectCommand(const InspectConfig& c) {
   SampleTarget(slots, true, nullptr, ts);
   std::string out = c.json ? RenderInspectJson(ts) : RenderInspectTable(ts);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
-}
-
-int RunJcmdCommand(const JcmdConfig& c) {
-  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
-  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
-  jvm::AttachOptions o;
-  o.command_timeout = c.timeout;
-  Result<jvm::AttachResponse> r = jvm::ExecuteJcmd(*target, c.command, o);
-  if (!r.ok()) {
-    if (r.status().code() == ErrorCode::kInvalidArgument) return UsageFail(r.status().message());
-    std::fprintf(stderr, "memtrimd: pid %d: %s\n", c.pid, r.status().message().c_str());
-    return kExitFatal;
-  }
-  std::fwrite(r->output.data(), 1, r->output.size(), stdout);
-  if (r->status != 0) {
-    std::fprintf(stderr, "memtrimd: the JVM answered with status %d\n", r->status);
-    return kExitFatal;
-  }
   return 0;
 }
 

@@ -141,4 +141,15 @@ std::string FormatBytes(double bytes) {
   return buf;
 }
 
+std::optional<pid_t> ParsePid(std::string_view s) {
+  std::size_t digits = 0;
+  long long v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9' || ++digits > 9) return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (digits == 0 || v <= 0) return std::nullopt;
+  return static_cast<pid_t>(v);
+}
+
 }  // namespace memtrimd

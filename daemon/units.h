@@ -2,6 +2,8 @@
 // tables. Pure functions.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -22,5 +24,8 @@ std::string FormatDuration(std::chrono::milliseconds d);
 std::optional<uint64_t> ParseByteSize(std::string_view s);
 // "1.5 GiB", "512 KiB", "37 B".
 std::string FormatBytes(double bytes);
+
+// A positive decimal count of at most nine digits (a pid, a run count).
+std::optional<pid_t> ParsePid(std::string_view s);
 
 }  // namespace memtrimd

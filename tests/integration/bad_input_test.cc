@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
@@ -97,6 +98,33 @@ TEST(BadInput, HelpAndVersionExitZero) {
   r = RunCommand({MemtrimdBin(), "--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out.rfind("memtrimd 0.", 0), 0u) << r.out;
+}
+
+// `memtrimd jcmd` runs in the launcher when the line is simple, and in the
+// full program otherwise; both must give the same kind of answer.
+TEST(BadInput, JcmdLines) {
+  ExpectUsageError({"jcmd", "--pid", "x", "VM.version"}, "not a process id");
+  ExpectUsageError({"jcmd", "--pid", std::to_string(UnusedPid()), "VM.version"},
+                   "no process with pid");
+  ExpectUsageError({"jcmd", "--pid=1"}, "no command given");
+  ExpectUsageError({"jcmd", "--timeout", "0s", "--pid", "1", "VM.version"}, "--timeout");
+  ExpectUsageError({"jcmd", "--pidd", "1", "VM.version"}, "--pid is required");
+  RunResult r = RunCommand({MemtrimdBin(), "jcmd", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("--timeout"), std::string::npos) << r.out;
+}
+
+// The launcher alone, without memtrimd-daemon beside it: one clear line.
+TEST(BadInput, LauncherWithoutFullProgram) {
+  TempDir dir;
+  std::string copy = dir / "memtrimd";
+  WriteFile(copy, ReadFile(MemtrimdBin()));
+  ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
+  RunResult r = RunCommand({copy, "--version"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("memtrimd: cannot run ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("memtrimd-daemon"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
 }  // namespace
