@@ -3,10 +3,12 @@
 // bytes from smaps, before and after; plus what the backend itself reported.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
@@ -29,6 +31,20 @@ struct TrimMeasure {
   std::optional<uint64_t> cgroup_usage_bytes;
   std::optional<uint64_t> arena_resident_bytes;
 };
+
+// The success and failure series of memtrimd_trim_runs_total exist from the
+// start at 0, so the first failure shows in increase() and alerts see it
+// (Prometheus cannot tell a new series' first value from a jump).
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kTrimRunSeries = {{
+    {"success", "scheduled"},
+    {"success", "manual"},
+    {"failure", "deadline"},
+    {"failure", "unavailable"},
+    {"failure", "not_available"},
+    {"failure", "target_gone"},
+    {"failure", "permission"},
+    {"failure", "error"},
+}};
 
 struct TrimResult {
   std::chrono::system_clock::time_point at{};

@@ -24,6 +24,9 @@ TrimEngine::TrimEngine(TrimEngineOptions options, const SnapshotStore& store)
       policy_(options_.policy,
               [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }) {
   stats_.duration_bucket_counts.assign(std::size(kTrimDurationBuckets), 0);
+  for (const auto& [result, reason] : kTrimRunSeries) {
+    stats_.runs[{std::string(result), std::string(reason)}] = 0;
+  }
   stats_.effective_interval = options_.policy.interval;
   stats_.backend_setting = TrimBackendName(options_.trim.backend);
   policy_.Reset(TrimPolicy::Clock::now());
