@@ -14,7 +14,17 @@ packages=(
   openjdk-17-jdk-headless util-linux procps
   # benchmarks: references measured in the same run
   jattach time strace
+  # deployment checks: rule and dashboard tests, manifest lint
+  python3 python3-yaml yamllint
 )
+
+# kubectl (for `kubectl kustomize`) and Node.js (for the offline schema
+# check of the rendered manifests) may already come from another source
+# (a cloud SDK, NodeSource); Debian's packages would conflict with those, so
+# they are installed only when the command is missing.
+command -v kubectl > /dev/null || packages+=(kubernetes-client)
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: must run as root (apt-get install)" >&2
@@ -25,9 +35,14 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The schema packages the manifest check uses, pinned by the lock file.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ -f "$here/tests/manifests/package-lock.json" ] && [ ! -d "$here/tests/manifests/node_modules" ]; then
+  npm ci --prefix "$here/tests/manifests" --no-audit --no-fund --loglevel=error
+fi
