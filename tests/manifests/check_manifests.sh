@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Offline checks of memtrimd's deployment artefacts (deploy/, dashboards/):
+#
+#   tests/manifests/check_manifests.sh [REPO_ROOT]
+#
+# - every kustomize overlay under deploy/kubernetes/overlays (and the
+#   dashboards' kustomizations) renders with `kubectl kustomize`, and every
+#   rendered object passes validate.mjs: a known kind, its schema, no field
+#   the schema does not define;
+# - a PodMonitor's selector and port name match the Deployment's pods;
+# - yamllint on deploy/ and dashboards/provisioning/;
+# - the PrometheusRule is up to date with deploy/prometheus/*.rules.yml;
+# - promtool check config on deploy/scrape-config/prometheus.yml;
+# - systemd-analyze verify on deploy/systemd/memtrimd.service;
+# - environment variable names in the manifests and the env file exist in
+#   README.md's flag table, and the Dockerfile installs install-deps.sh's
+#   build and library packages;
+# - negative self-tests: a typo'd field, a wrong type, an unknown kind and a
+#   stale PrometheusRule must each make their check fail.
+#
+# Exit 0 when all pass, 1 when any fails, 77 (skip) only when
+# tests/manifests/node_modules is missing (`npm ci --prefix tests/manifests`).
+# KUBECTL_LEGACY=/path/to/kubectl-1.20 also renders each kustomization with
+# that kubectl's kustomize v2.0.3 and requires the same output.
+set -euo pipefail
+
+src=$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/../..}" && pwd)
+here=$src/tests/manifests
+
+if [ ! -d "$here/node_modules" ]; then
+  echo "SKIP: tests/manifests/node_modules is missing; install the pinned schema packages with" \
+    "\`npm ci --prefix tests/manifests\` (scripts/install-deps.sh does)"
+  exit 77
+fi
+
+for tool in kubectl node yamllint python3 promtool systemd-analyze; do
+  command -v "$tool" > /dev/null || { echo "FAIL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+
+# --- kustomize renders, schema and unknown-field check ----------------------
+
+kustomizations=()
+for dir in "$src"/deploy/kubernetes/overlays/*/ "$src"/dashboards/ "$src"/dashboards/provisioning/kubernetes/; do
+  dir=${dir%/}
+  if [ -f "$dir/kustomization.yaml" ] || [ -f "$dir/kustomization.yml" ] || [ -f "$dir/Kustomization" ]; then
+    kustomizations+=("$dir")
+  fi
+done
+[ ${#kustomizations[@]} -gt 0 ] || fail "no kustomization found under deploy/kubernetes/overlays"
+
+# Writes a PodMonitor-to-pod consistency problem per line, nothing if fine.
+consistency() {
+  python3 - "$1" << 'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if isinstance(d, dict)]
+pods = []
+for d in docs:
+    tpl = (d.get("spec") or {}).get("template")
+    if d.get("kind") in ("Deployment", "StatefulSet", "DaemonSet") and tpl:
+        spec = tpl.get("spec") or {}
+        ports = {p.get("name") for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+                 for p in c.get("ports") or []}
+        pods.append(((tpl.get("metadata") or {}).get("labels") or {}, ports))
+for d in docs:
+    if d.get("kind") != "PodMonitor":
+        continue
+    name = d["metadata"]["name"]
+    sel = ((d.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    matched = [ports for labels, ports in pods if sel and all(labels.get(k) == v for k, v in sel.items())]
+    if not matched:
+        print(f"PodMonitor/{name}: selector {sel} matches no pod template in this render")
+        continue
+    for ep in d["spec"].get("podMetricsEndpoints") or []:
+        if not any(ep.get("port") in ports for ports in matched):
+            print(f"PodMonitor/{name}: port {ep.get('port')!r} is not a container port of the selected pods")
+EOF
+}
+
+for dir in "${kustomizations[@]}"; do
+  name=${dir#"$src"/}
+  out=$tmp/$(echo "$name" | tr / _).yaml
+  if ! kubectl kustomize "$dir" > "$out" 2> "$tmp/err"; then
+    fail "$name: kubectl kustomize failed:"
+    sed 's/^/    /' "$tmp/err"
+    continue
+  fi
+  if node "$here/validate.mjs" --as "$name" < "$out" > "$tmp/validate.out" 2>&1; then
+    ok "$name renders and validates ($(tail -n 1 "$tmp/validate.out"))"
+  else
+    fail "$name: rendered objects do not validate:"
+    sed 's/^/    /' "$tmp/validate.out"
+  fi
+  problems=$(consistency "$out") || problems="consistency check crashed"
+  if [ -n "$problems" ]; then
+    fail "$name: $problems"
+  fi
+  if [ -n "${KUBECTL_LEGACY:-}" ]; then
+    if ! "$KUBECTL_LEGACY" kustomize "$dir" > "$out.legacy" 2> "$tmp/err"; then
+      fail "$name: $KUBECTL_LEGACY kustomize failed:"
+      sed 's/^/    /' "$tmp/err"
+    elif ! diff -u "$out" "$out.legacy" > "$tmp/diff"; then
+      fail "$name: kustomize v2 ($KUBECTL_LEGACY) renders differently:"
+      sed 's/^/    /' "$tmp/diff"
+    else
+      ok "$name renders the same with $KUBECTL_LEGACY"
+    fi
+  fi
+done
+
+# Negative self-tests: the checks above must be able to fail.
+sidecar=$tmp/deploy_kubernetes_overlays_sidecar.yaml
+expect_invalid() { # description, expected output (regex), sed expression
+  if [ ! -s "$sidecar" ]; then
+    fail "self-test '$1': no rendered sidecar overlay to mutate"
+    return
+  fi
+  sed -e "$3" "$sidecar" > "$tmp/mutated.yaml"
+  if cmp -s "$sidecar" "$tmp/mutated.yaml"; then
+    fail "self-test '$1': the mutation changed nothing (update the test)"
+  elif node "$here/validate.mjs" "$tmp/mutated.yaml" > "$tmp/mutated.out" 2>&1; then
+    fail "self-test '$1': validate.mjs accepted it"
+  elif ! grep -Eq "$2" "$tmp/mutated.out"; then
+    fail "self-test '$1': validate.mjs failed without saying /$2/:"
+    sed 's/^/    /' "$tmp/mutated.out"
+  else
+    ok "self-test: validate.mjs rejects $1"
+  fi
+}
+expect_invalid "a typo'd field (readinesProbe)" \
+  'unknown field spec\.template\.spec\.containers\[[0-9]+\]\.readinesProbe' 's/readinessProbe:/readinesProbe:/'
+expect_invalid "a wrong type (containerPort: eighty)" \
+  'containerPort: must be integer' 's/containerPort: 8486/containerPort: eighty/'
+expect_invalid "an unknown kind (PodMonitr)" \
+  'unknown kind PodMonitr' 's/^kind: PodMonitor$/kind: PodMonitr/'
+
+# --- yamllint ---------------------------------------------------------------
+
+lint_paths=("$src/deploy" "$here/yamllint.yml")
+[ -d "$src/dashboards/provisioning" ] && lint_paths+=("$src/dashboards/provisioning")
+[ -f "$src/dashboards/kustomization.yaml" ] && lint_paths+=("$src/dashboards/kustomization.yaml")
+if (cd "$src" && yamllint -f parsable -c "$here/yamllint.yml" "${lint_paths[@]#"$src"/}") > "$tmp/yamllint.out" 2>&1; then
+  ok "yamllint: ${lint_paths[*]#"$src"/}"
+  sed 's/^/    /' "$tmp/yamllint.out" # warnings, if any
+else
+  fail "yamllint:"
+  sed 's/^/    /' "$tmp/yamllint.out"
+fi
+
+# --- PrometheusRule generated from the rule files ---------------------------
+
+render=$src/deploy/kubernetes/render-prometheusrule.py
+rule=$src/deploy/kubernetes/prometheus-operator/prometheusrule.yaml
+if python3 "$render" --check > "$tmp/render.out" 2>&1; then
+  ok "PrometheusRule matches deploy/prometheus/*.rules.yml"
+else
+  fail "$(cat "$tmp/render.out")"
+fi
+if [ -f "$rule" ]; then
+  sed 's/^\(    - name: .*\)$/\1-stale/' "$rule" > "$tmp/stale.yaml"
+  if cmp -s "$rule" "$tmp/stale.yaml"; then
+    fail "self-test 'stale PrometheusRule': the mutation changed nothing (update the test)"
+  elif python3 "$render" --check --output "$tmp/stale.yaml" > /dev/null 2>&1; then
+    fail "self-test 'stale PrometheusRule': render-prometheusrule.py --check accepted it"
+  else
+    ok "self-test: render-prometheusrule.py --check rejects a stale PrometheusRule"
+  fi
+fi
+
+# --- promtool check config --------------------------------------------------
+
+# A copy beside a link to deploy/prometheus, so the config's relative
+# rule_files resolve as they do in the repository.
+mkdir -p "$tmp/promcfg/scrape-config"
+ln -s "$src/deploy/prometheus" "$tmp/promcfg/prometheus"
+cp "$src/deploy/scrape-config/prometheus.yml" "$tmp/promcfg/scrape-config/prometheus.yml"
+if (cd "$tmp/promcfg/scrape-config" && promtool check config prometheus.yml) > "$tmp/promtool.out" 2>&1; then
+  ok "promtool check config deploy/scrape-config/prometheus.yml"
+elif grep -q "field kubernetes_sd_configs not found" "$tmp/promtool.out"; then
+  # Debian's prometheus is built without Kubernetes service discovery, so
+  # its promtool rejects the section itself. Check the rest: the section
+  # replaced by an empty static_configs, the relabel rules kept.
+  python3 - "$tmp/promcfg/scrape-config/prometheus.yml" << 'EOF'
+import sys, yaml
+path = sys.argv[1]
+cfg = yaml.safe_load(open(path))
+for job in cfg.get("scrape_configs") or []:
+    if job.pop("kubernetes_sd_configs", None) is not None:
+        job.setdefault("static_configs", []).append({"targets": []})
+yaml.safe_dump(cfg, open(path, "w"), sort_keys=False)
+EOF
+  if (cd "$tmp/promcfg/scrape-config" && promtool check config prometheus.yml) > "$tmp/promtool.out" 2>&1; then
+    ok "promtool check config deploy/scrape-config/prometheus.yml" \
+      "(kubernetes_sd_configs not checked: this promtool is built without Kubernetes SD)"
+  else
+    fail "promtool check config deploy/scrape-config/prometheus.yml (kubernetes_sd_configs removed):"
+    sed 's/^/    /' "$tmp/promtool.out"
+  fi
+else
+  fail "promtool check config deploy/scrape-config/prometheus.yml:"
+  sed 's/^/    /' "$tmp/promtool.out"
+fi
+
+# --- systemd unit -------------------------------------------------------------
+
+unit=$src/deploy/systemd/memtrimd.service
+if ! grep -qx 'ExecStart=/usr/local/bin/memtrimd' "$unit"; then
+  fail "deploy/systemd/memtrimd.service: ExecStart is not /usr/local/bin/memtrimd (where cmake --install and the image put it)"
+fi
+# verify insists that ExecStart exists: point it at an executable that
+# does; everything else is checked as written. It exits 0 on unknown keys
+# and bad values, so any complaint about the unit counts.
+mkdir -p "$tmp/unit"
+sed "s|^ExecStart=/usr/local/bin/memtrimd|ExecStart=$(command -v true)|" "$unit" > "$tmp/unit/memtrimd.service"
+if ! (cd "$tmp/unit" && systemd-analyze verify ./memtrimd.service) > "$tmp/verify.out" 2>&1; then
+  fail "systemd-analyze verify deploy/systemd/memtrimd.service:"
+  sed 's/^/    /' "$tmp/verify.out"
+elif grep -q 'memtrimd\.service' "$tmp/verify.out"; then
+  fail "systemd-analyze verify deploy/systemd/memtrimd.service complains:"
+  grep 'memtrimd\.service' "$tmp/verify.out" | sed 's/^/    /'
+else
+  ok "systemd-analyze verify deploy/systemd/memtrimd.service"
+fi
+
+# --- names that must exist elsewhere ------------------------------------------
+
+# Environment variables: README.md's flag table is the list memtrimd reads.
+for f in "$src"/deploy/systemd/memtrimd.default "$src"/deploy/kubernetes/base/*.yaml; do
+  for var in $(grep -o 'MEMTRIMD_[A-Z0-9_]*' "$f" | sort -u); do
+    grep -q "\`$var\`" "$src/README.md" || fail "${f#"$src"/}: $var is not in README.md's flag table"
+  done
+done
+
+# The image's build stage installs install-deps.sh's "build" and "libraries"
+# groups (clang-format aside: style checks only).
+wanted=$(awk '
+  /^packages=\(/ { inside = 1; next }
+  inside && /^\)/ { inside = 0 }
+  inside && /^[[:space:]]*#/ { group = ($2 == "build" || $2 == "libraries"); next }
+  inside && group { for (i = 1; i <= NF; i++) print $i }
+' "$src/scripts/install-deps.sh" | grep -vx clang-format || true)
+if [ -z "$wanted" ]; then
+  fail "scripts/install-deps.sh: found no \"build\"/\"libraries\" package groups to compare the Dockerfile with"
+else
+  for p in $wanted; do
+    grep -Eq "(^|[[:space:]])$p([[:space:]]|\\\\|\$)" "$src/deploy/docker/Dockerfile" \
+      || fail "deploy/docker/Dockerfile: the build stage does not install $p (scripts/install-deps.sh lists it)"
+  done
+fi
+
+if [ "$failures" -gt 0 ]; then
+  echo "check_manifests: $failures check(s) failed"
+  exit 1
+fi
+echo "check_manifests: all checks passed"
