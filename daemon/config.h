@@ -60,6 +60,7 @@ struct DaemonConfig {
   LogFormat log_format = LogFormat::kLogfmt;
   TrimConfig trim;
   bool enable_trim_api = false;
+  std::string web_config_file;  // --web.config.file; empty: plain HTTP, no auth
 };
 
 struct TrimCommandConfig {

@@ -16,6 +16,7 @@ namespace {
 struct RawFlags {
   std::vector<std::string> listen{kDefaultListenAddress};
   std::string telemetry_path = "/metrics";
+  std::string web_config_file;
   std::string sample_interval = "10s";
   std::string smaps_interval = "60s";
   std::string target_pid;
@@ -103,6 +104,9 @@ std::unique_ptr<Parser> BuildParser() {
       ->delimiter(',')
       ->envname(EnvNameFor("--web.listen-address"));
   AddOption(app, "--web.telemetry-path", r.telemetry_path, "Path under which to expose metrics");
+  AddOption(app, "--web.config.file", r.web_config_file,
+            "Web configuration in the exporter-toolkit format (TLS, client certificates, basic "
+            "auth, headers); re-read when it or a file it names changes");
   AddOption(app, "--sample.interval", r.sample_interval,
             "How often to sample the target (status, cgroup); also how fast a restarted target "
             "is noticed");
@@ -168,8 +172,8 @@ std::unique_ptr<Parser> BuildParser() {
       ->default_str("false")
       ->envname(EnvNameFor("--trim.force"));
   app.add_flag("--web.enable-trim-api", r.enable_trim_api,
-               "Serve POST /api/v1/trim (only with loopback listen addresses until "
-               "authentication is configured)")
+               "Serve POST /api/v1/trim (needs basic_auth_users or verified client certificates "
+               "in --web.config.file)")
       ->default_str("false")
       ->envname(EnvNameFor("--web.enable-trim-api"));
   AddOption(app, "--log.level", r.log_level, "Log level: debug, info, warn, error");
@@ -392,20 +396,9 @@ Command Validate(const Parser& p) {
   if (!err.empty()) return UsageError{err};
   std::string trim_err = CheckTrim(r, c.trim);
   if (!trim_err.empty()) return UsageError{trim_err};
+  // Whether authentication backs it is checked once the web config is read.
   c.enable_trim_api = r.enable_trim_api;
-  if (c.enable_trim_api) {
-    // Without authentication (it comes with --web.config.file) the trim API
-    // may only listen where no one else can reach it.
-    for (const std::string& a : c.listen_addresses) {
-      std::string host = a.substr(0, a.rfind(':'));
-      if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
-        return UsageError{
-            "--web.enable-trim-api needs authentication, which is not "
-            "configured: listen on 127.0.0.1 or [::1] only (got " +
-            Quote(a) + ")"};
-      }
-    }
-  }
+  c.web_config_file = r.web_config_file;
   c.collectors = {r.collector_process, r.collector_glibc,      r.collector_cgroup,
                   r.collector_jvm,     r.collector_hsperfdata, r.collector_agent};
   c.glibc_confirm_heaps = r.glibc_confirm_heaps;

@@ -4,6 +4,9 @@
 
 #include <cstring>
 
+#include "daemon/civetweb_tls.h"
+#include "daemon/tls_server.h"
+
 #include "daemon/build_info.h"
 #include "daemon/gzip.h"
 #include "daemon/inspect.h"
@@ -12,17 +15,15 @@ namespace memtrimd {
 namespace {
 
 void Reply(mg_connection* conn, int code, const char* reason, const char* content_type,
-           std::string_view body, const char* extra_headers = "") {
+           std::string_view body, const std::string& extra_headers = "") {
   const mg_request_info* ri = mg_get_request_info(conn);
   bool head = ri != nullptr && std::strcmp(ri->request_method, "HEAD") == 0;
   // Headers and body in one write: two small writes on a keep-alive
   // connection would wait for the client's delayed ACK (Nagle), ~40 ms.
-  char header[512];
-  int n = std::snprintf(header, sizeof(header),
-                        "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                        "Cache-Control: no-store\r\n%s\r\n",
-                        code, reason, content_type, body.size(), extra_headers);
-  std::string out(header, n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::string out = "HTTP/1.1 " + std::to_string(code) + " " + reason +
+                    "\r\nContent-Type: " + content_type +
+                    "\r\nContent-Length: " + std::to_string(body.size()) +
+                    "\r\nCache-Control: no-store\r\n" + extra_headers + "\r\n";
   if (!head) out.append(body);
   mg_write(conn, out.data(), out.size());
 }
@@ -55,8 +56,25 @@ HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngi
 HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Start() {
-  mg_init_library(0);
+  bool tls = options_.web != nullptr && options_.web->Current()->tls != nullptr;
+  if (tls) {
+    Status ready = PrepareCivetwebTls();
+    if (!ready.ok()) return ready;
+  }
+  mg_init_library(tls ? MG_FEATURES_TLS : 0);
   std::string ports = CivetwebPorts(options_.listen_addresses);
+  if (tls) {
+    // civetweb marks a TLS port with a trailing "s".
+    std::string with_s;
+    std::size_t start = 0;
+    while (start <= ports.size()) {
+      std::size_t comma = ports.find(',', start);
+      if (comma == std::string::npos) comma = ports.size();
+      with_s += (with_s.empty() ? "" : ",") + ports.substr(start, comma - start) + "s";
+      start = comma + 1;
+    }
+    ports = with_s;
+  }
   // Few threads: scrapes are rare and cheap, and every thread may get a
   // malloc arena of its own.
   const char* opts[] = {"listening_ports",
@@ -76,6 +94,9 @@ Status HttpServer::Start() {
   // Keep civetweb's own messages off stderr; errors come back through
   // mg_start2's error data.
   callbacks.log_message = [](const mg_connection*, const char*) { return 1; };
+  // memtrimd makes the SSL_CTX itself, so that each handshake uses the
+  // certificate files as they are now (see tls_server.h).
+  if (tls) callbacks.external_ssl_ctx = &HttpServer::ExternalSslContext;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
@@ -111,24 +132,45 @@ std::vector<int> HttpServer::BoundPorts() const {
   return ports;
 }
 
-int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method) {
+int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
+  auto* server = static_cast<HttpServer*>(self);
+  if (*ssl_ctx != nullptr) {  // civetweb is shutting down
+    FreeServerContext(static_cast<SSL_CTX*>(*ssl_ctx));
+    return 1;
+  }
+  WebConfigFile* web = server->options_.web;
+  SSL_CTX* ctx = NewServerContext([web] { return web->Current()->tls; });
+  if (ctx == nullptr) return -1;
+  *ssl_ctx = ctx;
+  return 1;
+}
+
+int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
+                             const std::string& headers) {
   const char* text = "text/plain; charset=utf-8";
   if (!options_.enable_trim_api || trims_ == nullptr) {
-    Reply(conn, 404, "Not Found", text, "the trim API is off (--web.enable-trim-api)\n");
+    Reply(conn, 404, "Not Found", text, "the trim API is off (--web.enable-trim-api)\n", headers);
     return 404;
   }
+  // Checked at start too; a reloaded config may have dropped authentication.
+  if (web == nullptr || !web->config.authenticates()) {
+    Reply(conn, 403, "Forbidden", text,
+          "the trim API needs authentication, and --web.config.file configures none\n", headers);
+    return 403;
+  }
   if (method != "POST") {
-    Reply(conn, 405, "Method Not Allowed", text, "use POST\n", "Allow: POST\r\n");
+    Reply(conn, 405, "Method Not Allowed", text, "use POST\n", headers + "Allow: POST\r\n");
     return 405;
   }
   Result<TrimResult> r = trims_->TrimManually();
   if (!r.ok()) {
     bool busy = r.status().code() == ErrorCode::kBusy;
     int code = busy ? 409 : 503;
-    Reply(conn, code, busy ? "Conflict" : "Service Unavailable", text, r.status().message() + "\n");
+    Reply(conn, code, busy ? "Conflict" : "Service Unavailable", text, r.status().message() + "\n",
+          headers);
     return code;
   }
-  Reply(conn, 200, "OK", "application/json", RenderTrimJson(*r));
+  Reply(conn, 200, "OK", "application/json", RenderTrimJson(*r), headers);
   return 200;
 }
 
@@ -140,10 +182,20 @@ int HttpServer::Serve(mg_connection* conn) {
   const mg_request_info* ri = mg_get_request_info(conn);
   std::string_view path = ri->local_uri ? ri->local_uri : "";
   std::string_view method = ri->request_method ? ri->request_method : "";
-  if (path == "/api/v1/trim") return ServeTrimApi(conn, method);
+  std::shared_ptr<const WebState> web = options_.web ? options_.web->Current() : nullptr;
+  const std::string h = web ? web->extra_headers : std::string();
+  // /healthz stays open so that probes need no credentials; it says only
+  // whether sampling runs.
+  if (web && web->auth && path != "/healthz" &&
+      !web->auth->Allows(mg_get_header(conn, "Authorization"))) {
+    Reply(conn, 401, "Unauthorized", "text/plain; charset=utf-8", "Unauthorized\n",
+          h + "WWW-Authenticate: Basic realm=\"memtrimd\", charset=\"UTF-8\"\r\n");
+    return 401;
+  }
+  if (path == "/api/v1/trim") return ServeTrimApi(conn, method, web.get(), h);
   if (method != "GET" && method != "HEAD") {
     Reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed\n",
-          "Allow: GET, HEAD\r\n");
+          h + "Allow: GET, HEAD\r\n");
     return 405;
   }
   if (path == options_.telemetry_path) {
@@ -152,11 +204,11 @@ int HttpServer::Serve(mg_connection* conn) {
     if (ae != nullptr && AcceptsGzip(ae)) {
       if (auto gz = GzipCompress(body)) {
         Reply(conn, 200, "OK", kTextContentType, *gz,
-              "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+              h + "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
         return 200;
       }
     }
-    Reply(conn, 200, "OK", kTextContentType, body, "Vary: Accept-Encoding\r\n");
+    Reply(conn, 200, "OK", kTextContentType, body, h + "Vary: Accept-Encoding\r\n");
     return 200;
   }
   if (path == "/healthz") {
@@ -164,11 +216,11 @@ int HttpServer::Serve(mg_connection* conn) {
     auto age = snap ? std::chrono::system_clock::now() - snap->taken_at
                     : std::chrono::system_clock::duration::max();
     if (snap && age <= options_.max_sample_age) {
-      Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
+      Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n", h);
       return 200;
     }
     Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
-          "sampler is not producing samples\n");
+          "sampler is not producing samples\n", h);
     return 503;
   }
   if (path == "/report") {
@@ -179,14 +231,14 @@ int HttpServer::Serve(mg_connection* conn) {
     if (trims_ != nullptr) stats = trims_->Stats();
     const TrimStats* sp = stats ? &*stats : nullptr;
     std::string body = json ? RenderReportJson(snap.get(), sp) : RenderReportText(snap.get(), sp);
-    Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body);
+    Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body, h);
     return 200;
   }
   if (path == "/") {
-    Reply(conn, 200, "OK", "text/html; charset=utf-8", LandingPage(options_.telemetry_path));
+    Reply(conn, 200, "OK", "text/html; charset=utf-8", LandingPage(options_.telemetry_path), h);
     return 200;
   }
-  Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n");
+  Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", h);
   return 404;
 }
 

@@ -1,4 +1,6 @@
-// The HTTP endpoints, on civetweb: the metrics path, /, /healthz.
+// The HTTP endpoints, on civetweb: the metrics path, /, /healthz, /report and
+// the trim API; TLS, client certificates, basic auth and extra headers from
+// the --web.config.file.
 #pragma once
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include "daemon/exposition.h"
 #include "daemon/snapshot.h"
 #include "daemon/trim_engine.h"
+#include "daemon/web_config_file.h"
 
 struct mg_context;
 struct mg_connection;
@@ -22,6 +25,9 @@ struct HttpOptions {
   // is stuck and a restart is the fix.
   std::chrono::milliseconds max_sample_age{60000};
   bool enable_trim_api = false;  // POST /api/v1/trim
+  // The --web.config.file, or null (plain HTTP, no authentication). Whether
+  // TLS is on is fixed at Start(); everything else follows reloads.
+  WebConfigFile* web = nullptr;
 };
 
 class HttpServer {
@@ -42,8 +48,10 @@ class HttpServer {
 
  private:
   static int Handle(mg_connection* conn, void* self);
+  static int ExternalSslContext(void** ssl_ctx, void* self);
   int Serve(mg_connection* conn);
-  int ServeTrimApi(mg_connection* conn, std::string_view method);
+  int ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
+                   const std::string& headers);
 
   HttpOptions options_;
   const SnapshotStore& store_;

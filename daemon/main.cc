@@ -21,6 +21,7 @@
 #include "daemon/trim.h"
 #include "daemon/trim_engine.h"
 #include "daemon/units.h"
+#include "daemon/web_config_file.h"
 
 namespace memtrimd {
 namespace {
@@ -113,7 +114,20 @@ int RunDaemonCommand(const DaemonConfig& c) {
   trim.trim.glibc_heap_size = c.glibc_heap_size;
   TrimEngine trims(trim, store);
 
+  std::unique_ptr<WebConfigFile> web;
+  if (!c.web_config_file.empty()) {
+    auto opened = WebConfigFile::Open(c.web_config_file);
+    if (!opened.ok()) return UsageFail("--web.config.file: " + opened.status().message());
+    web = std::move(opened).value();
+  }
+  if (c.enable_trim_api && !(web && web->Current()->config.authenticates())) {
+    return UsageFail(
+        "--web.enable-trim-api needs authentication: set basic_auth_users, or tls_server_config "
+        "with client_auth_type: RequireAndVerifyClientCert, in --web.config.file");
+  }
+
   HttpOptions http;
+  http.web = web.get();
   http.listen_addresses = c.listen_addresses;
   http.telemetry_path = c.telemetry_path;
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
@@ -140,6 +154,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   std::string ports;
   for (int p : server.BoundPorts()) ports += (ports.empty() ? "" : ",") + std::to_string(p);
   log::Info("memtrimd started", {{"listen", CivetwebPorts(c.listen_addresses)},
+                                 {"tls", web && web->Current()->tls ? "on" : "off"},
                                  {"ports", ports},
                                  {"telemetry_path", c.telemetry_path},
                                  {"sample_interval", FormatDuration(c.sample_interval)},

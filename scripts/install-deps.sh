@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format
   # libraries memtrimd links
   prometheus-cpp-dev libcivetweb-dev libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev
+  libyaml-cpp-dev libssl-dev libcrypt-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev curl prometheus
   openjdk-17-jdk-headless util-linux procps
@@ -16,6 +17,8 @@ packages=(
   jattach time strace
   # deployment checks: rule and dashboard tests, manifest lint
   python3 python3-yaml yamllint
+  # TLS tests make their certificates with the openssl command
+  openssl
 )
 
 # kubectl (for `kubectl kustomize`) and Node.js (for the offline schema

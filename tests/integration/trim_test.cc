@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/web_fixtures.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -206,25 +207,40 @@ TEST_F(TrimTest, TrimApiIsOffByDefaultAndServesPostWhenEnabled) {
     ASSERT_TRUE(off.started()) << off.log();
     EXPECT_EQ(Curl(off.url("/api/v1/trim"), {"-X", "POST"}).status, 404);
   }
+  TempDir web;
   Memtrimd on({"--target.pid=" + std::to_string(frag.pid()), "--web.enable-trim-api",
-               "--sample.interval=200ms"});
+               "--web.config.file=" + WriteBasicAuthConfig(web), "--sample.interval=200ms"});
   ASSERT_TRUE(on.started()) << on.log();
-  EXPECT_EQ(Curl(on.url("/api/v1/trim")).status, 405) << "GET must not trim";
-  HttpResponse r = Curl(on.url("/api/v1/trim"), {"-X", "POST"});
+  const std::vector<std::string> alice = {"-u", "alice:secret"};
+  EXPECT_EQ(Curl(on.url("/api/v1/trim"), {"-X", "POST"}).status, 401) << "no credentials";
+  EXPECT_EQ(Curl(on.url("/api/v1/trim"), {"-X", "POST", "-u", "alice:guess"}).status, 401);
+  EXPECT_EQ(Curl(on.url("/api/v1/trim"), alice).status, 405) << "GET must not trim";
+  HttpResponse r = Curl(on.url("/api/v1/trim"), {"-X", "POST", "-u", "alice:secret"});
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"success\":true"), std::string::npos) << r.body;
   EXPECT_NE(r.body.find("\"trigger\":\"manual\""), std::string::npos) << r.body;
-  Series s = on.Scrape();
+  Series s = ParseExposition(Curl(on.url(), alice).body);
   EXPECT_EQ(Find(s, "memtrimd_trim_runs_total", {"success", "manual"}), 1.0);
 }
 
-TEST(TrimApi, RefusesToStartWithoutAuthenticationOffLoopback) {
-  RunResult r =
-      RunCommand({MemtrimdBin(), "--web.enable-trim-api", "--web.listen-address=0.0.0.0:0",
-                  "--target.pid=" + std::to_string(getpid())});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--web.enable-trim-api needs authentication"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);
+// The trim API needs authentication wherever memtrimd listens, loopback
+// included: any local process could trim the target otherwise.
+TEST(TrimApi, RefusesToStartWithoutAuthentication) {
+  TempDir dir;
+  WriteFile(dir / "plain.yml", "http_server_config:\n  http2: false\n");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--web.listen-address=127.0.0.1:0"},
+        std::vector<std::string>{"--web.listen-address=0.0.0.0:0"},
+        std::vector<std::string>{"--web.listen-address=127.0.0.1:0",
+                                 "--web.config.file=" + (dir / "plain.yml")}}) {
+    std::vector<std::string> argv = {MemtrimdBin(), "--web.enable-trim-api",
+                                     "--target.pid=" + std::to_string(getpid())};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    RunResult r = RunCommand(argv);
+    EXPECT_EQ(r.exit_code, 2) << extra.back();
+    EXPECT_NE(r.err.find("--web.enable-trim-api needs authentication"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);
+  }
 }
 
 }  // namespace

@@ -39,12 +39,12 @@ TEST(SimpleJcmdLine, WordsAfterTheCommandBelongToIt) {
 TEST(SimpleJcmdLine, LeavesEverythingElseToTheFullParser) {
   EXPECT_FALSE(Parse({}));
   EXPECT_FALSE(Parse({"--help"}));
-  EXPECT_FALSE(Parse({"--pid", "7"}));                      // no command
-  EXPECT_FALSE(Parse({"VM.version"}));                      // no pid
-  EXPECT_FALSE(Parse({"--pid"}));                           // pid without value
-  EXPECT_FALSE(Parse({"--pid", "x", "VM.version"}));        // not a pid
-  EXPECT_FALSE(Parse({"--pid", "0", "VM.version"}));        // not a pid
-  EXPECT_FALSE(Parse({"--pidfile", "7", "VM.version"}));    // unknown option
+  EXPECT_FALSE(Parse({"--pid", "7"}));                              // no command
+  EXPECT_FALSE(Parse({"VM.version"}));                              // no pid
+  EXPECT_FALSE(Parse({"--pid"}));                                   // pid without value
+  EXPECT_FALSE(Parse({"--pid", "x", "VM.version"}));                // not a pid
+  EXPECT_FALSE(Parse({"--pid", "0", "VM.version"}));                // not a pid
+  EXPECT_FALSE(Parse({"--pidfile", "7", "VM.version"}));            // unknown option
   EXPECT_FALSE(Parse({"--pid", "7", "--pid", "8", "VM.version"}));  // twice
   EXPECT_FALSE(Parse({"--pid", "7", "--timeout", "0s", "VM.version"}));
   EXPECT_FALSE(Parse({"--pid", "7", "--timeout", "soon", "VM.version"}));
