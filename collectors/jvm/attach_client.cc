@@ -62,10 +62,16 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     return Status(ErrorCode::kUnavailable,
                   "attach: no listener (" + fd.status().message() + ") and signalling is off");
   }
-  SignalVerdict verdict = DecideSignal(ReadSignalFacts(t));
+  SignalFacts facts = ReadSignalFacts(t);
+  SignalVerdict verdict = DecideSignal(facts);
   if (verdict != SignalVerdict::kMaySignal) {
-    return Status(ErrorCode::kUnavailable,
-                  std::string("attach: not signalling: ") + SignalVerdictText(verdict));
+    std::string why = std::string("attach: not signalling: ") + SignalVerdictText(verdict);
+    // Say which read failed: a command line or environment over the read cap
+    // is refused on purpose, and the user should see that, not a mystery.
+    if (verdict == SignalVerdict::kOptionsUnknown && !facts.options_error.empty()) {
+      why += " (" + facts.options_error + ")";
+    }
+    return Status(ErrorCode::kUnavailable, why);
   }
   Result<std::string> trigger = CreateTrigger(t);
   if (!trigger.ok()) return trigger.status();
@@ -119,6 +125,8 @@ SignalFacts ReadSignalFacts(const Target& t) {
   Result<std::string> cmdline = ReadSmallFile(t.proc_dir + "/cmdline", 1u << 20);
   Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
   f.options_known = cmdline.ok() && environ.ok();
+  if (!cmdline.ok()) f.options_error = cmdline.status().message();
+  if (cmdline.ok() && !environ.ok()) f.options_error = environ.status().message();
   if (f.options_known) {
     f.cmdline = procfs::CmdlineToString(*cmdline);
     f.java_tool_options = EnvValue(*environ, "JAVA_TOOL_OPTIONS").value_or("");

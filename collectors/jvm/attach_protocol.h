@@ -33,6 +33,7 @@ struct SignalFacts {
   uint64_t sig_caught = 0;              // SigCgt
   uint64_t sig_ignored = 0;             // SigIgn
   bool options_known = false;           // cmdline and environment could be read
+  std::string options_error;            // why not, when they could not (e.g. over the cap)
   std::string cmdline;                  // arguments joined by spaces
   std::string java_tool_options;        // JAVA_TOOL_OPTIONS
   std::string jdk_java_options;         // JDK_JAVA_OPTIONS

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +40,7 @@ Process::Process(std::vector<std::string> argv, SpawnOptions o) {
     dup2(out, 1);
     dup2(err, 2);
     for (const std::string& kv : o.env) putenv(const_cast<char*>(kv.c_str()));
+    if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(123);
     if (o.gid && setgid(*o.gid) != 0) _exit(124);
     if (o.uid && setuid(*o.uid) != 0) _exit(124);
     std::vector<char*> args;
@@ -180,10 +184,14 @@ std::optional<double> Find(const Series& s, const std::string& name,
   return found;
 }
 
-Memtrimd::Memtrimd(std::vector<std::string> flags, SpawnOptions o) {
+Memtrimd::Memtrimd(std::vector<std::string> flags, SpawnOptions o)
+    : Memtrimd(WrapWith{}, std::move(flags), std::move(o)) {}
+
+Memtrimd::Memtrimd(WrapWith wrapper, std::vector<std::string> flags, SpawnOptions o) {
   log_path_ = dir_ / "memtrimd.log";
   o.stderr_path = log_path_;
-  std::vector<std::string> argv = {MemtrimdBin(), "--web.listen-address=127.0.0.1:0"};
+  std::vector<std::string> argv = std::move(wrapper.argv);
+  argv.insert(argv.end(), {MemtrimdBin(), "--web.listen-address=127.0.0.1:0"});
   argv.insert(argv.end(), flags.begin(), flags.end());
   process_ = Process(argv, o);
   std::regex started(R"(memtrimd started.*ports\W+(\d+))");
@@ -288,5 +296,112 @@ StatusNumbers ReadStatusIndependently(pid_t pid) {
 }
 
 bool IsRoot() { return geteuid() == 0; }
+
+std::string WorkloadBin(const std::string& name) {
+  return (fs::path(FragmenterBin()).parent_path() / name).string();
+}
+
+Process StartJvm(const TempDir& dir, std::vector<std::string> jvm_flags,
+                 const std::string& main_class, std::vector<std::string> args, SpawnOptions o,
+                 const std::string& java_home) {
+  static int counter = 0;
+  std::string ready = dir / (main_class + ".jvm." + std::to_string(++counter) + ".ready");
+  std::vector<std::string> argv = {java_home + "/bin/java"};
+  argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+  argv.insert(argv.end(), {"-cp", JAVA_WORKLOADS_CLASSPATH, main_class, "--ready-file", ready});
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process p(argv, o);
+  bool ok = WaitFor([&] { return fs::exists(ready) || !p.running(); }, 90s) && fs::exists(ready);
+  if (!ok) p.Kill();
+  return p;
+}
+
+pid_t NsPid(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::size_t last = line.find_last_of(" \t");
+    if (last != std::string::npos) return static_cast<pid_t>(std::stol(line.substr(last + 1)));
+  }
+  return pid;
+}
+
+std::optional<uint64_t> StatusValue(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ':') {
+      return std::strtoull(line.c_str() + name.size() + 1, nullptr, 10);
+    }
+  }
+  return std::nullopt;
+}
+
+std::size_t CountFds(pid_t pid) { return OpenFiles(pid).size(); }
+
+std::vector<std::string> OpenFiles(pid_t pid) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    fs::path target = fs::read_symlink(e.path(), lec);
+    out.push_back(lec ? std::string() : target.string());
+  }
+  return out;
+}
+
+bool RunsWithAsan(pid_t pid) {
+  std::string maps = ReadFile("/proc/" + std::to_string(pid) + "/maps");
+  return maps.find("libasan") != std::string::npos ||
+         maps.find("libclang_rt.asan") != std::string::npos;
+}
+
+ScopedUnlink::~ScopedUnlink() {
+  if (!path.empty()) ::unlink(path.c_str());
+}
+
+bool BindUnixSocket(const std::string& path, mode_t mode, int* listening_fd) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::chmod(path.c_str(), mode) != 0 || (listening_fd != nullptr && ::listen(fd, 4) != 0)) {
+    ::close(fd);
+    return false;
+  }
+  if (listening_fd != nullptr) {
+    *listening_fd = fd;
+  } else {
+    ::close(fd);
+  }
+  return true;
+}
+
+void RemoveStaleAgentSocket(pid_t pid) {
+  RemoveStaleSocket("/tmp/.memtrimd_agent." + std::to_string(pid));
+}
+
+void RemoveStaleJvmSocket(pid_t pid) { RemoveStaleSocket("/tmp/.java_pid" + std::to_string(pid)); }
+
+void RemoveStaleSocket(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 &&
+      errno == ECONNREFUSED) {
+    ::unlink(path.c_str());
+  }
+  ::close(fd);
+}
 
 }  // namespace memtrimd::testing

@@ -23,6 +23,7 @@ struct SpawnOptions {
   std::vector<std::string> env;  // extra "K=V" entries
   std::optional<uid_t> uid;      // drop to this uid/gid before exec
   std::optional<gid_t> gid;
+  std::string cwd;  // working directory of the child ("" = the test's)
 };
 
 class Process {
@@ -82,10 +83,19 @@ Series ParseExposition(const std::string& text);
 std::optional<double> Find(const Series& s, const std::string& name,
                            const std::vector<std::string>& label_parts = {});
 
+// A command that runs memtrimd, e.g. {"strace", "-D", "-f", ...}: the
+// memtrimd command line is appended to it. The wrapper must exec memtrimd in
+// the process it was started as (strace -D does), so that process().pid()
+// is memtrimd's.
+struct WrapWith {
+  std::vector<std::string> argv;
+};
+
 // A memtrimd daemon on 127.0.0.1 with a kernel-chosen port.
 class Memtrimd {
  public:
   explicit Memtrimd(std::vector<std::string> flags, SpawnOptions options = {});
+  Memtrimd(WrapWith wrapper, std::vector<std::string> flags, SpawnOptions options = {});
   bool started() const { return port_ != 0; }
   int port() const { return port_; }
   std::string url(const std::string& path = "/metrics") const;
@@ -143,5 +153,60 @@ struct StatusNumbers {
 StatusNumbers ReadStatusIndependently(pid_t pid);
 
 bool IsRoot();
+
+// A built workload program beside the fragmenter (tests/workloads), e.g.
+// "many_mappings", "attach_server".
+std::string WorkloadBin(const std::string& name);
+
+// Debian's OpenJDK 17 (always installed where the tests run).
+inline constexpr const char* kJava17Home = "/usr/lib/jvm/java-17-openjdk-amd64";
+
+// Starts a Java workload from JAVA_WORKLOADS_CLASSPATH with `java_home`'s
+// java and waits (up to 90 s) for its ready file in `dir`. Returns a
+// not-running Process on failure.
+Process StartJvm(const TempDir& dir, std::vector<std::string> jvm_flags,
+                 const std::string& main_class, std::vector<std::string> args,
+                 SpawnOptions options = {}, const std::string& java_home = kJava17Home);
+
+// The pid of `pid` in its own pid namespace (last NSpid field); `pid` when
+// unknown.
+pid_t NsPid(pid_t pid);
+
+// A "Name:   value ..." field of /proc/<pid>/status as a number (kB for
+// memory fields); nullopt when absent or the process is gone.
+std::optional<uint64_t> StatusValue(pid_t pid, const std::string& name);
+
+// Number of open file descriptors of `pid` (entries of /proc/<pid>/fd).
+std::size_t CountFds(pid_t pid);
+
+// Targets of the /proc/<pid>/fd links (what the process has open now).
+std::vector<std::string> OpenFiles(pid_t pid);
+
+// Whether `pid` runs with AddressSanitizer (its quarantine holds freed
+// memory, so RSS comparisons mean nothing there).
+bool RunsWithAsan(pid_t pid);
+
+// Removes a path when it goes out of scope, however the test ends.
+struct ScopedUnlink {
+  std::string path;
+  ~ScopedUnlink();
+};
+
+// Binds a UNIX stream socket at `path` (which must not exist) with `mode`.
+// With `listening_fd` it listens and the caller owns the fd; without, it is
+// closed at once, leaving a stale socket file nobody listens on. False on
+// failure.
+bool BindUnixSocket(const std::string& path, mode_t mode, int* listening_fd = nullptr);
+
+// Removes `path` if it is a socket nobody listens on.
+void RemoveStaleSocket(const std::string& path);
+
+// Removes /tmp/.memtrimd_agent.<pid> if it is a socket nobody listens on
+// (the agent of a SIGKILLed process cannot remove its own).
+void RemoveStaleAgentSocket(pid_t pid);
+
+// Removes /tmp/.java_pid<pid> if it is a socket nobody listens on (a
+// SIGKILLed JVM leaves its attach socket behind).
+void RemoveStaleJvmSocket(pid_t pid);
 
 }  // namespace memtrimd::testing

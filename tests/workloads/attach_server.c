@@ -1,0 +1,271 @@
+/*
+ * attach_server - a process that serves a UNIX socket the way a HotSpot
+ * attach listener does, for tests of what memtrimd's attach client refuses.
+ *
+ * It binds --path ("%p" in it becomes this process's pid), sets --mode on
+ * the file and listens. One connection at a time: it reads the request until
+ * the five NUL bytes that end a version 1 attach request, end of file, or a
+ * 2 s read deadline, logs "request bytes=<n> head=<first bytes, NUL as '.'>"
+ * on stdout, then answers "0\n" followed by --answer-bytes bytes of text (or
+ * endlessly, until the client hangs up, with --answer-bytes -1), logs
+ * "answered bytes=<n>" and closes. A client that sent nothing gets no
+ * answer. Used as:
+ *
+ *   - a squatter at a JVM's socket path (another uid, or the JVM's uid but
+ *     another process): memtrimd must refuse it, and send it nothing;
+ *   - a fake JVM serving its own /tmp/.java_pid<pid> (--fake-libjvm DIR maps a
+ *     file named libjvm.so, which is how memtrimd tells a HotSpot JVM), with
+ *     an answer larger than memtrimd's cap.
+ *
+ * The optional ready file is written once it listens; it runs until killed.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define WORKLOAD_NAME "attach_server"
+#include "workload.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: attach_server --path PATH [--mode OCTAL] [--answer-bytes N] [--fake-libjvm DIR]\n"
+          "                     [--ready-file PATH] [--tag STRING]\n"
+          "  --path PATH         socket to bind (\"%%p\" is replaced by this process's pid)\n"
+          "  --mode OCTAL        file mode of the socket (default 600)\n"
+          "  --answer-bytes N    body bytes after the \"0\\n\" status line; -1: endless "
+          "(default 0)\n"
+          "  --fake-libjvm DIR   create DIR/libjvm.so and map it, so the process looks like a JVM\n"
+          "  --ready-file PATH   write \"<pid>\\n\" to PATH (atomically) once listening\n"
+          "  --tag STRING        ignored; lets tests find this process by its command line\n");
+}
+
+/* PATH with every "%p" replaced by the pid. */
+static int expand_path(const char *in, char *out, size_t size) {
+  size_t o = 0;
+  for (size_t i = 0; in[i] != '\0'; ++i) {
+    char piece[32];
+    const char *add = piece;
+    if (in[i] == '%' && in[i + 1] == 'p') {
+      snprintf(piece, sizeof piece, "%ld", (long)getpid());
+      ++i;
+    } else {
+      piece[0] = in[i];
+      piece[1] = '\0';
+    }
+    size_t n = strlen(add);
+    if (o + n + 1 > size) {
+      return -1;
+    }
+    memcpy(out + o, add, n);
+    o += n;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+static int map_fake_libjvm(const char *dir) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/libjvm.so", dir) >= (int)sizeof path) {
+    return -1;
+  }
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "attach_server: open %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  if (ftruncate(fd, page) != 0) {
+    close(fd);
+    return -1;
+  }
+  void *p = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "attach_server: mmap %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  return 0; /* stays mapped for the life of the process */
+}
+
+/* Reads a request: until five NULs, EOF, or 2 s without data. */
+static size_t read_request(int fd, char *head, size_t head_size) {
+  size_t total = 0;
+  int nuls = 0;
+  char buf[4096];
+  while (nuls < 5) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = poll(&p, 1, 2000);
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      break;
+    }
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (total + (size_t)i + 1 < head_size) {
+        head[total + (size_t)i] = buf[i] == '\0' ? '.' : buf[i];
+      }
+      nuls += buf[i] == '\0';
+    }
+    total += (size_t)n;
+  }
+  head[total < head_size ? total : head_size - 1] = '\0';
+  return total;
+}
+
+static long long answer(int fd, long long body_bytes) {
+  static char chunk[65536];
+  if (chunk[0] == '\0') {
+    for (size_t i = 0; i < sizeof chunk; ++i) {
+      chunk[i] = (i % 64 == 63) ? '\n' : 'x';
+    }
+  }
+  long long sent = 0;
+  if (send(fd, "0\n", 2, MSG_NOSIGNAL) != 2) {
+    return sent;
+  }
+  sent = 2;
+  long long left = body_bytes;
+  while (body_bytes < 0 || left > 0) {
+    size_t n = sizeof chunk;
+    if (body_bytes >= 0 && (long long)n > left) {
+      n = (size_t)left;
+    }
+    ssize_t w = send(fd, chunk, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) {
+      continue;
+    }
+    if (w <= 0) {
+      break; /* the client hung up */
+    }
+    sent += w;
+    left -= w;
+  }
+  return sent;
+}
+
+int main(int argc, char **argv) {
+  enum { OPT_PATH = 1000, OPT_MODE, OPT_ANSWER, OPT_LIBJVM, OPT_READY, OPT_TAG };
+  static const struct option long_options[] = {
+      {"path", required_argument, NULL, OPT_PATH},
+      {"mode", required_argument, NULL, OPT_MODE},
+      {"answer-bytes", required_argument, NULL, OPT_ANSWER},
+      {"fake-libjvm", required_argument, NULL, OPT_LIBJVM},
+      {"ready-file", required_argument, NULL, OPT_READY},
+      {"tag", required_argument, NULL, OPT_TAG},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *path_arg = NULL;
+  const char *libjvm_dir = NULL;
+  const char *ready_file = NULL;
+  long mode = 0600;
+  long long answer_bytes = 0;
+  for (;;) {
+    int c = getopt_long(argc, argv, "h", long_options, NULL);
+    if (c == -1) {
+      break;
+    }
+    switch (c) {
+      case OPT_PATH:
+        path_arg = optarg;
+        break;
+      case OPT_MODE: {
+        char *end = NULL;
+        errno = 0;
+        mode = strtol(optarg, &end, 8);
+        if (errno != 0 || end == optarg || *end != '\0' || mode < 0 || mode > 07777) {
+          fprintf(stderr, "attach_server: --mode must be octal\n");
+          return 2;
+        }
+        break;
+      }
+      case OPT_ANSWER:
+        answer_bytes = parse_long("--answer-bytes", optarg, -1, LONG_MAX);
+        break;
+      case OPT_LIBJVM:
+        libjvm_dir = optarg;
+        break;
+      case OPT_READY:
+        ready_file = optarg;
+        break;
+      case OPT_TAG:
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      default:
+        usage(stderr);
+        return 2;
+    }
+  }
+  if (path_arg == NULL || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  if (expand_path(path_arg, addr.sun_path, sizeof addr.sun_path) != 0) {
+    fprintf(stderr, "attach_server: socket path too long\n");
+    return 2;
+  }
+  if (libjvm_dir != NULL && map_fake_libjvm(libjvm_dir) != 0) {
+    return 1;
+  }
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    fprintf(stderr, "attach_server: bind %s: %s\n", addr.sun_path, strerror(errno));
+    return 1;
+  }
+  if (chmod(addr.sun_path, (mode_t)mode) != 0 || listen(s, 16) != 0) {
+    fprintf(stderr, "attach_server: chmod/listen %s: %s\n", addr.sun_path, strerror(errno));
+    return 1;
+  }
+  if (ready_file != NULL && write_ready_file(ready_file) != 0) {
+    return 1;
+  }
+
+  for (;;) {
+    int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) {
+        continue;
+      }
+      fprintf(stderr, "attach_server: accept: %s\n", strerror(errno));
+      return 1;
+    }
+    char head[40];
+    size_t got = read_request(c, head, sizeof head);
+    printf("request bytes=%zu head=%s\n", got, head);
+    fflush(stdout);
+    if (got > 0) {
+      long long sent = answer(c, answer_bytes);
+      printf("answered bytes=%lld\n", sent);
+      fflush(stdout);
+    }
+    close(c);
+  }
+}
