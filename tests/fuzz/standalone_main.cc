@@ -43,7 +43,19 @@ std::string Mutate(const std::string& seed, const std::vector<std::string>& all,
                                   "18446744073709551616",
                                   "\t",
                                   "---p",
-                                  "rw-p"};
+                                  "rw-p",
+                                  "=",
+                                  "<",
+                                  "/>",
+                                  "\"",
+                                  "0x",
+                                  "#",
+                                  "\\u",
+                                  "->",
+                                  "K",
+                                  "B",
+                                  "--",
+                                  "{["};
   for (int e = 0; e < edits; ++e) {
     uint64_t pos = s.empty() ? 0 : Next(rng) % s.size();
     switch (Next(rng) % 5) {

@@ -1,0 +1,29 @@
+// Fuzz target: the Accept-Encoding header of a /metrics request, the one
+// parser that sees input from the network (AcceptsGzip in daemon/gzip).
+//
+// Invariants: only a "gzip" (any case) or "*" coding can accept; the first
+// gzip or "*" item decides, so a header that starts with "gzip" or
+// "gzip;q=0.5" accepts and one that starts with "gzip;q=0" refuses,
+// whatever follows.
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "daemon/gzip.h"
+#include "tests/fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using memtrimd::AcceptsGzip;
+  std::string_view header = memtrimd::fuzz::AsText(data, size);
+  bool accepts = AcceptsGzip(header);
+  if (accepts) {
+    std::string lower;
+    for (char c : header) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    FUZZ_CHECK(lower.find("gzip") != std::string::npos || lower.find('*') != std::string::npos);
+  }
+  FUZZ_CHECK(AcceptsGzip("gzip, " + std::string(header)));
+  FUZZ_CHECK(AcceptsGzip("GZip;q=0.5," + std::string(header)));
+  FUZZ_CHECK(!AcceptsGzip("gzip;q=0, " + std::string(header)));
+  return 0;
+}
