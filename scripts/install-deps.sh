@@ -19,6 +19,8 @@ packages=(
   python3 python3-yaml yamllint
   # TLS tests make their certificates with the openssl command
   openssl
+  # the fuzz preset: clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 # kubectl (for `kubectl kustomize`) and Node.js (for the offline schema

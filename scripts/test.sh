@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (ctest).
-# Usage: scripts/test.sh [preset]   (dev by default; asan and release work too)
+#
+#   scripts/test.sh              dev, then asan (AddressSanitizer and
+#                                UndefinedBehaviorSanitizer over the same
+#                                suite), then fuzz (every libFuzzer target
+#                                for a short time)
+#   scripts/test.sh PRESET...    only those presets (dev, asan, fuzz, release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset="${1:-dev}"
+if [ $# -eq 0 ]; then
+  set -- dev asan fuzz
+fi
 
 bash scripts/install-deps.sh
-cmake --preset "$preset"
-cmake --build --preset "$preset" -j "$(nproc)"
-# Integration tests start real processes and servers on 127.0.0.1; two at a
-# time suits a 2-core machine.
-ctest --preset "$preset" -j 2 --timeout 300
+for preset in "$@"; do
+  echo "=== $preset"
+  cmake --preset "$preset"
+  cmake --build --preset "$preset" -j "$(nproc)"
+  # Integration tests start real processes and servers on 127.0.0.1; two at
+  # a time suits a 2-core machine.
+  ctest --preset "$preset" -j 2 --timeout 300
+done
