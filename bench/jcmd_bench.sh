@@ -7,6 +7,8 @@
 #
 #   bench/jcmd_bench.sh BUILD_DIR [CALLS]     (CALLS for memtrimd and jattach; jcmd gets CALLS/10)
 #
+# memtrimd and jattach take turns call by call; jcmd runs after them.
+#
 # Needs: a JDK 17 at /usr/lib/jvm/java-17-openjdk-amd64, jattach, GNU time, strace.
 set -euo pipefail
 
@@ -40,31 +42,44 @@ wait_for_file "$tmp/ready" "$jvm" 90
 # Warm up: the first call starts the attach listener.
 "$memtrimd" jcmd --pid "$jvm" VM.version > /dev/null
 
-# Runs one client N times; prints "median_wall_ms p90_wall_ms median_cpu_ms".
-# Each child is reaped with wait4, so CPU is that call's own (GNU time's 10 ms
-# resolution is too coarse for these times).
+# Runs each client N times, the clients taking turns call by call (so a busy
+# stretch of a shared machine lands on all of them alike). Clients are
+# separated by "--". Prints one line per client: "median_wall_ms
+# p90_wall_ms median_cpu_ms". Each child is reaped with wait4, so CPU is that
+# call's own (GNU time's 10 ms resolution is too coarse for these times).
 measure() {
   python3 - "$@" <<'PY'
 import os, statistics, sys, time
-n, argv = int(sys.argv[1]), sys.argv[2:]
-wall, cpu = [], []
+n = int(sys.argv[1])
+clients, cur = [], []
+for a in sys.argv[2:]:
+    if a == "--":
+        clients.append(cur)
+        cur = []
+    else:
+        cur.append(a)
+clients.append(cur)
+wall = [[] for _ in clients]
+cpu = [[] for _ in clients]
 for _ in range(n):
-    t0 = time.perf_counter()
-    # posix_spawn (vfork-like): the child's peak RSS is its own, not a copy
-    # of this Python process.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    pid = os.posix_spawn(argv[0], argv, os.environ,
-                         file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
-                                       (os.POSIX_SPAWN_DUP2, devnull, 2)])
-    os.close(devnull)
-    _, status, ru = os.wait4(pid, 0)
-    wall.append((time.perf_counter() - t0) * 1000)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed: {' '.join(argv)}")
-    cpu.append((ru.ru_utime + ru.ru_stime) * 1000)
-wall.sort()
-p90 = wall[min(len(wall) - 1, int(len(wall) * 0.9))]
-print(f"{statistics.median(wall):.2f} {p90:.2f} {statistics.median(cpu):.2f}")
+    for i, argv in enumerate(clients):
+        t0 = time.perf_counter()
+        # posix_spawn (vfork-like): the child's peak RSS is its own, not a
+        # copy of this Python process.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        pid = os.posix_spawn(argv[0], argv, os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1),
+                                           (os.POSIX_SPAWN_DUP2, devnull, 2)])
+        os.close(devnull)
+        _, status, ru = os.wait4(pid, 0)
+        wall[i].append((time.perf_counter() - t0) * 1000)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {' '.join(argv)}")
+        cpu[i].append((ru.ru_utime + ru.ru_stime) * 1000)
+for w, c in zip(wall, cpu):
+    w.sort()
+    p90 = w[min(len(w) - 1, int(len(w) * 0.9))]
+    print(f"{statistics.median(w):.2f} {p90:.2f} {statistics.median(c):.2f}")
 PY
 }
 
@@ -86,17 +101,23 @@ spawned() {
 
 printf '| command | client | calls | wall p50 (ms) | wall p90 (ms) | CPU p50 (ms) | peak RSS (KiB) | processes started |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
+row() {  # cmd client calls p50 p90 cpu argv...
+  local cmd=$1 client=$2 n=$3 p50=$4 p90=$5 cpu=$6
+  shift 6
+  printf '| %s | %s | %d | %s | %s | %s | %s | %s |\n' "$cmd" "$client" "$n" "$p50" "$p90" "$cpu" \
+    "$(peak_rss "$@")" "$(spawned "$@")"
+}
+
 for cmd in "VM.version" "VM.native_memory summary"; do
   # shellcheck disable=SC2086
-  for client in memtrimd jattach jcmd; do
-    case $client in
-      memtrimd) argv=("$memtrimd" jcmd --pid "$jvm" $cmd); n=$calls ;;
-      jattach) argv=(/usr/bin/jattach "$jvm" jcmd "$cmd"); n=$calls ;;
-      jcmd) argv=("$jdk/bin/jcmd" "$jvm" $cmd); n=$(( calls / 10 > 3 ? calls / 10 : 3 )) ;;
-    esac
-    read -r p50 p90 cpu < <(measure "$n" "${argv[@]}")
-    rss=$(peak_rss "${argv[@]}")
-    procs=$(spawned "${argv[@]}")
-    printf '| %s | %s | %d | %s | %s | %s | %s | %s |\n' "$cmd" "$client" "$n" "$p50" "$p90" "$cpu" "$rss" "$procs"
-  done
+  m_argv=("$memtrimd" jcmd --pid "$jvm" $cmd)
+  j_argv=(/usr/bin/jattach "$jvm" jcmd "$cmd")
+  # shellcheck disable=SC2086
+  c_argv=("$jdk/bin/jcmd" "$jvm" $cmd)
+  { read -r m50 m90 mcpu; read -r j50 j90 jcpu; } < <(measure "$calls" "${m_argv[@]}" -- "${j_argv[@]}")
+  n_jcmd=$(( calls / 10 > 3 ? calls / 10 : 3 ))
+  read -r c50 c90 ccpu < <(measure "$n_jcmd" "${c_argv[@]}")
+  row "$cmd" memtrimd "$calls" "$m50" "$m90" "$mcpu" "${m_argv[@]}"
+  row "$cmd" jattach "$calls" "$j50" "$j90" "$jcpu" "${j_argv[@]}"
+  row "$cmd" jcmd "$n_jcmd" "$c50" "$c90" "$ccpu" "${c_argv[@]}"
 done
