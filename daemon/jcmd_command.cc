@@ -71,10 +71,13 @@ std::optional<JcmdConfig> ParseSimpleJcmdLine(std::span<const char* const> args)
     if (!t || t->count() == 0) return std::nullopt;
     c.timeout = *t;
   }
+  // Joined as the full parser joins them; nothing but empty words is no
+  // command, which the full parser explains.
   for (; i < args.size(); ++i) {
     if (!c.command.empty()) c.command += ' ';
     c.command += args[i];
   }
+  if (c.command.empty()) return std::nullopt;
   return c;
 }
 

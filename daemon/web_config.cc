@@ -4,19 +4,38 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <set>
 
 namespace memtrimd {
 namespace {
 
-Status Invalid(const std::string& message) { return Status(ErrorCode::kInvalidArgument, message); }
+// Error messages are one line: YAML error texts and quoted scalars can hold
+// line breaks and other control characters, which are shown escaped.
+std::string OneLine(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Status Invalid(const std::string& message) {
+  return Status(ErrorCode::kInvalidArgument, OneLine(message));
+}
 
 std::string LineOf(const YAML::Node& n) {
   return "line " + std::to_string(n.Mark().line + 1) + ": ";
 }
 
-// A mapping's entries in file order; duplicate keys are an error (as in
-// Go's yaml.v2, which exporter-toolkit uses) rather than "last one wins".
 // One key of a mapping, its value, and "line N: " of the key (a null
 // value's own position is past the line it belongs to).
 struct Entry {
@@ -25,6 +44,8 @@ struct Entry {
   std::string at;
 };
 
+// A mapping's entries in file order; duplicate keys are an error (as in
+// Go's yaml.v2, which exporter-toolkit uses) rather than "last one wins".
 Result<std::vector<Entry>> Entries(const YAML::Node& map, const std::string& what) {
   std::vector<Entry> out;
   if (!map || map.IsNull()) return out;
