@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev curl prometheus
   openjdk-17-jdk-headless util-linux procps
   # benchmarks: references measured in the same run
-  jattach time strace
+  jattach time strace wrk prometheus-process-exporter iproute2
   # deployment checks: rule and dashboard tests, manifest lint
   python3 python3-yaml yamllint
   # TLS tests make their certificates with the openssl command
