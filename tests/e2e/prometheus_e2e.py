@@ -126,8 +126,11 @@ def http_json(url, data=None):
         with urllib.request.urlopen(url, data=data, timeout=10) as r:
             return json.load(r)
     except urllib.error.HTTPError as e:
-        return json.load(e)
-    except (urllib.error.URLError, ConnectionError):
+        try:
+            return json.load(e)
+        except ValueError:
+            return {}  # starting up: a plain-text 503, not an API answer
+    except (urllib.error.URLError, ConnectionError, ValueError):
         return {}  # not listening yet
 
 
