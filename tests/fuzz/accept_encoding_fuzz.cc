@@ -1,5 +1,5 @@
-// Fuzz target: the Accept-Encoding header of a /metrics request, the one
-// parser that sees input from the network (AcceptsGzip in daemon/gzip).
+// Fuzz target: the Accept-Encoding header of a /metrics request, input from
+// the network (AcceptsGzip in daemon/gzip).
 //
 // Invariants: only a "gzip" (any case) or "*" coding can accept; the first
 // gzip or "*" item decides, so a header that starts with "gzip" or
