@@ -248,8 +248,9 @@ Status ParseHttp(const YAML::Node& node, WebConfig& c) {
         auto value = String(value_node, name);
         if (!value.ok()) return value.status();
         const auto& allowed = AllowedHeaders();
+        const std::string& header = name;  // clang < 16 cannot capture a structured binding
         auto it = std::find_if(allowed.begin(), allowed.end(),
-                               [&](const AllowedHeader& h) { return h.name == name; });
+                               [&](const AllowedHeader& h) { return h.name == header; });
         if (it == allowed.end()) {
           return Invalid("HTTP header \"" + name + "\" can not be configured");
         }
