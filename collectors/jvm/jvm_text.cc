@@ -186,7 +186,13 @@ Result<JvmVersion> ParseVmVersion(std::string_view text) {
   text::ForEachLineIn(text, [&](std::string_view raw) {
     std::string_view line = text::Trim(raw);
     if (!found) {
-      std::size_t at = line.find(" version ");
+      // The first " version" followed by a blank (space or tab) ends the VM
+      // name, so a name written back with a single space parses the same.
+      std::size_t at = line.find(" version");
+      while (at != std::string_view::npos &&
+             !(at + 8 < line.size() && text::IsSpace(line[at + 8]))) {
+        at = line.find(" version", at + 1);
+      }
       if (at != std::string_view::npos) {
         std::string_view rest = line.substr(at + 9);
         std::string_view tok = text::NextToken(rest);
@@ -218,7 +224,9 @@ Result<std::map<std::string, std::string, std::less<>>> ParseVmFlags(std::string
     while (true) {
       std::string_view tok = text::NextToken(line);
       if (tok.empty()) break;
-      if (!tok.empty() && tok.back() == '\r') tok.remove_suffix(1);
+      // CRLF output leaves '\r' on the last token; strip every trailing one so
+      // the flags written back with a space parse to the same map.
+      while (!tok.empty() && tok.back() == '\r') tok.remove_suffix(1);
       if (!StartsWith(tok, "-XX:")) continue;
       tok.remove_prefix(4);
       if (tok.empty()) continue;

@@ -333,6 +333,12 @@ TEST(JvmVersionTest, Jdk8PrintsTheHotSpotVersionFirst) {
   EXPECT_EQ(v->full, "25.392-b08");
   EXPECT_EQ(v->feature, 8);
   EXPECT_EQ(v->update, 392);
+  // The first " version" followed by a blank, space or tab, ends the name
+  // (fuzz regression: a tab there used to be skipped).
+  auto tab = ParseVmVersion("Odd VM version\t17.0.1 version 9\n");
+  ASSERT_TRUE(tab.ok());
+  EXPECT_EQ(tab->vm_name, "Odd VM");
+  EXPECT_EQ(tab->full, "17.0.1");
   EXPECT_FALSE(ParseVmVersion("").ok());
   EXPECT_FALSE(ParseVmVersion(ReadFixture("17/native_heap_info_error.txt")).ok());
 }
@@ -375,6 +381,12 @@ TEST(JvmFlagsTest, SyntheticAndGarbage) {
   EXPECT_EQ(f->at("C"), "1");
   EXPECT_EQ(f->at("D"), "");
   EXPECT_EQ(f->size(), 4u);
+  // Every trailing '\r' goes, not just one (fuzz regression): "-XX:+\r\r"
+  // names no flag, and "C=1\r\r" is C=1.
+  EXPECT_FALSE(ParseVmFlags("-XX:+\r\r").ok());
+  auto crlf = ParseVmFlags("-XX:C=1\r\r\n");
+  ASSERT_TRUE(crlf.ok());
+  EXPECT_EQ(crlf->at("C"), "1");
   EXPECT_FALSE(ParseVmFlags("").ok());
   EXPECT_FALSE(ParseVmFlags(ReadFixture("17/native_heap_info_error.txt")).ok());
 }
