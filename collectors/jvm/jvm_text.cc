@@ -13,6 +13,23 @@ namespace {
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// jcmd output read from a file saved on Windows, or passed through a
+// terminal, has '\r' before each '\n'. In the one-line outputs split into
+// words (VM.version, VM.flags) it counts as a blank like space and tab, so
+// no word or name ever holds one: what is parsed, written back with single
+// spaces, parses the same.
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+std::string_view NextWord(std::string_view& s) {
+  std::size_t i = 0;
+  while (i < s.size() && IsBlank(s[i])) ++i;
+  std::size_t j = i;
+  while (j < s.size() && !IsBlank(s[j])) ++j;
+  std::string_view word = s.substr(i, j - i);
+  s.remove_prefix(j);
+  return word;
+}
+
 // Leading decimal digits of `s` as an int (advancing `s`); nullopt when there
 // are none or the value does not fit.
 std::optional<int> TakeInt(std::string_view& s) {
@@ -186,16 +203,15 @@ Result<JvmVersion> ParseVmVersion(std::string_view text) {
   text::ForEachLineIn(text, [&](std::string_view raw) {
     std::string_view line = text::Trim(raw);
     if (!found) {
-      // The first " version" followed by a blank (space or tab) ends the VM
-      // name, so a name written back with a single space parses the same.
+      // The first " version" followed by a blank ends the VM name.
       std::size_t at = line.find(" version");
       while (at != std::string_view::npos &&
-             !(at + 8 < line.size() && text::IsSpace(line[at + 8]))) {
+             !(at + 8 < line.size() && IsBlank(line[at + 8]))) {
         at = line.find(" version", at + 1);
       }
       if (at != std::string_view::npos) {
         std::string_view rest = line.substr(at + 9);
-        std::string_view tok = text::NextToken(rest);
+        std::string_view tok = NextWord(rest);
         if (!tok.empty()) {
           vm_name = text::Trim(line.substr(0, at));
           full = tok;
@@ -222,11 +238,8 @@ Result<std::map<std::string, std::string, std::less<>>> ParseVmFlags(std::string
   std::map<std::string, std::string, std::less<>> flags;
   text::ForEachLineIn(text, [&](std::string_view line) {
     while (true) {
-      std::string_view tok = text::NextToken(line);
+      std::string_view tok = NextWord(line);
       if (tok.empty()) break;
-      // CRLF output leaves '\r' on the last token; strip every trailing one so
-      // the flags written back with a space parse to the same map.
-      while (!tok.empty() && tok.back() == '\r') tok.remove_suffix(1);
       if (!StartsWith(tok, "-XX:")) continue;
       tok.remove_prefix(4);
       if (tok.empty()) continue;

@@ -4,7 +4,7 @@
 # written to ARTIFACTS.
 #
 #   cmake -DFUZZER=<binary> -DNAME=<name> -DSEEDS=<path|path|...> -DWORK=<dir>
-#         -DSECONDS=<n> [-DEXTRA=<arg|arg|...>] -P run_libfuzzer.cmake
+#         -DSECONDS=<n> [-DSEED=<n>] [-DEXTRA=<arg|arg|...>] -P run_libfuzzer.cmake
 #
 # SEEDS are files and directories (copied, never written); WORK is a
 # directory in the build tree that is emptied first.
@@ -36,11 +36,14 @@ foreach(seed IN LISTS seeds)
     file(COPY_FILE ${f} ${corpus}/seed${count}_${base})
   endforeach()
 endforeach()
-message(STATUS "${NAME}: ${count} seed files, ${SECONDS} s")
+if(NOT DEFINED SEED)
+  set(SEED 0)
+endif()
+message(STATUS "${NAME}: ${count} seed files, ${SECONDS} s, -seed=${SEED}")
 
 string(REPLACE "|" ";" extra "${EXTRA}")
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${SECONDS} -rss_limit_mb=2048 -timeout=25
+  COMMAND ${FUZZER} -max_total_time=${SECONDS} -seed=${SEED} -rss_limit_mb=2048 -timeout=25
           -print_final_stats=1 -artifact_prefix=${artifacts}/ ${extra} ${corpus}
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,7 +1,7 @@
 // Fuzz target: `VM.flags` (jvm::ParseVmFlags).
 //
 // Invariants: a success holds at least one flag; names are non-empty and
-// values hold no blank; the flags written back ("-XX:+Name" for true,
+// names and values hold no blank (space, tab, CR, LF); the flags written back ("-XX:+Name" for true,
 // "-XX:-Name" for false, "-XX:Name=Value" otherwise) parse to the same map.
 #include <cstddef>
 #include <cstdint>
@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text;
   for (const auto& [name, value] : *flags) {
     FUZZ_CHECK(!name.empty());
-    FUZZ_CHECK(name.find_first_of(" \t\n") == std::string::npos);
-    FUZZ_CHECK(value.find_first_of(" \t\n") == std::string::npos);
+    FUZZ_CHECK(name.find_first_of(" \t\r\n") == std::string::npos);
+    FUZZ_CHECK(value.find_first_of(" \t\r\n") == std::string::npos);
     // A name with '=' can only come from the +/- form.
     if (value == "true") {
       text += "-XX:+" + name + " ";

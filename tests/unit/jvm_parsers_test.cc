@@ -333,12 +333,16 @@ TEST(JvmVersionTest, Jdk8PrintsTheHotSpotVersionFirst) {
   EXPECT_EQ(v->full, "25.392-b08");
   EXPECT_EQ(v->feature, 8);
   EXPECT_EQ(v->update, 392);
-  // The first " version" followed by a blank, space or tab, ends the name
-  // (fuzz regression: a tab there used to be skipped).
+  // The first " version" followed by a blank (space, tab or CR) ends the
+  // name (fuzz regressions: a tab or CR there used to be skipped).
   auto tab = ParseVmVersion("Odd VM version\t17.0.1 version 9\n");
   ASSERT_TRUE(tab.ok());
   EXPECT_EQ(tab->vm_name, "Odd VM");
   EXPECT_EQ(tab->full, "17.0.1");
+  auto cr = ParseVmVersion("Odd VM version\r version 17.0.1\nJDK 17.0.1\n");
+  ASSERT_TRUE(cr.ok());
+  EXPECT_EQ(cr->vm_name, "Odd VM");
+  EXPECT_EQ(cr->full, "version");
   EXPECT_FALSE(ParseVmVersion("").ok());
   EXPECT_FALSE(ParseVmVersion(ReadFixture("17/native_heap_info_error.txt")).ok());
 }
@@ -381,9 +385,10 @@ TEST(JvmFlagsTest, SyntheticAndGarbage) {
   EXPECT_EQ(f->at("C"), "1");
   EXPECT_EQ(f->at("D"), "");
   EXPECT_EQ(f->size(), 4u);
-  // Every trailing '\r' goes, not just one (fuzz regression): "-XX:+\r\r"
-  // names no flag, and "C=1\r\r" is C=1.
+  // '\r' is a blank like space and tab (fuzz regressions): "-XX:+\r\r" and
+  // "-XX:\r=false" name no flag, and "C=1\r\r" is C=1.
   EXPECT_FALSE(ParseVmFlags("-XX:+\r\r").ok());
+  EXPECT_FALSE(ParseVmFlags("-XX:\r=false").ok());
   auto crlf = ParseVmFlags("-XX:C=1\r\r\n");
   ASSERT_TRUE(crlf.ok());
   EXPECT_EQ(crlf->at("C"), "1");
