@@ -46,8 +46,10 @@ std::optional<JcmdConfig> ParseSimpleJcmdLine(std::span<const char* const> args)
     } else if (a.starts_with("--timeout")) {
       slot = &timeout_text;
       name = "--timeout";
-    } else if (a.starts_with("-")) {
-      return std::nullopt;  // --help, a typo, "--": the full parser explains
+    } else if (a.starts_with("-") || a == "++") {
+      // --help, a typo, "--", or "++" (which ends a subcommand for CLI11):
+      // the full parser explains.
+      return std::nullopt;
     } else {
       break;
     }

@@ -49,6 +49,10 @@ TEST(SimpleJcmdLine, LeavesEverythingElseToTheFullParser) {
   EXPECT_FALSE(Parse({"--pid", "7", "--timeout", "0s", "VM.version"}));
   EXPECT_FALSE(Parse({"--pid", "7", "--timeout", "soon", "VM.version"}));
   EXPECT_FALSE(Parse({"-p", "7", "VM.version"}));
+  // "++" ends a subcommand for CLI11, so the full parser rejects what
+  // follows it (fuzz regression).
+  EXPECT_FALSE(Parse({"--pid", "7", "++", ""}));
+  EXPECT_FALSE(Parse({"--pid", "7", "++", "VM.version"}));
 }
 
 }  // namespace
