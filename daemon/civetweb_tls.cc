@@ -1,37 +1,19 @@
 #include "daemon/civetweb_tls.h"
 
 #include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
 
 #include <string>
+
+#include "daemon/shared_object.h"
 
 namespace memtrimd {
 namespace {
 
-std::string ExecutableDir() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return ".";
-  std::string path(self, static_cast<std::size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
 Status LoadShim(const std::string& name) {
-  std::string dir = ExecutableDir();
-  std::string error;
-  for (const std::string& candidate : {dir + "/" + name, dir + "/../lib/memtrimd/" + name}) {
-    if (access(candidate.c_str(), R_OK) != 0) continue;
-    // Never unloaded: civetweb keeps using it.
-    if (dlopen(candidate.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr) {
-      return Status::Ok();
-    }
-    const char* e = dlerror();
-    error = e != nullptr ? e : "dlopen failed";
-  }
-  return Status(ErrorCode::kUnavailable, "TLS needs " + name +
-                                             " beside memtrimd-daemon or in ../lib/memtrimd" +
-                                             (error.empty() ? std::string() : ": " + error));
+  // RTLD_GLOBAL: civetweb's own dlopen("libssl.so") must find the shim.
+  Result<void*> shim = OpenBesideExecutable(name, RTLD_NOW | RTLD_GLOBAL);
+  if (!shim.ok()) return Status(ErrorCode::kUnavailable, "TLS: " + shim.status().message());
+  return Status::Ok();
 }
 
 }  // namespace

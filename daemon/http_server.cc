@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "daemon/civetweb_tls.h"
-#include "daemon/tls_server.h"
 
 #include "daemon/build_info.h"
 #include "daemon/gzip.h"
@@ -135,11 +134,11 @@ std::vector<int> HttpServer::BoundPorts() const {
 int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
   auto* server = static_cast<HttpServer*>(self);
   if (*ssl_ctx != nullptr) {  // civetweb is shutting down
-    FreeServerContext(static_cast<SSL_CTX*>(*ssl_ctx));
+    server->options_.web->module().free_server_context(static_cast<SSL_CTX*>(*ssl_ctx));
     return 1;
   }
   WebConfigFile* web = server->options_.web;
-  SSL_CTX* ctx = NewServerContext([web] { return web->Current()->tls; });
+  SSL_CTX* ctx = web->module().new_server_context([web] { return web->Current()->tls; });
   if (ctx == nullptr) return -1;
   *ssl_ctx = ctx;
   return 1;

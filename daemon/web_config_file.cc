@@ -2,53 +2,23 @@
 
 #include <sys/stat.h>
 
-#include "collectors/common/file_reader.h"
 #include "daemon/log.h"
 
 namespace memtrimd {
-namespace {
 
-constexpr std::size_t kMaxConfigBytes = 1u << 20;
-
-std::string DirName(const std::string& path) {
-  std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
-
-Result<std::shared_ptr<const WebState>> LoadWebState(const std::string& path) {
-  Result<std::string> text = ReadSmallFile(path, kMaxConfigBytes);
-  if (!text.ok()) return Status(ErrorCode::kInvalidArgument, path + ": " + text.status().message());
-  Result<WebConfig> c = ParseWebConfig(*text, DirName(path));
-  if (!c.ok()) return Status(ErrorCode::kInvalidArgument, path + ": " + c.status().message());
-  auto state = std::make_shared<WebState>();
-  state->config = std::move(c).value();
-  if (state->config.tls.enabled()) {
-    auto m = TlsMaterial::Load(state->config.tls);
-    if (!m.ok()) return Status(ErrorCode::kInvalidArgument, path + ": " + m.status().message());
-    state->tls = *m;
-  }
-  if (state->config.has_basic_auth()) {
-    state->auth = std::make_shared<BasicAuth>(state->config.basic_auth_users);
-  }
-  for (const auto& [name, value] : state->config.headers) {
-    state->extra_headers += name + ": " + value + "\r\n";
-  }
-  return std::shared_ptr<const WebState>(std::move(state));
-}
-
-WebConfigFile::WebConfigFile(std::string path, std::shared_ptr<const WebState> state)
-    : path_(std::move(path)), state_(std::move(state)) {
+WebConfigFile::WebConfigFile(const WebModule& module, std::string path,
+                             std::shared_ptr<const WebState> state)
+    : module_(module), path_(std::move(path)), state_(std::move(state)) {
   identity_ = Identity();
   checked_at_ = std::chrono::steady_clock::now();
 }
 
 Result<std::unique_ptr<WebConfigFile>> WebConfigFile::Open(const std::string& path) {
-  auto state = LoadWebState(path);
+  Result<const WebModule*> module = LoadWebModule();
+  if (!module.ok()) return module.status();
+  auto state = (*module)->load(path);
   if (!state.ok()) return state.status();
-  return std::unique_ptr<WebConfigFile>(new WebConfigFile(path, *state));
+  return std::unique_ptr<WebConfigFile>(new WebConfigFile(**module, path, *state));
 }
 
 std::vector<std::string> WebConfigFile::Watched() const {
@@ -82,7 +52,7 @@ std::shared_ptr<const WebState> WebConfigFile::Current() {
   checked_at_ = now;
   std::string id = Identity();
   if (id == identity_ || id == rejected_identity_) return state_;
-  auto next = LoadWebState(path_);
+  auto next = module_.load(path_);
   std::string problem;
   if (!next.ok()) {
     problem = next.status().message();

@@ -1,6 +1,5 @@
-// The --web.config.file as served: the parsed config, its TLS material and
-// basic auth users, re-read when the file or a file it names changes
-// (certificate rotation without a restart).
+// The --web.config.file as served (a WebState), re-read when the file or a
+// file it names changes (certificate rotation without a restart).
 #pragma once
 
 #include <chrono>
@@ -10,27 +9,14 @@
 #include <vector>
 
 #include "collectors/common/status.h"
-#include "daemon/basic_auth.h"
-#include "daemon/tls_server.h"
-#include "daemon/web_config.h"
+#include "daemon/web_module.h"
+#include "daemon/web_state.h"
 
 namespace memtrimd {
 
-struct WebState {
-  WebConfig config;
-  std::shared_ptr<const TlsMaterial> tls;  // null without TLS
-  std::shared_ptr<const BasicAuth> auth;   // null without basic_auth_users
-  std::string extra_headers;               // "Name: value\r\n" for every response
-};
-
-// Reads `path` and everything it names. kInvalidArgument with one line
-// ("<path>: <reason>") for what `promtool check web-config` rejects, for an
-// unreadable file, and for a key that does not match its certificate.
-Result<std::shared_ptr<const WebState>> LoadWebState(const std::string& path);
-
 class WebConfigFile {
  public:
-  // Loads the file; the start-up check.
+  // Loads the web module (web_module.h) and the file; the start-up check.
   static Result<std::unique_ptr<WebConfigFile>> Open(const std::string& path);
 
   // The state to serve with. At most once per `recheck` it compares the
@@ -41,15 +27,17 @@ class WebConfigFile {
   std::shared_ptr<const WebState> Current();
 
   const std::string& path() const { return path_; }
+  const WebModule& module() const { return module_; }
 
   // For tests: how often Current() looks at the files.
   void set_recheck(std::chrono::milliseconds d) { recheck_ = d; }
 
  private:
-  WebConfigFile(std::string path, std::shared_ptr<const WebState> state);
+  WebConfigFile(const WebModule& module, std::string path, std::shared_ptr<const WebState> state);
   std::vector<std::string> Watched() const;  // under mu_
   std::string Identity() const;              // under mu_
 
+  const WebModule& module_;
   const std::string path_;
   std::mutex mu_;
   std::shared_ptr<const WebState> state_;

@@ -127,5 +127,25 @@ TEST(BadInput, LauncherWithoutFullProgram) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
+// memtrimd-daemon without the web module beside it: fine without a web
+// config, one clear line with one.
+TEST(BadInput, WebConfigWithoutTheWebModule) {
+  TempDir dir;
+  std::string bin = MemtrimdBin();
+  std::string daemon = bin.substr(0, bin.rfind('/')) + "/memtrimd-daemon";
+  for (const std::string& from : {bin, daemon}) {
+    std::string copy = dir / from.substr(from.rfind('/') + 1);
+    WriteFile(copy, ReadFile(from));
+    ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
+  }
+  WriteFile(dir / "web.yml", "http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  RunResult r = RunCommand({dir / "memtrimd", "--web.config.file=" + (dir / "web.yml"),
+                            "--target.pid=" + std::to_string(getpid())});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("memtrimd: --web.config.file: libmemtrimd_web.so is missing", 0), 0u)
+      << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+}
+
 }  // namespace
 }  // namespace memtrimd::testing

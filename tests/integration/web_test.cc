@@ -3,7 +3,9 @@
 // without a restart, and the same accept/reject verdicts as promtool.
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
+#include <set>
 
 #include <cstdio>
 #include <filesystem>
@@ -90,6 +92,30 @@ TEST_F(WebTest, TlsBasicAuthAndHeaders) {
   EXPECT_EQ(Curl(Https(m, "/healthz"), tls).status, 200);
   // Plain HTTP on the TLS port gets no answer.
   EXPECT_EQ(Curl(m.url("/healthz")).status, 0);
+}
+
+// What --web.config.file needs (YAML, OpenSSL, bcrypt) is in a module that
+// only a web config loads: a plain memtrimd maps none of it.
+TEST_F(WebTest, OnlyAWebConfigLoadsTheWebModule) {
+  auto mapped = [](pid_t pid) {
+    std::set<std::string> names;
+    for (const RawMapping& m : ReadSmapsIndependently(pid)) {
+      for (const char* lib : {"libmemtrimd_web.so", "libcrypto.so", "libssl.so", "libyaml-cpp"}) {
+        if (m.path.find(lib) != std::string::npos) names.insert(lib);
+      }
+    }
+    return names;
+  };
+  Memtrimd plain({"--target.pid=" + std::to_string(getpid()), "--sample.interval=200ms"});
+  ASSERT_TRUE(plain.started()) << plain.log();
+  EXPECT_EQ(mapped(plain.process().pid()), std::set<std::string>{});
+
+  Memtrimd web = Start("basic_auth_users:\n  alice: " + std::string(kSecretHash) + "\n");
+  ASSERT_TRUE(web.started()) << web.log();
+  EXPECT_EQ(
+      mapped(web.process().pid()),
+      (std::set<std::string>{"libmemtrimd_web.so", "libcrypto.so", "libssl.so", "libyaml-cpp"}));
+  EXPECT_EQ(Curl(web.url("/metrics"), {"-u", "alice:secret"}).status, 200);
 }
 
 TEST_F(WebTest, ClientCertificatesRequiredAndVerified) {
