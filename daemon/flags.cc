@@ -16,6 +16,7 @@ namespace {
 struct RawFlags {
   std::vector<std::string> listen{kDefaultListenAddress};
   std::string telemetry_path = "/metrics";
+  std::string max_connections = "64";
   std::string web_config_file;
   std::string sample_interval = "10s";
   std::string smaps_interval = "60s";
@@ -104,6 +105,9 @@ std::unique_ptr<Parser> BuildParser() {
       ->delimiter(',')
       ->envname(EnvNameFor("--web.listen-address"));
   AddOption(app, "--web.telemetry-path", r.telemetry_path, "Path under which to expose metrics");
+  AddOption(app, "--web.max-connections", r.max_connections,
+            "Connections served at once, each by its own thread; a keep-alive connection holds "
+            "its thread while idle (up to 5s)");
   AddOption(app, "--web.config.file", r.web_config_file,
             "Web configuration in the exporter-toolkit format (TLS, client certificates, basic "
             "auth, headers); re-read when it or a file it names changes");
@@ -348,6 +352,11 @@ Command Validate(const Parser& p) {
                       " must start with / and not be / itself"};
   }
   c.telemetry_path = r.telemetry_path;
+  auto connections = ParsePid(r.max_connections);
+  if (!connections || *connections > 1024) {
+    return UsageError{"--web.max-connections: " + Quote(r.max_connections) + " is not 1 to 1024"};
+  }
+  c.max_connections = *connections;
   auto si = ParseDuration(r.sample_interval);
   if (!si || si->count() == 0) {
     return UsageError{"--sample.interval: " + Quote(r.sample_interval) +

@@ -74,18 +74,24 @@ Status HttpServer::Start() {
     }
     ports = with_s;
   }
-  // Few threads: scrapes are rare and cheap, and every thread may get a
-  // malloc arena of its own.
+  // civetweb serves each connection on one worker thread, and a keep-alive
+  // connection keeps its thread while idle: with fewer threads than
+  // keep-alive clients, the others (a kubelet probe, a second Prometheus)
+  // wait until one times out. Idle threads cost little (a few pages of
+  // stack; malloc arenas are capped at 2 in main.cc), so there are enough
+  // for scrapers, probes and a human, and idle connections are let go after
+  // 5 s, well before Prometheus' next scrape would reuse them anyway.
+  const std::string threads = std::to_string(options_.max_connections);
   const char* opts[] = {"listening_ports",
                         ports.c_str(),
                         "num_threads",
-                        "4",
+                        threads.c_str(),
                         "request_timeout_ms",
                         "10000",
                         "enable_keep_alive",
                         "yes",
                         "keep_alive_timeout_ms",
-                        "10000",
+                        "5000",
                         "tcp_nodelay",
                         "1",
                         nullptr};

@@ -130,6 +130,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   http.web = web.get();
   http.listen_addresses = c.listen_addresses;
   http.telemetry_path = c.telemetry_path;
+  http.max_connections = c.max_connections;
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
   http.enable_trim_api = c.enable_trim_api;
   HttpServer server(http, store, &trims);

@@ -2,7 +2,11 @@
 // scraped over loopback with curl, checked by promtool and by the test's
 // own reading of /proc.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -105,6 +109,41 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
   EXPECT_EQ(Curl(m.url("/metrics")).status, 404);
   EXPECT_EQ(Curl(m.url("/custom"), {"-X", "POST"}).status, 405);
+}
+
+// An idle keep-alive connection holds one of civetweb's worker threads. With
+// more idle clients than threads, a probe would wait until one timed out
+// (memtrimd once had 4 threads and a 10 s keep-alive, longer than a kubelet
+// probe waits). With the default --web.max-connections, 16 idle clients
+// leave room for it.
+TEST_F(DaemonTest, IdleKeepAliveClientsDoNotBlockAProbe) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  std::vector<int> idle;
+  for (int i = 0; i < 16; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(m.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  }
+  // Every one is answered (each by its own thread), then left open and idle.
+  for (int fd : idle) {
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 10000), 1) << "a keep-alive client got no answer";
+    char buf[512];
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)).rfind("HTTP/1.1 200", 0), 0u);
+  }
+  // A probe with a kubelet-like deadline is answered while they stay open.
+  EXPECT_EQ(Curl(m.url("/healthz"), {"--max-time", "3"}).status, 200);
+  for (int fd : idle) ::close(fd);
 }
 
 TEST_F(DaemonTest, RestartedTargetIsPickedUpWithinOneSample) {

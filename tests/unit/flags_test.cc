@@ -29,6 +29,7 @@ TEST(Flags, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(d->config.telemetry_path, "/metrics");
   EXPECT_EQ(d->config.sample_interval, std::chrono::seconds(10));
   EXPECT_EQ(d->config.smaps_interval, std::chrono::seconds(60));
+  EXPECT_EQ(d->config.max_connections, 64);
   EXPECT_FALSE(d->config.target_pid.has_value());
   EXPECT_TRUE(d->config.collectors.glibc);
   EXPECT_EQ(d->config.log_format, LogFormat::kLogfmt);
@@ -36,14 +37,15 @@ TEST(Flags, DefaultsAreTheDocumentedOnes) {
 
 TEST(Flags, ParsesEveryDaemonFlag) {
   Command c = Parse({"--web.listen-address=127.0.0.1:9000", "--web.listen-address", "[::1]:9001",
-                     "--web.telemetry-path=/m", "--sample.interval=250ms", "--smaps.interval=2m",
-                     "--target.match=java.*Main", "--target.memory-limit=2Gi",
-                     "--no-collector.glibc", "--glibc.heap-size=8MiB", "--log.level=debug",
-                     "--log.format=json", "--no-glibc.confirm-heaps"});
+                     "--web.telemetry-path=/m", "--web.max-connections=8",
+                     "--sample.interval=250ms", "--smaps.interval=2m", "--target.match=java.*Main",
+                     "--target.memory-limit=2Gi", "--no-collector.glibc", "--glibc.heap-size=8MiB",
+                     "--log.level=debug", "--log.format=json", "--no-glibc.confirm-heaps"});
   const RunDaemon* d = std::get_if<RunDaemon>(&c);
   ASSERT_NE(d, nullptr) << UsageMessage(c);
   EXPECT_EQ(d->config.listen_addresses, (std::vector<std::string>{"127.0.0.1:9000", "[::1]:9001"}));
   EXPECT_EQ(d->config.telemetry_path, "/m");
+  EXPECT_EQ(d->config.max_connections, 8);
   EXPECT_EQ(d->config.sample_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(d->config.smaps_interval, std::chrono::minutes(2));
   EXPECT_EQ(d->config.target_match, "java.*Main");
@@ -100,6 +102,8 @@ TEST(Flags, BadInputIsOneLineUsageError) {
       {{"--web.listen-address=localhost"}, "host:port"},
       {{"--web.listen-address=:99999"}, "valid port"},
       {{"--web.telemetry-path=metrics"}, "must start with /"},
+      {{"--web.max-connections=0"}, "not 1 to 1024"},
+      {{"--web.max-connections=5000"}, "not 1 to 1024"},
       {{"--log.level=loud"}, "--log.level"},
       {{"--log.format=xml"}, "--log.format"},
       {{"inspect"}, "--pid"},
