@@ -16,7 +16,7 @@ namespace {
 struct RawFlags {
   std::vector<std::string> listen{kDefaultListenAddress};
   std::string telemetry_path = "/metrics";
-  std::string max_connections = "64";
+  std::string max_connections = "32";
   std::string web_config_file;
   std::string sample_interval = "10s";
   std::string smaps_interval = "60s";

@@ -77,10 +77,11 @@ Status HttpServer::Start() {
   // civetweb serves each connection on one worker thread, and a keep-alive
   // connection keeps its thread while idle: with fewer threads than
   // keep-alive clients, the others (a kubelet probe, a second Prometheus)
-  // wait until one times out. Idle threads cost little (a few pages of
-  // stack; malloc arenas are capped at 2 in main.cc), so there are enough
-  // for scrapers, probes and a human, and idle connections are let go after
-  // 5 s, well before Prometheus' next scrape would reuse them anyway.
+  // wait until one times out. So there are enough threads for scrapers,
+  // probes and a human (32 by default; a thread that has served holds about
+  // 25 KiB of stack, and malloc arenas are capped at 2 in main.cc), and idle
+  // connections are let go after 5 s, before Prometheus' next scrape would
+  // reuse them anyway.
   const std::string threads = std::to_string(options_.max_connections);
   const char* opts[] = {"listening_ports",
                         ports.c_str(),

@@ -21,7 +21,7 @@ namespace memtrimd {
 struct HttpOptions {
   std::vector<std::string> listen_addresses;  // "host:port" or ":port"
   std::string telemetry_path = "/metrics";
-  int max_connections = 64;  // civetweb's worker threads (--web.max-connections)
+  int max_connections = 32;  // civetweb's worker threads (--web.max-connections)
   // /healthz fails when the newest sample is older than this: the sampler
   // is stuck and a restart is the fix.
   std::chrono::milliseconds max_sample_age{60000};

@@ -114,7 +114,7 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
 // An idle keep-alive connection holds one of civetweb's worker threads. With
 // more idle clients than threads, a probe would wait until one timed out
 // (memtrimd once had 4 threads and a 10 s keep-alive, longer than a kubelet
-// probe waits). With the default --web.max-connections, 16 idle clients
+// probe waits). With the default --web.max-connections (32), 16 idle clients
 // leave room for it.
 TEST_F(DaemonTest, IdleKeepAliveClientsDoNotBlockAProbe) {
   Memtrimd m({"--target.pid=" + std::to_string(getpid())});
