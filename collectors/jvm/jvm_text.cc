@@ -205,8 +205,7 @@ Result<JvmVersion> ParseVmVersion(std::string_view text) {
     if (!found) {
       // The first " version" followed by a blank ends the VM name.
       std::size_t at = line.find(" version");
-      while (at != std::string_view::npos &&
-             !(at + 8 < line.size() && IsBlank(line[at + 8]))) {
+      while (at != std::string_view::npos && !(at + 8 < line.size() && IsBlank(line[at + 8]))) {
         at = line.find(" version", at + 1);
       }
       if (at != std::string_view::npos) {

@@ -1,7 +1,8 @@
 // Fuzz target: `VM.flags` (jvm::ParseVmFlags).
 //
 // Invariants: a success holds at least one flag; names are non-empty and
-// names and values hold no blank (space, tab, CR, LF); the flags written back ("-XX:+Name" for true,
+// names and values hold no blank (space, tab, CR, LF); the flags written back ("-XX:+Name" for
+// true,
 // "-XX:-Name" for false, "-XX:Name=Value" otherwise) parse to the same map.
 #include <cstddef>
 #include <cstdint>
