@@ -18,19 +18,28 @@ struct Credentials {
 };
 std::optional<Credentials> ParseBasicAuthorization(std::string_view header);
 
-class BasicAuth {
+// What the HTTP server asks of basic auth. memtrimd-daemon calls it on a
+// BasicAuth made by the web module (web_module.h) and must not need that
+// module's symbols: every member here is inline or pure, so the daemon has
+// its own copy of this class's vtable and type info (UBSan's vptr check
+// needs the latter).
+class Authenticator {
+ public:
+  virtual ~Authenticator() = default;
+  // Whether the Authorization header (null when absent) is accepted.
+  virtual bool Allows(const char* authorization_header) const = 0;
+};
+
+class BasicAuth : public Authenticator {
  public:
   explicit BasicAuth(std::map<std::string, std::string> users);
-  // Virtual so that memtrimd-daemon calls into the web module, which defines
-  // it, through the vtable and not by name (web_module.h).
-  virtual ~BasicAuth() = default;
 
   // Whether the Authorization header names a user of the config with the
   // right password. A bcrypt check costs tens of milliseconds by design, so
   // verdicts are remembered (by a SHA-256 of user, password and hash, never
   // the password itself); an unknown user costs the same as a known one.
   // Thread-safe.
-  virtual bool Allows(const char* authorization_header) const;
+  bool Allows(const char* authorization_header) const override;
 
  private:
   using Key = std::array<uint8_t, 32>;

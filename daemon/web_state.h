@@ -15,9 +15,9 @@ class TlsMaterial;  // tls_server.h; held here, used only inside the web module
 
 struct WebState {
   WebConfig config;
-  std::shared_ptr<const TlsMaterial> tls;  // null without TLS
-  std::shared_ptr<const BasicAuth> auth;   // null without basic_auth_users
-  std::string extra_headers;               // "Name: value\r\n" for every response
+  std::shared_ptr<const TlsMaterial> tls;     // null without TLS
+  std::shared_ptr<const Authenticator> auth;  // a BasicAuth; null without basic_auth_users
+  std::string extra_headers;                  // "Name: value\r\n" for every response
 };
 
 // Reads `path` and everything it names. kInvalidArgument with one line
