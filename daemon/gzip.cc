@@ -27,27 +27,33 @@ std::optional<std::string> GzipCompress(std::string_view data) {
 }
 
 bool AcceptsGzip(std::string_view header) {
+  // RFC 9110 12.5.3: a coding named in the header gets its own q; "*"
+  // covers only codings not named. So the first "gzip" item decides, and
+  // without one the first "*".
+  std::optional<bool> gzip;
+  std::optional<bool> any;
   while (!header.empty()) {
     std::size_t comma = header.find(',');
     std::string_view item = text::Trim(header.substr(0, comma));
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     std::size_t semi = item.find(';');
     std::string_view coding = text::Trim(item.substr(0, semi));
-    bool is_gzip = coding.size() == 4 && std::tolower(coding[0]) == 'g' &&
-                   std::tolower(coding[1]) == 'z' && std::tolower(coding[2]) == 'i' &&
-                   std::tolower(coding[3]) == 'p';
-    if (!is_gzip && coding != "*") continue;
-    if (semi == std::string_view::npos) return true;
+    bool is_gzip = coding.size() == 4;
+    for (std::size_t i = 0; is_gzip && i < 4; ++i) {
+      is_gzip = std::tolower(static_cast<unsigned char>(coding[i])) == "gzip"[i];
+    }
+    std::optional<bool>& slot = is_gzip ? gzip : any;
+    if ((!is_gzip && coding != "*") || slot.has_value()) continue;
+    slot = true;
+    if (semi == std::string_view::npos) continue;
     std::string_view params = text::Trim(item.substr(semi + 1));
     if (params.substr(0, 2) == "q=") {
       std::string_view q = params.substr(2);
       // q=0, q=0.0, q=0.000 refuse; anything else accepts.
-      bool zero = !q.empty() && q.find_first_not_of("0.") == std::string_view::npos;
-      return !zero;
+      slot = !(!q.empty() && q.find_first_not_of("0.") == std::string_view::npos);
     }
-    return true;
   }
-  return false;
+  return gzip.value_or(any.value_or(false));
 }
 
 }  // namespace memtrimd

@@ -2,9 +2,10 @@
 // the network (AcceptsGzip in daemon/gzip).
 //
 // Invariants: only a "gzip" (any case) or "*" coding can accept; the first
-// gzip or "*" item decides, so a header that starts with "gzip" or
-// "gzip;q=0.5" accepts and one that starts with "gzip;q=0" refuses,
-// whatever follows.
+// gzip item decides, else the first "*" item, so a header that starts with
+// "gzip" or "gzip;q=0.5" accepts and one that starts with "gzip;q=0"
+// refuses, whatever follows, and a "*;q=0" first is overridden by a gzip
+// item after it.
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -25,5 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(AcceptsGzip("gzip, " + std::string(header)));
   FUZZ_CHECK(AcceptsGzip("GZip;q=0.5," + std::string(header)));
   FUZZ_CHECK(!AcceptsGzip("gzip;q=0, " + std::string(header)));
+  FUZZ_CHECK(AcceptsGzip("*;q=0, gzip, " + std::string(header)));
+  // Without a gzip item of its own, a gzip item appended decides.
+  if (header.find_first_of("gG") == std::string_view::npos) {
+    FUZZ_CHECK(AcceptsGzip(std::string(header) + ", gzip"));
+  }
   return 0;
 }

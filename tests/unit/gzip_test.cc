@@ -42,6 +42,12 @@ TEST(Gzip, AcceptEncodingNegotiation) {
   EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
   EXPECT_FALSE(AcceptsGzip("gzip; q=0.0"));
   EXPECT_FALSE(AcceptsGzip("x-gzip2"));
+  // A named coding overrides "*" whatever the order (RFC 9110 12.5.3).
+  EXPECT_TRUE(AcceptsGzip("*;q=0, gzip"));
+  EXPECT_FALSE(AcceptsGzip("*, gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("*;q=0"));
+  EXPECT_TRUE(AcceptsGzip("identity;q=0, *;q=0.1"));
+  EXPECT_FALSE(AcceptsGzip("\xc7zip, \xffgzip"));
 }
 
 }  // namespace
