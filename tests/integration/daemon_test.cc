@@ -119,6 +119,8 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
 TEST_F(DaemonTest, IdleKeepAliveClientsDoNotBlockAProbe) {
   Memtrimd m({"--target.pid=" + std::to_string(getpid())});
   ASSERT_TRUE(m.started()) << m.log();
+  // /healthz is 503 until the first sample lands.
+  ASSERT_TRUE(WaitFor([&] { return Curl(m.url("/healthz")).status == 200; }, 30s)) << m.log();
   std::vector<int> idle;
   for (int i = 0; i < 16; ++i) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

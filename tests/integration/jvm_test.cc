@@ -3,6 +3,7 @@
 // /tmp, JVMs that must never be signalled, and the direct buffer cache.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -218,10 +219,17 @@ TEST_P(JvmTest, JvmWithItsOwnMountNamespaceAndPrivateTmp) {
   RunResult v = Jcmd(jvm.pid(), {"VM.version"});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.out.find("JDK"), std::string::npos);
-  // Its socket lives in its /tmp, not in ours.
-  EXPECT_FALSE(fs::exists("/tmp/.java_pid" + std::to_string(jvm.pid())));
-  EXPECT_TRUE(fs::exists("/proc/" + std::to_string(jvm.pid()) + "/root/tmp/.java_pid" +
-                         std::to_string(jvm.pid())));
+  // Its socket lives in its /tmp, not in ours. (Ours may hold a stale
+  // socket of the same name, left by an earlier JVM that had this pid and
+  // was killed: pids are reused, so compare the files, not the names.)
+  const std::string name = "/tmp/.java_pid" + std::to_string(jvm.pid());
+  struct stat theirs {};
+  ASSERT_EQ(::stat(("/proc/" + std::to_string(jvm.pid()) + "/root" + name).c_str(), &theirs), 0);
+  struct stat ours {};
+  if (::stat(name.c_str(), &ours) == 0) {
+    EXPECT_FALSE(ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino)
+        << name << " in our /tmp is the JVM's own socket";
+  }
   jvm.Kill();
   fs::remove_all(outside);
 }
