@@ -85,7 +85,13 @@ void Process::Kill() {
   if (pid_ > 0 && running()) {
     kill(pid_, SIGKILL);
     int st = 0;
-    if (waitpid(pid_, &st, 0) == pid_) status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    if (waitpid(pid_, &st, 0) == pid_) {
+      status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+      // A SIGKILLed JVM or agent program cannot remove its socket; left in
+      // /tmp, it would meet a later process that gets the same pid.
+      RemoveStaleJvmSocket(pid_);
+      RemoveStaleAgentSocket(pid_);
+    }
   }
 }
 
