@@ -235,6 +235,17 @@ int main(int argc, char **argv) {
   if (libjvm_dir != NULL && map_fake_libjvm(libjvm_dir) != 0) {
     return 1;
   }
+  /* A socket nobody listens on is what a SIGKILLed process of the same pid
+   * left behind; replace it, as HotSpot does with its own. */
+  struct stat st;
+  if (lstat(addr.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof addr) != 0 &&
+        errno == ECONNREFUSED) {
+      unlink(addr.sun_path);
+    }
+    if (probe >= 0) close(probe);
+  }
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) != 0) {
     fprintf(stderr, "attach_server: bind %s: %s\n", addr.sun_path, strerror(errno));
