@@ -1,5 +1,6 @@
 #include "collectors/common/text.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace memtrimd::text {
@@ -35,11 +36,11 @@ std::optional<uint64_t> ParseHex(std::string_view s) {
   return v;
 }
 
-std::string_view NextToken(std::string_view& s) {
-  std::size_t i = 0;
-  while (i < s.size() && IsSpace(s[i])) ++i;
-  std::size_t j = i;
-  while (j < s.size() && !IsSpace(s[j])) ++j;
+std::string_view NextToken(std::string_view& s) { return NextToken(s, " \t"); }
+
+std::string_view NextToken(std::string_view& s, std::string_view blanks) {
+  std::size_t i = std::min(s.find_first_not_of(blanks), s.size());
+  std::size_t j = std::min(s.find_first_of(blanks, i), s.size());
   std::string_view tok = s.substr(i, j - i);
   s.remove_prefix(j);
   return tok;

@@ -26,6 +26,8 @@ std::optional<uint64_t> ParseHex(std::string_view s);
 
 // Splits off the next whitespace-separated token from `s` (advancing it).
 std::string_view NextToken(std::string_view& s);
+// The same with the characters in `blanks` as separators.
+std::string_view NextToken(std::string_view& s, std::string_view blanks);
 
 // Calls on_line for each line of `text` (without '\n').
 template <typename F>

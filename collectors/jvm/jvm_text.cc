@@ -18,17 +18,8 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 // words (VM.version, VM.flags) it counts as a blank like space and tab, so
 // no word or name ever holds one: what is parsed, written back with single
 // spaces, parses the same.
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-std::string_view NextWord(std::string_view& s) {
-  std::size_t i = 0;
-  while (i < s.size() && IsBlank(s[i])) ++i;
-  std::size_t j = i;
-  while (j < s.size() && !IsBlank(s[j])) ++j;
-  std::string_view word = s.substr(i, j - i);
-  s.remove_prefix(j);
-  return word;
-}
+constexpr std::string_view kBlanks = " \t\r";
+bool IsBlank(char c) { return kBlanks.find(c) != std::string_view::npos; }
 
 // Leading decimal digits of `s` as an int (advancing `s`); nullopt when there
 // are none or the value does not fit.
@@ -210,7 +201,7 @@ Result<JvmVersion> ParseVmVersion(std::string_view text) {
       }
       if (at != std::string_view::npos) {
         std::string_view rest = line.substr(at + 9);
-        std::string_view tok = NextWord(rest);
+        std::string_view tok = text::NextToken(rest, kBlanks);
         if (!tok.empty()) {
           vm_name = text::Trim(line.substr(0, at));
           full = tok;
@@ -237,7 +228,7 @@ Result<std::map<std::string, std::string, std::less<>>> ParseVmFlags(std::string
   std::map<std::string, std::string, std::less<>> flags;
   text::ForEachLineIn(text, [&](std::string_view line) {
     while (true) {
-      std::string_view tok = NextWord(line);
+      std::string_view tok = text::NextToken(line, kBlanks);
       if (tok.empty()) break;
       if (!StartsWith(tok, "-XX:")) continue;
       tok.remove_prefix(4);

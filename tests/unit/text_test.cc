@@ -94,6 +94,16 @@ TEST(NextToken, SplitsOnSpacesAndTabs) {
   EXPECT_EQ(NextToken(s), "");
 }
 
+TEST(NextToken, TakesOtherBlanks) {
+  std::string_view s = "\r-XX:+A\r\r -XX:B=1\r";
+  EXPECT_EQ(NextToken(s, " \t\r"), "-XX:+A");
+  EXPECT_EQ(NextToken(s, " \t\r"), "-XX:B=1");
+  EXPECT_EQ(NextToken(s, " \t\r"), "");
+  EXPECT_TRUE(s.empty());
+  std::string_view keep = "a\rb c";
+  EXPECT_EQ(NextToken(keep), "a\rb");  // the default blanks are space and tab
+}
+
 TEST(NextToken, AdvancesPastTheTokenOnly) {
   std::string_view s = "a  b";
   EXPECT_EQ(NextToken(s), "a");
