@@ -92,7 +92,10 @@ void TrimEngine::ApplyBackend(const Target& target, const TargetSample& s, TrimI
 }
 
 void TrimEngine::Count(const std::string& result, const std::string& reason) {
+  // REQUIRES: mu_ held. Every finished run, trim or skip, is counted here,
+  // after the policy has taken its outcome.
   ++stats_.runs[{result, reason}];
+  metrics_version_.fetch_add(1, std::memory_order_release);
 }
 
 void TrimEngine::Tick() {
@@ -120,7 +123,10 @@ void TrimEngine::Tick() {
       }
       stats_.last_skip_reason = d.reason;
     }
-    stats_.effective_interval = policy_.effective_interval();
+    if (stats_.effective_interval != policy_.effective_interval()) {
+      stats_.effective_interval = policy_.effective_interval();
+      metrics_version_.fetch_add(1, std::memory_order_release);
+    }
     if (d.action != TrimDecision::Action::kTrim) return;
   }
   std::unique_lock<std::mutex> busy(trim_mu_, std::try_to_lock);

@@ -4,6 +4,7 @@
 // through the same engine so they too are never concurrent.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -63,6 +64,11 @@ class TrimEngine {
 
   TrimStats Stats() const;
 
+  // Changes whenever a figure the trim metrics show (TrimFamilies: run
+  // counts, the last result, durations, the effective interval) may have
+  // changed, so that /metrics renders them again only then.
+  uint64_t MetricsVersion() const { return metrics_version_.load(std::memory_order_acquire); }
+
  private:
   void Run();
   void Tick();
@@ -81,6 +87,8 @@ class TrimEngine {
   std::optional<std::pair<pid_t, uint64_t>> current_;  // target identity the policy tracks
   std::optional<Result<TrimBackendKind>> backend_;     // for current_, resolved once
   std::mutex trim_mu_;  // held for the whole of a trim: never two at once
+
+  std::atomic<uint64_t> metrics_version_{0};
 
   std::condition_variable cv_;
   bool stop_ = false;
