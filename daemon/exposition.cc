@@ -156,7 +156,6 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
     b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
     b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
-    b.Add(kSmapsAge, {pid}, Seconds(std::chrono::system_clock::now() - g->read_at));
     b.Add(kSmapsDuration, {pid}, g->read_seconds);
     const glibc::RssBreakdown& r = g->breakdown;
     b.Add(kRssBreakdown, {pid, "file"}, static_cast<double>(r.file_and_shared));
@@ -180,9 +179,22 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap) {
     return b.Take();
   }
   b.Add(kSamples, {}, static_cast<double>(snap->sequence));
-  b.Add(kSampleAge, {}, Seconds(std::chrono::system_clock::now() - snap->taken_at));
   b.Add(kTargetUp, {}, snap->targets.empty() ? 0 : 1);
   for (const TargetSnapshot& ts : snap->targets) AddTarget(b, ts);
+  return b.Take();
+}
+
+std::vector<MetricFamily> AgeFamilies(const Snapshot* snap,
+                                      std::chrono::system_clock::time_point now) {
+  using namespace metric;
+  FamilyBuilder b;
+  if (snap == nullptr) return b.Take();
+  b.Add(kSampleAge, {}, Seconds(now - snap->taken_at));
+  for (const TargetSnapshot& ts : snap->targets) {
+    if (const auto& g = ts.sample.glibc) {
+      b.Add(kSmapsAge, {std::to_string(ts.target.pid)}, Seconds(now - g->read_at));
+    }
+  }
   return b.Take();
 }
 
@@ -238,18 +250,6 @@ std::vector<MetricFamily> TrimFamilies(const TrimStats& st) {
   if (st.last_success_unix_seconds) b.Add(kTrimLastSuccess, {}, *st.last_success_unix_seconds);
   b.Add(kTrimInterval, {}, std::chrono::duration<double>(st.effective_interval).count());
   return b.Take();
-}
-
-std::vector<MetricFamily> SnapshotCollectable::Collect() const {
-  std::shared_ptr<const Snapshot> snap = store_.Latest();
-  std::vector<MetricFamily> out = SnapshotFamilies(snap.get());
-  if (trims_ != nullptr) {
-    std::vector<MetricFamily> t = TrimFamilies(trims_->Stats());
-    out.insert(out.end(), std::make_move_iterator(t.begin()), std::make_move_iterator(t.end()));
-  }
-  std::vector<MetricFamily> self = SelfProcessFamilies();
-  out.insert(out.end(), std::make_move_iterator(self.begin()), std::make_move_iterator(self.end()));
-  return out;
 }
 
 std::string RenderText(const std::vector<MetricFamily>& families) {

@@ -1,10 +1,11 @@
-// Turns the latest Snapshot into Prometheus metric families at scrape time
-// (a prometheus::Collectable) and renders the 0.0.4 text format.
+// Turns a Snapshot, the trim engine's counters and memtrimd's own process
+// into Prometheus metric families, and renders the 0.0.4 text format.
+// MetricsPage (metrics_page.h) puts them together for /metrics.
 #pragma once
 
-#include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -12,26 +13,19 @@
 
 namespace memtrimd {
 
-class TrimEngine;
 struct TrimStats;
-
-class SnapshotCollectable : public prometheus::Collectable {
- public:
-  // `trims` may be null (no trim engine).
-  SnapshotCollectable(const SnapshotStore& store, const TrimEngine* trims)
-      : store_(store), trims_(trims) {}
-  std::vector<prometheus::MetricFamily> Collect() const override;
-
- private:
-  const SnapshotStore& store_;
-  const TrimEngine* trims_;
-};
 
 std::vector<prometheus::MetricFamily> TrimFamilies(const TrimStats& stats);
 
-// Families for one snapshot (nullptr: before the first sample). Pure apart
-// from reading the clock for ages; tests call it directly.
+// Families for one snapshot (nullptr: before the first sample), all but the
+// ages. Pure: the same snapshot always gives the same families, so their text
+// can be rendered once per snapshot.
 std::vector<prometheus::MetricFamily> SnapshotFamilies(const Snapshot* snap);
+
+// The snapshot's ages at `now`: memtrimd_sample_age_seconds and
+// memtrimd_smaps_age_seconds. Empty for nullptr.
+std::vector<prometheus::MetricFamily> AgeFamilies(const Snapshot* snap,
+                                                  std::chrono::system_clock::time_point now);
 
 // memtrimd's own process_* families, read from /proc/self.
 std::vector<prometheus::MetricFamily> SelfProcessFamilies();

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectors/common/status.h"
-#include "daemon/exposition.h"
+#include "daemon/metrics_page.h"
 #include "daemon/snapshot.h"
 #include "daemon/trim_engine.h"
 #include "daemon/web_config_file.h"
@@ -57,7 +57,7 @@ class HttpServer {
   HttpOptions options_;
   const SnapshotStore& store_;
   TrimEngine* trims_;
-  SnapshotCollectable collectable_;
+  MetricsPage metrics_page_;
   mg_context* ctx_ = nullptr;
 };
 

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <sstream>
+
 #include "daemon/metric_table.h"
+#include "daemon/metrics_page.h"
 
 namespace memtrimd {
 namespace {
@@ -117,6 +122,114 @@ TEST(Exposition, SelfProcessMetricsAreStandard) {
                            "process_open_fds ", "process_max_fds "}) {
     EXPECT_NE(text.find(std::string("\n") + name), std::string::npos) << name;
   }
+}
+
+TEST(Exposition, AgesAreMeasuredFromTheGivenTime) {
+  Snapshot s = SampleSnapshot();
+  s.targets[0].sample.glibc->read_at = s.taken_at - std::chrono::seconds(30);
+  std::string text = RenderText(AgeFamilies(&s, s.taken_at + std::chrono::seconds(5)));
+  EXPECT_TRUE(Has(text, "memtrimd_sample_age_seconds 5")) << text;
+  EXPECT_TRUE(Has(text, "memtrimd_smaps_age_seconds{pid=\"4242\"} 35")) << text;
+  EXPECT_TRUE(AgeFamilies(nullptr, s.taken_at).empty());
+  // The snapshot's own families carry no age: they are rendered once per
+  // snapshot, and an age in them would stand still.
+  std::string fixed = RenderText(SnapshotFamilies(&s));
+  EXPECT_EQ(fixed.find("_age_seconds"), std::string::npos) << fixed;
+}
+
+TEST(Exposition, SnapshotFamiliesAreAFunctionOfTheSnapshot) {
+  Snapshot s = SampleSnapshot();
+  std::string first = RenderText(SnapshotFamilies(&s));
+  std::string again = RenderText(SnapshotFamilies(&s));
+  EXPECT_EQ(first, again);
+}
+
+// Sample lines of the page by family, checking on the way that every family
+// has one TYPE line and that its samples follow it without a break.
+std::map<std::string, std::vector<std::string>> FamiliesOf(const std::string& page) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::istringstream in(page);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      current = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_EQ(out.count(current), 0u) << "family " << current << " appears twice";
+      out[current];
+    } else if (!line.empty() && line[0] != '#') {
+      std::string name = line.substr(0, line.find_first_of("{ "));
+      bool ours = name == current || name == current + "_bucket" || name == current + "_sum" ||
+                  name == current + "_count";
+      EXPECT_TRUE(ours) << line << " is not next to its family's TYPE line";
+      out[current].push_back(line);
+    }
+  }
+  return out;
+}
+
+double ValueOf(const std::string& sample_line) {
+  return std::stod(sample_line.substr(sample_line.rfind(' ') + 1));
+}
+
+TEST(MetricsPage, CombinesTheSnapshotItsAgesAndTheProcess) {
+  SnapshotStore store;
+  MetricsPage page(store, nullptr);
+  auto before = FamiliesOf(page.Render().Joined());
+  ASSERT_EQ(before["memtrimd_target_up"].size(), 1u);
+  EXPECT_EQ(before["memtrimd_target_up"][0], "memtrimd_target_up 0");
+  EXPECT_EQ(before.count("memtrimd_sample_age_seconds"), 0u);
+  EXPECT_EQ(before["process_open_fds"].size(), 1u);
+
+  auto s = std::make_shared<Snapshot>(SampleSnapshot());
+  s->taken_at = std::chrono::system_clock::now() - std::chrono::seconds(100);
+  s->targets[0].sample.glibc->read_at = s->taken_at - std::chrono::seconds(20);
+  store.Publish(s);
+  auto f = FamiliesOf(page.Render().Joined());
+  ASSERT_EQ(f["memtrimd_target_up"].size(), 1u);
+  EXPECT_EQ(f["memtrimd_target_up"][0], "memtrimd_target_up 1");
+  ASSERT_EQ(f["memtrimd_sample_age_seconds"].size(), 1u);
+  EXPECT_GE(ValueOf(f["memtrimd_sample_age_seconds"][0]), 100);
+  ASSERT_EQ(f["memtrimd_smaps_age_seconds"].size(), 1u);
+  EXPECT_GE(ValueOf(f["memtrimd_smaps_age_seconds"][0]), 120);
+  EXPECT_EQ(f["process_cpu_seconds_total"].size(), 1u);
+  // Every family the snapshot makes is on the page, with all its samples.
+  for (const auto& fam : SnapshotFamilies(s.get())) {
+    EXPECT_EQ(f[fam.name].size(), fam.metric.size()) << fam.name;
+  }
+}
+
+TEST(MetricsPage, EachNewSnapshotIsRenderedAgain) {
+  SnapshotStore store;
+  MetricsPage page(store, nullptr);
+  auto s = std::make_shared<Snapshot>(SampleSnapshot());
+  store.Publish(s);
+  MetricsText first = page.Render();
+  EXPECT_TRUE(Has(first.Joined(), "memtrimd_target_threads{pid=\"4242\"} 17"));
+  // The same snapshot: its text comes from the cache.
+  ASSERT_FALSE(first.parts.empty());
+  EXPECT_EQ(page.Render().parts.front(), first.parts.front());
+  // Same sequence number, new snapshot: the cache follows the snapshot
+  // itself, not its number.
+  auto next = std::make_shared<Snapshot>(*s);
+  next->targets[0].sample.process->threads = 18;
+  store.Publish(next);
+  s.reset();
+  MetricsText second = page.Render();
+  EXPECT_NE(second.parts.front(), first.parts.front());
+  std::string text = second.Joined();
+  EXPECT_TRUE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 18")) << text;
+  EXPECT_FALSE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 17"));
+}
+
+TEST(MetricsPage, ProcessFiguresAreReusedOnlyWithinTheirMaxAge) {
+  SnapshotStore store;
+  store.Publish(std::make_shared<Snapshot>(SampleSnapshot()));
+  MetricsPage reusing(store, nullptr, std::chrono::hours(1));
+  EXPECT_EQ(reusing.Render().parts.back(), reusing.Render().parts.back());
+  MetricsPage fresh(store, nullptr, std::chrono::milliseconds(0));
+  MetricsText a = fresh.Render();
+  MetricsText b = fresh.Render();
+  EXPECT_NE(a.parts.back(), b.parts.back());
+  EXPECT_NE(a.parts.back()->find("process_open_fds "), std::string::npos);
 }
 
 TEST(MetricTable, NamesFollowConventions) {
