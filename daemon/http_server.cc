@@ -14,12 +14,13 @@
 namespace memtrimd {
 namespace {
 
-// Sends a whole response. The headers go out in one write with the first body
-// part (tcp_nodelay is on, so each write leaves at once; fewer writes are
-// fewer segments and wake-ups). Later parts, such as the cached /metrics
-// text, are written from where they lie rather than copied.
+// Sends a whole response. Small parts are gathered behind the headers and
+// large ones, such as the cached /metrics text, are written from where they
+// lie rather than copied. tcp_nodelay is on, so no write waits for the
+// client's ACK; gathering only saves segments and wake-ups.
 void ReplyParts(mg_connection* conn, int code, const char* reason, const char* content_type,
                 const std::vector<std::string_view>& body, const std::string& extra_headers = "") {
+  constexpr std::size_t kCopyUpTo = 4096;
   const mg_request_info* ri = mg_get_request_info(conn);
   bool head = ri != nullptr && std::strcmp(ri->request_method, "HEAD") == 0;
   std::size_t length = 0;
@@ -28,21 +29,21 @@ void ReplyParts(mg_connection* conn, int code, const char* reason, const char* c
                     "\r\nContent-Type: " + content_type +
                     "\r\nContent-Length: " + std::to_string(length) +
                     "\r\nCache-Control: no-store\r\n" + extra_headers + "\r\n";
-  if (head) {
-    mg_write(conn, out.data(), out.size());
-    return;
-  }
-  bool first = true;
-  for (std::string_view part : body) {
-    if (first) {
-      out.append(part);
-      if (mg_write(conn, out.data(), out.size()) <= 0) return;
-      first = false;
-    } else if (!part.empty() && mg_write(conn, part.data(), part.size()) <= 0) {
-      return;  // the client went away
+  auto send = [conn](std::string_view bytes) {
+    // A short write means the client went away; the rest is not sent.
+    return bytes.empty() || mg_write(conn, bytes.data(), bytes.size()) > 0;
+  };
+  if (!head) {
+    for (std::string_view part : body) {
+      if (part.size() <= kCopyUpTo) {
+        out.append(part);
+        continue;
+      }
+      if (!send(out) || !send(part)) return;
+      out.clear();
     }
   }
-  if (first) mg_write(conn, out.data(), out.size());
+  send(out);
 }
 
 void Reply(mg_connection* conn, int code, const char* reason, const char* content_type,
@@ -237,9 +238,7 @@ int HttpServer::Serve(mg_connection* conn) {
         return 200;
       }
     }
-    std::vector<std::string_view> body{page.ages};
-    for (const auto& part : page.parts) body.emplace_back(*part);
-    ReplyParts(conn, 200, "OK", kTextContentType, body, h + "Vary: Accept-Encoding\r\n");
+    ReplyParts(conn, 200, "OK", kTextContentType, page.Parts(), h + "Vary: Accept-Encoding\r\n");
     return 200;
   }
   if (path == "/healthz") {

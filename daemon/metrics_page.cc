@@ -5,17 +5,17 @@
 
 namespace memtrimd {
 
-std::size_t MetricsText::size() const {
-  std::size_t n = ages.size();
-  for (const auto& p : parts) n += p->size();
-  return n;
+std::vector<std::string_view> MetricsText::Parts() const {
+  std::vector<std::string_view> out{ages};
+  for (const auto* part : {&trims, &process, &snapshot}) {
+    if (*part != nullptr) out.emplace_back(**part);
+  }
+  return out;
 }
 
 std::string MetricsText::Joined() const {
   std::string out;
-  out.reserve(size());
-  out += ages;
-  for (const auto& p : parts) out += *p;
+  for (std::string_view part : Parts()) out += part;
   return out;
 }
 
@@ -32,26 +32,26 @@ MetricsText MetricsPage::Render() const {
   MetricsText page;
   page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::system_clock::now()));
   std::lock_guard<std::mutex> lock(mu_);
-  // Rendered under the lock: requests that arrive meanwhile want the same
-  // text, and a refresh takes well under a millisecond.
+  // Refreshed under the lock: requests that arrive meanwhile want the same
+  // text, and would otherwise each render it again.
   if (snapshot_text_ == nullptr || snapshot_key_ != snap) {
     snapshot_text_ = shared(SnapshotFamilies(snap.get()));
     snapshot_key_ = snap;
   }
-  page.parts.push_back(snapshot_text_);
+  page.snapshot = snapshot_text_;
   if (trims_version) {
     if (trims_text_ == nullptr || trims_key_ != trims_version) {
       trims_text_ = shared(TrimFamilies(trims_->Stats()));
       trims_key_ = trims_version;
     }
-    page.parts.push_back(trims_text_);
+    page.trims = trims_text_;
   }
   auto now = std::chrono::steady_clock::now();
   if (process_text_ == nullptr || now - process_read_at_ >= process_max_age_) {
     process_text_ = shared(SelfProcessFamilies());
     process_read_at_ = now;
   }
-  page.parts.push_back(process_text_);
+  page.process = process_text_;
   return page;
 }
 

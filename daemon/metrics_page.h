@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/snapshot.h"
@@ -27,12 +28,15 @@ namespace memtrimd {
 
 class TrimEngine;
 
-// One rendering of the page: `ages` followed by each of `parts`. Kept in
-// pieces so that the cached ones can be sent without a copy.
+// One rendering of the page, in its parts; the cached ones are shared with
+// the cache, so that they can be sent without a copy.
 struct MetricsText {
-  std::string ages;                                       // for this request
-  std::vector<std::shared_ptr<const std::string>> parts;  // shared, cached
-  std::size_t size() const;
+  std::string ages;                             // rendered for this request
+  std::shared_ptr<const std::string> trims;     // null without a trim engine
+  std::shared_ptr<const std::string> process;   // memtrimd's own process_*
+  std::shared_ptr<const std::string> snapshot;  // the largest, so last
+  // The body, part by part, in page order.
+  std::vector<std::string_view> Parts() const;
   std::string Joined() const;
 };
 

@@ -205,8 +205,8 @@ TEST(MetricsPage, EachNewSnapshotIsRenderedAgain) {
   MetricsText first = page.Render();
   EXPECT_TRUE(Has(first.Joined(), "memtrimd_target_threads{pid=\"4242\"} 17"));
   // The same snapshot: its text comes from the cache.
-  ASSERT_FALSE(first.parts.empty());
-  EXPECT_EQ(page.Render().parts.front(), first.parts.front());
+  ASSERT_NE(first.snapshot, nullptr);
+  EXPECT_EQ(page.Render().snapshot, first.snapshot);
   // Same sequence number, new snapshot: the cache follows the snapshot
   // itself, not its number.
   auto next = std::make_shared<Snapshot>(*s);
@@ -214,7 +214,7 @@ TEST(MetricsPage, EachNewSnapshotIsRenderedAgain) {
   store.Publish(next);
   s.reset();
   MetricsText second = page.Render();
-  EXPECT_NE(second.parts.front(), first.parts.front());
+  EXPECT_NE(second.snapshot, first.snapshot);
   std::string text = second.Joined();
   EXPECT_TRUE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 18")) << text;
   EXPECT_FALSE(Has(text, "memtrimd_target_threads{pid=\"4242\"} 17"));
@@ -224,12 +224,12 @@ TEST(MetricsPage, ProcessFiguresAreReusedOnlyWithinTheirMaxAge) {
   SnapshotStore store;
   store.Publish(std::make_shared<Snapshot>(SampleSnapshot()));
   MetricsPage reusing(store, nullptr, std::chrono::hours(1));
-  EXPECT_EQ(reusing.Render().parts.back(), reusing.Render().parts.back());
+  EXPECT_EQ(reusing.Render().process, reusing.Render().process);
   MetricsPage fresh(store, nullptr, std::chrono::milliseconds(0));
   MetricsText a = fresh.Render();
   MetricsText b = fresh.Render();
-  EXPECT_NE(a.parts.back(), b.parts.back());
-  EXPECT_NE(a.parts.back()->find("process_open_fds "), std::string::npos);
+  EXPECT_NE(a.process, b.process);
+  EXPECT_NE(a.process->find("process_open_fds "), std::string::npos);
 }
 
 TEST(MetricTable, NamesFollowConventions) {
