@@ -12,6 +12,9 @@
 #   wrk -t2 -c32 -d${DURATION}s --latency URL      (32 keep-alive connections)
 # and, unless --no-close, the same two with -H 'Connection: close' (a new
 # connection per request; wrk's latency then excludes the connect).
+# Each round also runs the keep-alive pair against memtrimd's /healthz
+# ("memtrimd-healthz"): the same server answering without a body, which is
+# the floor this machine's HTTP path and wrk put under any /metrics figure.
 # At 80 % of every wrk run `ss` counts the server's established connections and
 # those it has sent anything on, so a server that leaves connections waiting
 # shows up: wrk's percentiles only cover requests that were answered.
@@ -100,17 +103,17 @@ to_us() {
     else print "nan" }'
 }
 
-# run_wrk NAME PORT CONNS MODE ROUND: one wrk run; appends a line
+# run_wrk NAME PORT CONNS MODE ROUND [PATH]: one wrk run; appends a line
 # "name conns mode round p50_us p99_us rps requests established answered errors"
 # to $tmp/runs.
 run_wrk() {
-  local name=$1 port=$2 conns=$3 mode=$4 round=$5 threads=1 out wpid conn_est conn_ans
+  local name=$1 port=$2 conns=$3 mode=$4 round=$5 path=${6:-/metrics} threads=1 out wpid conn_est conn_ans
   local hdr=()
   ((conns > 1)) && threads=2
   [[ "$mode" == close ]] && hdr=(-H 'Connection: close')
   out=$tmp/wrk.$name.$conns.$mode.$round
   wrk -t"$threads" -c"$conns" -d"${duration}s" --latency "${hdr[@]}" \
-    "http://127.0.0.1:$port/metrics" >"$out" 2>&1 &
+    "http://127.0.0.1:$port$path" >"$out" 2>&1 &
   wpid=$!
   track_pid "$wpid"
   sleep "$(awk -v d="$duration" 'BEGIN { print d * 0.8 }')"
@@ -145,6 +148,10 @@ for ((r = 1; r <= rounds; r++)); do
       done
     done
   done
+  for conns in 1 32; do
+    log "== round $r: memtrimd /healthz, $conns connections, keep-alive"
+    run_wrk memtrimd-healthz "$MEMTRIMD_PORT" "$conns" keep-alive "$r" /healthz
+  done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -171,7 +178,7 @@ def med(xs):
     return statistics.median(xs)
 for mode in modes:
     for conns in ("1", "32"):
-        for name in ("memtrimd", "process-exporter"):
+        for name in ("memtrimd", "process-exporter", "memtrimd-healthz"):
             sel = [r for r in rows if r[0] == name and r[1] == conns and r[2] == mode]
             if not sel:
                 continue
@@ -184,6 +191,15 @@ for mode in modes:
             # With Connection: close the sockets come and go: nothing to count.
             answered = f"{ans} of {conns}" if mode == "keep-alive" else "-"
             print(f"| {name} | {conns} | {mode} | {p50:.0f} | {p99:.0f} | {rps:.0f} | {answered} | {errs} |")
+print()
+print("memtrimd-healthz is memtrimd's /healthz (a 3-byte body): the HTTP floor of the same server.")
+for conns in ("1", "32"):
+    def p99(name):
+        sel = [float(r[5]) for r in rows if r[0] == name and r[1] == conns and r[2] == "keep-alive"]
+        return med(sel) if sel else None
+    m, h = p99("memtrimd"), p99("memtrimd-healthz")
+    if m and h:
+        print(f"At {conns} keep-alive connection(s), /metrics p99 is {m / h:.2f}x /healthz p99.")
 PY
 echo
 echo "Per run (connections established / answered at 80 % of the run, keep-alive only):"
