@@ -2,8 +2,6 @@
 
 #include <zlib.h>
 
-#include <cctype>
-
 #include "collectors/common/text.h"
 
 namespace memtrimd {
@@ -38,10 +36,7 @@ bool AcceptsGzip(std::string_view header) {
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     std::size_t semi = item.find(';');
     std::string_view coding = text::Trim(item.substr(0, semi));
-    bool is_gzip = coding.size() == 4;
-    for (std::size_t i = 0; is_gzip && i < 4; ++i) {
-      is_gzip = std::tolower(static_cast<unsigned char>(coding[i])) == "gzip"[i];
-    }
+    bool is_gzip = text::EqualsIgnoreCase(coding, "gzip");
     std::optional<bool>& slot = is_gzip ? gzip : any;
     if ((!is_gzip && coding != "*") || slot.has_value()) continue;
     slot = true;

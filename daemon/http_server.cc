@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "collectors/common/text.h"
 #include "daemon/civetweb_tls.h"
 
 #include "daemon/build_info.h"
@@ -71,6 +72,13 @@ std::string CivetwebPorts(const std::vector<std::string>& addresses) {
     out += (!a.empty() && a.front() == ':') ? a.substr(1) : a;
   }
   return out;
+}
+
+bool AsksToClose(std::string_view connection) {
+  while (!connection.empty()) {
+    if (text::EqualsIgnoreCase(text::NextToken(connection, ", \t"), "close")) return true;
+  }
+  return false;
 }
 
 HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngine* trims)
@@ -213,7 +221,11 @@ int HttpServer::Serve(mg_connection* conn) {
   std::string_view path = ri->local_uri ? ri->local_uri : "";
   std::string_view method = ri->request_method ? ri->request_method : "";
   std::shared_ptr<const WebState> web = options_.web ? options_.web->Current() : nullptr;
-  const std::string h = web ? web->extra_headers : std::string();
+  std::string h = web ? web->extra_headers : std::string();
+  // Without it, a client that asked to close cannot tell a closed
+  // connection from a broken one (wrk counts each as a read error).
+  const char* connection = mg_get_header(conn, "Connection");
+  if (connection != nullptr && AsksToClose(connection)) h += "Connection: close\r\n";
   // /healthz stays open so that probes need no credentials; it says only
   // whether sampling runs.
   if (web && web->auth && path != "/healthz" &&

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/common/status.h"
@@ -65,5 +66,10 @@ class HttpServer {
 // ":8486" -> "8486", "127.0.0.1:8486" -> "127.0.0.1:8486",
 // "[::1]:8486" -> "[::1]:8486". Several are joined with commas.
 std::string CivetwebPorts(const std::vector<std::string>& addresses);
+
+// Whether a Connection header value has the "close" option (RFC 9110 7.6.1:
+// comma-separated, case-insensitive). civetweb then closes the connection
+// after the response, and the response says so (RFC 9112 9.6).
+bool AsksToClose(std::string_view connection);
 
 }  // namespace memtrimd

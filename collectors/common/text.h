@@ -17,6 +17,16 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// ASCII case-insensitive equality, for HTTP tokens and the like.
+inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
 // Decimal unsigned integer that must fill all of `s`; nullopt on anything else
 // (empty, sign, overflow, trailing text).
 std::optional<uint64_t> ParseUint(std::string_view s);

@@ -102,6 +102,21 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
   HttpResponse plain = Curl(m.url("/custom"), {"-H", "Accept-Encoding: identity"});
   EXPECT_EQ(plain.headers.find("Content-Encoding"), std::string::npos);
 
+  // A client that asks to close is told so; one that keeps the connection
+  // is not.
+  EXPECT_EQ(metrics.headers.find("Connection: close"), std::string::npos) << metrics.headers;
+  HttpResponse closing = Curl(m.url("/custom"), {"-H", "Connection: close"});
+  EXPECT_EQ(closing.status, 200);
+  EXPECT_NE(closing.headers.find("Connection: close"), std::string::npos) << closing.headers;
+  EXPECT_NE(closing.body.find("memtrimd_build_info{"), std::string::npos);
+
+  // HEAD: the headers of the page, no body (curl writes a HEAD's headers
+  // to its output, so nothing else may be there).
+  HttpResponse head = Curl(m.url("/custom"), {"--head"});
+  EXPECT_EQ(head.status, 200);
+  EXPECT_NE(head.headers.find("Content-Length: "), std::string::npos) << head.headers;
+  EXPECT_EQ(head.body.find("memtrimd_"), std::string::npos) << head.body;
+
   HttpResponse landing = Curl(m.url("/"));
   EXPECT_EQ(landing.status, 200);
   EXPECT_NE(landing.body.find("href=\"/custom\""), std::string::npos) << landing.body;
