@@ -74,9 +74,11 @@ std::string CivetwebPorts(const std::vector<std::string>& addresses) {
   return out;
 }
 
-bool AsksToClose(std::string_view connection) {
-  while (!connection.empty()) {
-    if (text::EqualsIgnoreCase(text::NextToken(connection, ", \t"), "close")) return true;
+bool KeepsConnection(std::optional<std::string_view> connection, std::string_view http_version) {
+  if (!connection) return http_version == "1.1";
+  std::string_view options = *connection;
+  while (!options.empty()) {
+    if (text::EqualsIgnoreCase(text::NextToken(options, ", \t"), "keep-alive")) return true;
   }
   return false;
 }
@@ -222,10 +224,17 @@ int HttpServer::Serve(mg_connection* conn) {
   std::string_view method = ri->request_method ? ri->request_method : "";
   std::shared_ptr<const WebState> web = options_.web ? options_.web->Current() : nullptr;
   std::string h = web ? web->extra_headers : std::string();
-  // Without it, a client that asked to close cannot tell a closed
-  // connection from a broken one (wrk counts each as a read error).
+  // Without it, a client whose connection civetweb closes cannot tell that
+  // from a broken one (wrk counts each as a read error), and an HTTP/1.0
+  // client would not know that the connection stays open.
   const char* connection = mg_get_header(conn, "Connection");
-  if (connection != nullptr && AsksToClose(connection)) h += "Connection: close\r\n";
+  std::string_view version = ri->http_version ? ri->http_version : "";
+  if (!KeepsConnection(connection ? std::optional<std::string_view>(connection) : std::nullopt,
+                       version)) {
+    h += "Connection: close\r\n";
+  } else if (version != "1.1") {
+    h += "Connection: keep-alive\r\n";  // HTTP/1.0 closes unless told otherwise
+  }
   // /healthz stays open so that probes need no credentials; it says only
   // whether sampling runs.
   if (web && web->auth && path != "/healthz" &&

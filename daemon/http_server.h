@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,9 +68,13 @@ class HttpServer {
 // "[::1]:8486" -> "[::1]:8486". Several are joined with commas.
 std::string CivetwebPorts(const std::vector<std::string>& addresses);
 
-// Whether a Connection header value has the "close" option (RFC 9110 7.6.1:
-// comma-separated, case-insensitive). civetweb then closes the connection
-// after the response, and the response says so (RFC 9112 9.6).
-bool AsksToClose(std::string_view connection);
+// Whether civetweb keeps the connection open after answering a request with
+// this Connection header (nullopt: none) and HTTP version. Its rule (with
+// keep-alive enabled): a Connection header keeps it only when it lists the
+// "keep-alive" option (comma-separated, any case), and without one only
+// HTTP/1.1 keeps it. When it will close, the response says
+// "Connection: close" (RFC 9112 9.6), so that clients can tell that close
+// from a broken connection.
+bool KeepsConnection(std::optional<std::string_view> connection, std::string_view http_version);
 
 }  // namespace memtrimd

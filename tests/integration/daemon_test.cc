@@ -102,13 +102,20 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
   HttpResponse plain = Curl(m.url("/custom"), {"-H", "Accept-Encoding: identity"});
   EXPECT_EQ(plain.headers.find("Content-Encoding"), std::string::npos);
 
-  // A client that asks to close is told so; one that keeps the connection
-  // is not.
-  EXPECT_EQ(metrics.headers.find("Connection: close"), std::string::npos) << metrics.headers;
+  // A response says when the connection closes after it: asked for by
+  // the client, or HTTP/1.0 without keep-alive. An HTTP/1.1 request keeps
+  // it without a word, an HTTP/1.0 one that asks is told it stays open.
+  EXPECT_EQ(metrics.headers.find("Connection:"), std::string::npos) << metrics.headers;
   HttpResponse closing = Curl(m.url("/custom"), {"-H", "Connection: close"});
   EXPECT_EQ(closing.status, 200);
   EXPECT_NE(closing.headers.find("Connection: close"), std::string::npos) << closing.headers;
   EXPECT_NE(closing.body.find("memtrimd_build_info{"), std::string::npos);
+  HttpResponse old = Curl(m.url("/custom"), {"--http1.0"});
+  EXPECT_EQ(old.status, 200);
+  EXPECT_NE(old.headers.find("Connection: close"), std::string::npos) << old.headers;
+  HttpResponse old_kept = Curl(m.url("/custom"), {"--http1.0", "-H", "Connection: keep-alive"});
+  EXPECT_EQ(old_kept.status, 200);
+  EXPECT_NE(old_kept.headers.find("Connection: keep-alive"), std::string::npos) << old_kept.headers;
 
   // HEAD: the headers of the page, no body (curl writes a HEAD's headers
   // to its output, so nothing else may be there).

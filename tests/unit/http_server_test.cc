@@ -10,16 +10,19 @@ TEST(CivetwebPorts, JoinsPrometheusStyleAddresses) {
   EXPECT_EQ(CivetwebPorts({"127.0.0.1:8486", "[::1]:8486"}), "127.0.0.1:8486,[::1]:8486");
 }
 
-TEST(AsksToClose, FindsTheCloseOptionInAnyCaseAndPlace) {
-  EXPECT_TRUE(AsksToClose("close"));
-  EXPECT_TRUE(AsksToClose("Close"));
-  EXPECT_TRUE(AsksToClose("TE, CLOSE"));
-  EXPECT_TRUE(AsksToClose("close,TE"));
-  EXPECT_TRUE(AsksToClose(" \tclose\t "));
-  EXPECT_FALSE(AsksToClose(""));
-  EXPECT_FALSE(AsksToClose("keep-alive"));
-  EXPECT_FALSE(AsksToClose("closed, enclose"));
-  EXPECT_FALSE(AsksToClose(",,"));
+TEST(KeepsConnection, FollowsTheConnectionHeaderThenTheVersion) {
+  EXPECT_TRUE(KeepsConnection(std::nullopt, "1.1"));
+  EXPECT_FALSE(KeepsConnection(std::nullopt, "1.0"));
+  EXPECT_FALSE(KeepsConnection(std::nullopt, ""));
+  EXPECT_FALSE(KeepsConnection("close", "1.1"));
+  EXPECT_FALSE(KeepsConnection("Close", "1.1"));
+  EXPECT_TRUE(KeepsConnection("keep-alive", "1.0"));
+  EXPECT_TRUE(KeepsConnection("TE, Keep-Alive", "1.1"));
+  EXPECT_TRUE(KeepsConnection(" \tKEEP-ALIVE\t ", "1.0"));
+  // A header that names other options only: civetweb closes.
+  EXPECT_FALSE(KeepsConnection("TE", "1.1"));
+  EXPECT_FALSE(KeepsConnection("", "1.1"));
+  EXPECT_FALSE(KeepsConnection("keep-alived, keep", "1.1"));
 }
 
 }  // namespace
