@@ -1,6 +1,7 @@
 #include "daemon/exposition.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "daemon/metric_table.h"
 #include "daemon/metrics_page.h"
+#include "daemon/trim_engine.h"
 
 namespace memtrimd {
 namespace {
@@ -230,6 +232,33 @@ TEST(MetricsPage, ProcessFiguresAreReusedOnlyWithinTheirMaxAge) {
   MetricsText b = fresh.Render();
   EXPECT_NE(a.process, b.process);
   EXPECT_NE(a.process->find("process_open_fds "), std::string::npos);
+}
+
+TEST(MetricsPage, TrimFiguresAreRenderedAgainWhenATrimIsCounted) {
+  SnapshotStore store;
+  auto s = std::make_shared<Snapshot>(SampleSnapshot());
+  // This test process as the target: a glibc program without the agent, so
+  // a manual trim through the agent fails at once and is counted.
+  s->targets[0].target.pid = ::getpid();
+  s->targets[0].target.proc_dir = "/proc/" + std::to_string(::getpid());
+  store.Publish(s);
+  TrimEngineOptions options;
+  options.trim.backend = TrimBackendKind::kAgent;
+  TrimEngine trims(options, store);
+  MetricsPage page(store, &trims);
+  const std::string failed = "memtrimd_trim_runs_total{result=\"failure\",reason=\"unavailable\"}";
+
+  MetricsText before = page.Render();
+  ASSERT_NE(before.trims, nullptr);
+  EXPECT_TRUE(Has(*before.trims, failed + " 0")) << *before.trims;
+  EXPECT_EQ(page.Render().trims, before.trims);  // nothing counted: from the cache
+
+  uint64_t version = trims.MetricsVersion();
+  EXPECT_FALSE(trims.TrimManually().ok());
+  EXPECT_GT(trims.MetricsVersion(), version);
+  MetricsText after = page.Render();
+  EXPECT_NE(after.trims, before.trims);
+  EXPECT_TRUE(Has(*after.trims, failed + " 1")) << *after.trims;
 }
 
 TEST(MetricTable, NamesFollowConventions) {
