@@ -74,7 +74,9 @@ std::string CivetwebPorts(const std::vector<std::string>& addresses);
 // "keep-alive" option (comma-separated, any case), and without one only
 // HTTP/1.1 keeps it. When it will close, the response says
 // "Connection: close" (RFC 9112 9.6), so that clients can tell that close
-// from a broken connection.
+// from a broken connection. civetweb's own mg_response_header_send() adds
+// that header, but it writes every header line separately; memtrimd sends
+// its headers in one buffer (see ReplyParts), so it applies the rule itself.
 bool KeepsConnection(std::optional<std::string_view> connection, std::string_view http_version);
 
 }  // namespace memtrimd

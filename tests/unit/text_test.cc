@@ -118,6 +118,15 @@ TEST(NextToken, OnlyWhitespaceGivesEmpty) {
   EXPECT_TRUE(s.empty());
 }
 
+TEST(EqualsIgnoreCase, FoldsAsciiLettersOnly) {
+  EXPECT_TRUE(EqualsIgnoreCase("Keep-Alive", "keep-alive"));
+  EXPECT_TRUE(EqualsIgnoreCase("", ""));
+  EXPECT_FALSE(EqualsIgnoreCase("gzip", "gzip "));
+  EXPECT_FALSE(EqualsIgnoreCase("gzip", "gzi"));
+  EXPECT_FALSE(EqualsIgnoreCase("@", "`"));                // 0x40 and 0x60 differ by the case bit
+  EXPECT_FALSE(EqualsIgnoreCase("\xc3\x89", "\xc3\xa9"));  // no folding beyond ASCII
+}
+
 TEST(Trim, StripsSpacesTabsAndLineEnds) {
   EXPECT_EQ(Trim("  x y \t\r\n"), "x y");
   EXPECT_EQ(Trim("\n\tmax\n"), "max");
