@@ -152,6 +152,13 @@ Status HttpServer::Start() {
     return Status(ErrorCode::kUnavailable,
                   "cannot listen on " + ports + ": " + (err_text[0] ? err_text : "unknown error"));
   }
+  // Without an authorization handler civetweb looks for a .htpasswd file on
+  // every request, in the directory the URI maps to: with no document root
+  // that is the filesystem's root, so a stray /.htpasswd would put civetweb's
+  // own digest authentication in front of memtrimd, and each request paid a
+  // stat. memtrimd authenticates in Handle, from --web.config.file only.
+  mg_set_auth_handler(
+      ctx_, "/", [](mg_connection*, void*) { return 1; }, nullptr);
   mg_set_request_handler(ctx_, "/", &HttpServer::Handle, this);
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 // own reading of /proc.
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -131,6 +132,33 @@ TEST_F(DaemonTest, HttpEndpointsBehave) {
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
   EXPECT_EQ(Curl(m.url("/metrics")).status, 404);
   EXPECT_EQ(Curl(m.url("/custom"), {"-X", "POST"}).status, 405);
+}
+
+// civetweb, left to itself, looks for a .htpasswd in the directory a URI
+// maps to; memtrimd sets no document root, so that is the filesystem's root,
+// and a file there once put civetweb's digest authentication (401) in front
+// of every endpoint. Only --web.config.file decides who may read. The test
+// needs to write /.htpasswd, so it runs as root and only when none is there.
+TEST_F(DaemonTest, AStrayHtpasswdAtTheRootChangesNothing) {
+  const char* path = "/.htpasswd";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to write " << path;
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) GTEST_SKIP() << path << " exists or cannot be made; not touching it";
+  struct Remove {
+    const char* path;
+    ~Remove() { ::unlink(path); }
+  } remove{path};
+  const std::string line = "scraper:memtrimd:0123456789abcdef0123456789abcdef\n";
+  ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  ::close(fd);
+
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  HttpResponse metrics = Curl(m.url("/metrics"));
+  EXPECT_EQ(metrics.status, 200) << metrics.headers;
+  EXPECT_EQ(metrics.headers.find("WWW-Authenticate"), std::string::npos) << metrics.headers;
+  EXPECT_NE(metrics.body.find("memtrimd_build_info{"), std::string::npos);
+  EXPECT_EQ(Curl(m.url("/")).status, 200);
 }
 
 // An idle keep-alive connection holds one of civetweb's worker threads. With
