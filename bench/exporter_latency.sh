@@ -5,16 +5,25 @@
 #
 #   bench/exporter_latency.sh BUILD_DIR [--duration SECONDS] [--rounds N]
 #                             [--target jvm|glibc] [--no-close]
+#                             [--client-threads N]
 #
 # Each round runs, back to back and in alternating order (memtrimd first in
 # odd rounds, process-exporter first in even ones):
 #   wrk -t1 -c1  -d${DURATION}s --latency URL      (one keep-alive connection)
-#   wrk -t2 -c32 -d${DURATION}s --latency URL      (32 keep-alive connections)
+#   wrk -t1 -c32 -d${DURATION}s --latency URL      (32 keep-alive connections)
 # and, unless --no-close, the same two with -H 'Connection: close' (a new
 # connection per request; wrk's latency then excludes the connect).
 # Each round also runs the keep-alive pair against memtrimd's /healthz
 # ("memtrimd-healthz"): the same server answering without a body, which is
 # the floor this machine's HTTP path and wrk put under any /metrics figure.
+#
+# wrk shares the machine's cores with the server it measures. One wrk thread
+# (an epoll loop) keeps 32 connections busy and drives memtrimd as hard as
+# two do, but every further wrk thread is one more runnable thread competing
+# with the server's, and the time a wrk thread waits for a core is counted in
+# the latency of every response it has not read yet. --client-threads 2 shows
+# it: on 2 cores, the same server's p99 at 32 connections is about twice as
+# high (docs/benchmarks.md, section 6).
 # At 80 % of every wrk run `ss` counts the server's established connections and
 # those it has sent anything on, so a server that leaves connections waiting
 # shows up: wrk's percentiles only cover requests that were answered.
@@ -36,7 +45,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/exporter_lib.sh"
 
 usage() {
-  echo "usage: $0 BUILD_DIR [--duration SECONDS] [--rounds N] [--target jvm|glibc] [--no-close]" >&2
+  echo "usage: $0 BUILD_DIR [--duration SECONDS] [--rounds N] [--target jvm|glibc] [--no-close] [--client-threads N]" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -46,12 +55,14 @@ duration=10
 rounds=3
 kind=jvm
 modes=(keep-alive close)
+client_threads=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --duration) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 2 ]] || usage; duration=$2; shift 2 ;;
     --rounds) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; rounds=$2; shift 2 ;;
     --target) [[ $# -ge 2 && "$2" =~ ^(jvm|glibc)$ ]] || usage; kind=$2; shift 2 ;;
     --no-close) modes=(keep-alive); shift ;;
+    --client-threads) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ && "$2" -le 32 ]] || usage; client_threads=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -107,9 +118,9 @@ to_us() {
 # "name conns mode round p50_us p99_us rps requests established answered errors"
 # to $tmp/runs.
 run_wrk() {
-  local name=$1 port=$2 conns=$3 mode=$4 round=$5 path=${6:-/metrics} threads=1 out wpid conn_est conn_ans
+  local name=$1 port=$2 conns=$3 mode=$4 round=$5 path=${6:-/metrics} threads=$client_threads out wpid conn_est conn_ans
   local hdr=()
-  ((conns > 1)) && threads=2
+  ((threads > conns)) && threads=$conns
   [[ "$mode" == close ]] && hdr=(-H 'Connection: close')
   out=$tmp/wrk.$name.$conns.$mode.$round
   wrk -t"$threads" -c"$conns" -d"${duration}s" --latency "${hdr[@]}" \
@@ -166,7 +177,7 @@ machine_description
 echo "- target: pid $TARGET_PID, $TARGET_DESC; both exporters watch only it (process-exporter: group \"$PE_GROUP\", num_procs 1)"
 echo "- $(memtrimd_build "$tmp/md.metrics" "$memtrimd-daemon") with default intervals; process-exporter $("$PROCESS_EXPORTER" -version 2>&1 | head -1 | sed 's/.*revision: //; s/)$//') with default flags"
 echo "- response body: memtrimd $md_bytes bytes ($md_series samples), process-exporter $pe_bytes bytes ($pe_series samples)"
-echo "- $rounds rounds of ${duration}s wrk runs, exporters alternating; load average at start: $load_start; at end: $load_end"
+echo "- $rounds rounds of ${duration}s wrk runs, exporters alternating; wrk threads: $client_threads (at most one per connection); load average at start: $load_start; at end: $load_end"
 echo
 echo "| exporter | connections | mode | p50 us | p99 us | requests/s | connections answered (min) | wrk socket errors connect/read/write/timeout |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|"
