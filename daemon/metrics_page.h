@@ -28,8 +28,9 @@ namespace memtrimd {
 
 class TrimEngine;
 
-// One rendering of the page, in its parts; the cached ones are shared with
-// the cache, so that they can be sent without a copy.
+// One rendering of the page, in its parts. The cached ones are shared with
+// the cache: a request takes them under the cache's lock without copying
+// them, and copies each once, outside the lock, into its response.
 struct MetricsText {
   std::string ages;                             // rendered for this request
   std::shared_ptr<const std::string> trims;     // null without a trim engine
