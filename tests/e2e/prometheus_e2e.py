@@ -17,23 +17,20 @@ PR_SET_PDEATHSIG).
 """
 
 import argparse
-import ctypes
 import glob
 import json
 import os
 import re
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import yaml
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from e2e_support import Processes, die, free_port, http_json, memtrimd_port, wait_for
 
 # Grafana's variables, replaced before a query is sent. The selectors match
 # everything (series outside Kubernetes have no pod label; ".*" matches the
@@ -62,86 +59,6 @@ MAY_BE_EMPTY = {
     r"rate\(memtrimd_trim_duration_seconds_sum": "no trim in the window",
     r"changes\(memtrimd_trim_last_success_timestamp_seconds": "no trim in the window",
 }
-
-DEADLINE_SECONDS = 120
-
-
-def die(message):
-    print(f"prometheus_e2e: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-class Processes:
-    """Every process this test starts, stopped by pid at the end."""
-
-    def __init__(self):
-        self.started = []
-
-    def start(self, argv, log_path, env=None):
-        libc = ctypes.CDLL(None, use_errno=True)
-
-        def die_with_parent():
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-        log = open(log_path, "wb")
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                             preexec_fn=die_with_parent)
-        log.close()
-        self.started.append(p)
-        return p
-
-    def stop_all(self):
-        for p in self.started:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.started:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-
-def wait_for(what, condition, seconds=DEADLINE_SECONDS, processes=()):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        for p in processes:
-            if p.poll() is not None:
-                die(f"{what}: {p.args[0]} exited with {p.returncode}")
-        time.sleep(0.1)
-    die(f"timed out after {seconds} s waiting for {what}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_json(url, data=None):
-    try:
-        with urllib.request.urlopen(url, data=data, timeout=10) as r:
-            return json.load(r)
-    except urllib.error.HTTPError as e:
-        try:
-            return json.load(e)
-        except ValueError:
-            return {}  # starting up: a plain-text 503, not an API answer
-    except (urllib.error.URLError, ConnectionError, ValueError):
-        return {}  # not listening yet
-
-
-def memtrimd_port(log_path):
-    try:
-        text = open(log_path, encoding="utf-8", errors="replace").read()
-    except FileNotFoundError:
-        return None
-    m = re.search(r"memtrimd started.*ports=(\d+)", text)
-    return int(m.group(1)) if m else None
-
 
 def dashboard_expressions(dashboard_dir):
     """(where, expr) for every panel target and query variable."""
