@@ -87,6 +87,9 @@ struct TargetSample {
   std::optional<JvmPerf> jvm_perf;
   std::optional<MallocStats> malloc;
   bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
+  // Why the loaded agent gave no answer (no socket: it did not start; a
+  // socket memtrimd may not use; a deadline); empty when it answered.
+  std::string agent_unreachable;
 };
 
 }  // namespace memtrimd

@@ -55,6 +55,7 @@ void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to
   }
   if (name == "agent") {
     to.agent_loaded = from.agent_loaded;
+    to.agent_unreachable = from.agent_unreachable;
     if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
   }
   if (name == "hsperfdata") to.jvm_perf = from.jvm_perf;

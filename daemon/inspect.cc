@@ -162,6 +162,19 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
   }
 }
 
+// What to do about an unreachable agent, from the client's reason.
+std::string AgentHint(std::string_view why) {
+  if (why.find("no socket at") != std::string_view::npos) {
+    return " (the agent did not start; it says why on the program's stderr, e.g. a seccomp "
+           "profile that refuses unshare)";
+  }
+  if (why.find("permission denied") != std::string_view::npos) {
+    return " (the program made the socket as root and changed uid without glibc's setuid: run "
+           "memtrimd as root)";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string RenderInspectTable(const TargetSnapshot& ts) {
@@ -238,8 +251,12 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
       t.Say("the JVM trims itself every " + std::to_string(*ms) +
             " ms: memtrimd skips it unless --trim.force");
     }
+  } else if (ts.sample.agent_loaded && !ts.sample.agent_unreachable.empty()) {
+    // Loaded is not enough: say plainly that trims cannot work, and why.
+    t.Say("backend: agent loaded but unreachable: " + ts.sample.agent_unreachable +
+          AgentHint(ts.sample.agent_unreachable));
   } else if (ts.sample.agent_loaded) {
-    t.Say("backend: agent (libmemtrimd_agent.so is loaded)");
+    t.Say("backend: agent (libmemtrimd_agent.so is loaded and answers)");
   } else {
     t.Say(
         "no backend: not a JVM, and libmemtrimd_agent.so is not loaded (start the program "
@@ -298,6 +315,23 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.Key("main_arena_resident_bytes").Uint(g->main_arena_resident_bytes);
     w.Key("mappings").Uint(g->mappings);
     w.Key("smaps_read_seconds").Double(g->read_seconds);
+    w.EndObject();
+  }
+  // malloc statistics, for a JVM (System.native_heap_info) or the agent alike.
+  if (const auto& m = ts.sample.malloc) {
+    w.Key("malloc").BeginObject();
+    w.Key("source").String(m->source);
+    w.Key("arenas").Uint(m->info.arenas.size());
+    w.Key("system_bytes").Uint(m->info.system_current);
+    if (auto tr = TrimmableEstimate(ts.sample)) w.Key("trimmable_estimate_bytes").Uint(*tr);
+    w.EndObject();
+  }
+  if (ts.sample.agent_loaded) {
+    w.Key("agent").BeginObject();
+    w.Key("reachable").Bool(ts.sample.agent_unreachable.empty());
+    if (!ts.sample.agent_unreachable.empty()) {
+      w.Key("unreachable_reason").String(ts.sample.agent_unreachable);
+    }
     w.EndObject();
   }
   if (const auto& c = ts.sample.cgroup) {

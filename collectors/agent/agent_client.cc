@@ -100,23 +100,29 @@ Result<std::string> AgentSocketPath(const Target& t) {
                   "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");
   }
   const std::string pid = std::to_string(t.nspid);
+  const std::string start = std::to_string(t.start_ticks);
   std::optional<std::string_view> custom = EnvValue(*environ, "MEMTRIMD_AGENT_SOCKET");
-  std::string inner;
-  if (!custom || custom->empty()) {
-    inner = "/tmp/.memtrimd_agent." + pid;
-  } else {
+  // The agent's default: the start time makes the name unique to one process
+  // instance, so a file left by a killed process with the same pid is never
+  // taken for this one's.
+  std::string_view pattern = "/tmp/.memtrimd_agent.%p.%t";
+  if (custom && !custom->empty()) {
     if (custom->front() != '/') {
       return Status(ErrorCode::kInvalidArgument,
                     "agent: MEMTRIMD_AGENT_SOCKET is not absolute: " + std::string(*custom));
     }
-    // Same expansion as the agent: every "%p" is the pid in its namespace.
-    for (std::size_t i = 0; i < custom->size(); ++i) {
-      if ((*custom)[i] == '%' && i + 1 < custom->size() && (*custom)[i + 1] == 'p') {
-        inner += pid;
-        ++i;
-      } else {
-        inner += (*custom)[i];
-      }
+    pattern = *custom;
+  }
+  // Same expansion as the agent: "%p" is the pid in its namespace, "%t" the
+  // start time in clock ticks since boot.
+  std::string inner;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    if (pattern[i] == '%' && (next == 'p' || next == 't')) {
+      inner += next == 'p' ? pid : start;
+      ++i;
+    } else {
+      inner += pattern[i];
     }
   }
   return t.proc_dir + "/root" + inner;
@@ -136,7 +142,11 @@ bool HasAgent(const Target& t) {
   return st.ok() && found;
 }
 
-Result<std::string> AgentCommand(const Target& t, std::string_view command, const AgentOptions& o) {
+Result<std::string> AgentCommand(const Target& t, std::string_view command, const AgentOptions& o,
+                                 AgentFailure* failure) {
+  AgentFailure dummy;
+  AgentFailure& where = failure != nullptr ? *failure : dummy;
+  where = AgentFailure::kUnreachable;
   if (command.empty() || command.size() > 32) {
     return Status(ErrorCode::kInvalidArgument, "agent: bad command length");
   }
@@ -148,7 +158,8 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   const auto deadline = Clock::now() + o.timeout;
   Result<std::string> path = AgentSocketPath(t);
   if (!path.ok()) return path.status();
-  Result<UniqueFd> sock = ConnectPrivateSocket(t, *path, deadline, "agent");
+  Result<UniqueFd> sock =
+      ConnectPrivateSocket(t, *path, deadline, "agent", nullptr, SocketOwner::kTargetOrRoot);
   if (!sock.ok()) {
     // No socket at all means no agent listening: the same as a stale one.
     if (sock.status().code() == ErrorCode::kNotFound) {
@@ -163,7 +174,11 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   // Two bytes for the status line on top of the body cap.
   Result<std::string> answer = ReceiveAll(sock->get(), o.max_response_bytes + 2, deadline, "agent");
   if (!answer.ok()) return answer.status();
-  return ParseAnswer(std::move(answer).value(), command);
+  // An empty answer is the agent refusing this peer: still no answer.
+  if (!answer->empty()) where = AgentFailure::kAnswer;
+  Result<std::string> body = ParseAnswer(std::move(answer).value(), command);
+  if (body.ok()) where = AgentFailure::kNone;
+  return body;
 }
 
 Result<AgentTrim> ParseAgentTrim(std::string_view body) {

@@ -5,9 +5,11 @@
 //
 // The socket is reached through /proc/<pid>/root, so a target with its own
 // mount namespace and private /tmp works. Before connecting the client checks
-// that the file is a socket owned by the target's uid/gid and closed to
-// everyone else; after connecting, that the listening peer is the target
-// (SO_PEERCRED). Every blocking step has a deadline.
+// that the file is a socket owned by the target's uid/gid, or by root (a
+// program that made it as root and then dropped privileges without glibc's
+// setuid family), and closed to everyone else; after connecting, that the
+// listening peer is the target (SO_PEERCRED): the proof that no squatter
+// answers. Every blocking step has a deadline.
 #pragma once
 
 #include <chrono>
@@ -45,9 +47,17 @@ struct Mallinfo2 {
 
 // Socket path as memtrimd reaches it: <proc_dir>/root followed by
 // MEMTRIMD_AGENT_SOCKET from the target's environ (every "%p" replaced by
-// nspid), or /tmp/.memtrimd_agent.<nspid>. kUnavailable when the target set
-// MEMTRIMD_AGENT_DISABLE=1, kInvalidArgument for a relative override.
+// nspid, every "%t" by start_ticks), or
+// /tmp/.memtrimd_agent.<nspid>.<start_ticks>. kUnavailable when the target
+// set MEMTRIMD_AGENT_DISABLE=1, kInvalidArgument for a relative override.
 Result<std::string> AgentSocketPath(const Target& t);
+
+// Where a failed AgentCommand stopped.
+enum class AgentFailure {
+  kNone,
+  kUnreachable,  // no answer: no socket, stale, not the target's, refused, deadline
+  kAnswer,       // the agent answered, with an error or something unparseable
+};
 
 // Whether the target has the agent loaded (libmemtrimd_agent.so in
 // /proc/<pid>/maps). False when maps cannot be read.
@@ -60,9 +70,10 @@ bool HasAgent(const Target& t);
 // uid/gid, its listener is another process, or the agent closed without
 // answering, which is how it refuses a peer), kTooLarge, kParseError,
 // kInvalidArgument (a command that is not one short line), kNotFound (the
-// process is gone). Thread-safe.
+// process is gone). `failure`, when given, says where it failed.
+// Thread-safe.
 Result<std::string> AgentCommand(const Target& t, std::string_view command,
-                                 const AgentOptions& o = {});
+                                 const AgentOptions& o = {}, AgentFailure* failure = nullptr);
 
 // Parsers of the "key=value\n" bodies. Pure; unknown keys are ignored (newer
 // agents may add some); missing or repeated known keys, and a body that does

@@ -5,11 +5,15 @@
  * Load it with LD_PRELOAD. Its constructor starts one detached thread that
  * serves a UNIX stream socket:
  *
- *   path   $MEMTRIMD_AGENT_SOCKET (absolute; every "%p" becomes the pid), or
- *          /tmp/.memtrimd_agent.<pid>. The pid is getpid(), i.e. the pid in
- *          the program's own pid namespace. Mode 0600, removed at exit.
- *   who    SO_PEERCRED uid 0 or the program's euid; anyone else has the
- *          connection closed without an answer (counted, see "ping").
+ *   path   $MEMTRIMD_AGENT_SOCKET (absolute; every "%p" becomes the pid and
+ *          every "%t" the process's start time), or
+ *          /tmp/.memtrimd_agent.<pid>.<start>. The pid is getpid(), i.e. the
+ *          pid in the program's own pid namespace; the start time is field
+ *          22 of /proc/self/stat (clock ticks since boot). Mode 0600,
+ *          removed at exit.
+ *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
+ *          connection; anyone else has the connection closed without an
+ *          answer (counted, see "ping").
  *   ask    one line per connection: "trim", "malloc_info", "mallinfo2" or
  *          "ping", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
@@ -24,13 +28,53 @@
  *
  * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
  *
+ * Invisible to the program. Servers close every descriptor they did not
+ * open themselves (closefrom(3), os.closerange) and then open their own; a
+ * listening socket in the program's descriptor table would be closed under
+ * the agent, and the agent would go on accepting on a number that is now the
+ * program's (answering the program's own clients). So the agent thread, as
+ * its first act, takes a private copy of the descriptor table
+ * (unshare(CLONE_FILES)), closes every descriptor in that copy, and only then
+ * opens anything (its socket, /proc/self/stat and statm). Nothing the agent
+ * opens is in the program's table: the program's first pipe() still gets 3
+ * and 4, closefrom() cannot close the agent's socket, the numbers the program
+ * reuses are never the agent's, and /proc/<pid>/fd (the main thread's table)
+ * does not list them. Closing the copies does not release the program's
+ * POSIX record locks: Linux ties those to the table that took them (the
+ * lock owner is the files_struct), and the private copy never took any. If
+ * unshare is refused (a seccomp filter: Docker's and Kubernetes'
+ * RuntimeDefault profiles allow it only with CAP_SYS_ADMIN) the agent does
+ * not start and says so once on stderr: serving from the program's own
+ * table is exactly the harm above.
+ *
+ * Programs that drop privileges (started as root, then setuid to a service
+ * user, like mariadbd --user, nginx, postgres). The socket file is created
+ * while the program is root, so it is root's. This library also provides
+ * setuid, seteuid, setreuid and setresuid: each calls glibc's, and when a
+ * privileged process is about to take a non-root effective uid it first
+ * gives the socket file to that uid (lchown, undone if the call fails), and
+ * when it takes root back the file goes back to root. A memtrimd running as
+ * the program's final uid can then connect, and the program can remove the
+ * file at exit. The agent accepts peers by the program's euid at the time of
+ * each connection, not the one it started with. Only the process that made
+ * the socket changes its owner: a forked worker that drops privileges (nginx
+ * workers) has no agent thread and leaves the parent's file alone.
+ *
+ * After an abrupt exit (SIGKILL, _exit) the socket file stays. The start
+ * time in the default name makes it unique to one process instance (a pid
+ * is only reused by a later process, which starts later), so a leftover
+ * file, whoever owns it, never stands in the way of a later process that
+ * gets the same pid. A leftover at a fixed MEMTRIMD_AGENT_SOCKET path (or
+ * one of our own image before an execve) is removed if nobody listens on it
+ * and the sticky /tmp lets us.
+ *
  * fork and exec: a forked child has no agent thread (threads are not
- * inherited) and its atfork handler closes the inherited listening socket,
- * so connections to the path only ever reach the parent. A child that execs
- * with LD_PRELOAD inherited runs this constructor again and serves its own
- * socket named by its own pid (use "%p" in MEMTRIMD_AGENT_SOCKET so children
- * do not compete for one path; without it the first live owner keeps the
- * path and later processes run without an agent).
+ * inherited) and never saw the agent's private table, so connections to the
+ * path only ever reach the parent. A child that execs with LD_PRELOAD
+ * inherited runs this constructor again and serves its own socket named by
+ * its own pid (use "%p" in MEMTRIMD_AGENT_SOCKET so children do not compete
+ * for one path; without it the first live owner keeps the path and later
+ * processes run without an agent).
  *
  * The agent thread never calls malloc: its first malloc would attach it to
  * an arena (creating one, with up to 64 MiB of address space) and a trim must
@@ -39,19 +83,24 @@
  */
 #define _GNU_SOURCE
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,12 +118,31 @@
 #ifndef INFO_BUFFER_BYTES
 #define INFO_BUFFER_BYTES (4u << 20)
 #endif
+/* How long the constructor waits for the agent thread to take its private
+ * descriptor table and bind its socket (microseconds when all is well). */
+#define SETUP_DEADLINE_MS 2000
+#ifndef SYS_close_range
+#define SYS_close_range 436 /* the same number on every architecture */
+#endif
 
+/* MEMTRIMD_AGENT_SOCKET as the constructor found it (getenv is only safe
+ * before main), expanded by the agent thread into g_path. */
+static char g_template[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static char g_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+/* A descriptor in the agent's private table, never in the program's. */
 static int g_listen_fd = -1;
 static pid_t g_pid;
-static uid_t g_euid;
 static unsigned long g_refused; /* only the agent thread touches it */
+/* The agent's copy of the program's stderr while it sets up (to say why it
+ * did not start); -1 once setup is over, so the agent never holds the
+ * program's pipe or terminal open. */
+static int g_err_fd = 2;
+/* Taken by the agent thread while it binds and by the setuid wrappers around
+ * the uid change, so the socket file is either made before the change (and
+ * given to the new uid) or after it (and made by the new uid). */
+static pthread_mutex_t g_owner_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_serving; /* g_path is ours; under g_owner_lock */
+static sem_t g_setup_done;
 
 /* malloc_info() writes to a FILE, and stdio allocates a FILE and its buffer
  * with malloc. So the constructor, on the loading thread, opens the stream
@@ -176,7 +244,8 @@ static int send_all(int fd, const char *buf, size_t n, int64_t deadline) {
 static int64_t answer_deadline(void) { return now_ms() + WRITE_DEADLINE_MS; }
 
 /* Resident bytes from /proc/self/statm (second field, in pages). Plain
- * open/read into the stack: no stdio, no malloc. 0 if unreadable. */
+ * open/read into the stack: no stdio, no malloc; the descriptor is in the
+ * agent's private table. 0 if unreadable. */
 static uint64_t rss_bytes(void) {
   char buf[256];
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -281,8 +350,11 @@ static void do_ping(int fd) {
 static void serve(int fd) {
   struct ucred cred;
   socklen_t len = sizeof cred;
+  /* geteuid() now, not at start: a program that dropped privileges is
+   * reached by its new uid (glibc's setuid moves every thread, this one
+   * too). */
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-      (cred.uid != 0 && cred.uid != g_euid)) {
+      (cred.uid != 0 && cred.uid != geteuid())) {
     g_refused++;
     return; /* no answer at all: a stranger learns nothing */
   }
@@ -328,71 +400,94 @@ static void serve(int fd) {
   }
 }
 
-/* The only thread that serves: commands run one at a time, so trims never
- * overlap. All signals are blocked here (see the constructor). */
-static void *agent_main(void *arg) {
-  (void)arg;
-  /* Named so that top -H, /proc/<pid>/task/<tid>/comm and a debugger show
-   * what this thread is. */
-  prctl(PR_SET_NAME, "memtrimd-agent", 0, 0, 0);
-  for (;;) {
-    int fd = accept4(g_listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) {
-        continue;
-      }
-      if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
-        return NULL; /* the socket is gone: nothing left to serve */
-      }
-      /* EMFILE, ENOBUFS, ...: the program is short of something; back off
-       * instead of spinning. */
-      struct timespec pause = {0, 100 * 1000 * 1000};
-      nanosleep(&pause, NULL);
-      continue;
+static void complain(const char *what, int err) {
+  if (g_err_fd < 0) {
+    return;
+  }
+  char buf[256];
+  struct out o = {buf, 0, sizeof buf, 0};
+  put_str(&o, "memtrimd_agent: not started: ");
+  put_str(&o, what);
+  if (err != 0) {
+    put_str(&o, ": ");
+    /* Untranslated, from glibc's table: no locale lookup, no malloc. */
+    const char *desc = strerrordesc_np(err);
+    put_str(&o, desc != NULL ? desc : "unknown error");
+  }
+  put_str(&o, "\n");
+  ssize_t ignored = write(g_err_fd, buf, o.len);
+  (void)ignored;
+}
+
+/* Field 22 of /proc/self/stat: clock ticks from boot to this process's
+ * start (the same number memtrimd reads from /proc/<pid>/stat). 0 if
+ * unreadable. */
+static uint64_t start_ticks(void) {
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return 0;
+  }
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) {
+    return 0;
+  }
+  buf[n] = '\0';
+  /* comm (field 2) may hold spaces and ')': count from the last ')'. */
+  const char *p = strrchr(buf, ')');
+  if (p == NULL) {
+    return 0;
+  }
+  ++p;
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') {
+      ++p;
     }
-    serve(fd);
-    /* shutdown ends the stream for the client even if a fork() in the
-     * program duplicated this descriptor into a child meanwhile. */
-    shutdown(fd, SHUT_RDWR);
-    close(fd);
+    while (*p != ' ' && *p != '\0') {
+      ++p;
+    }
   }
+  while (*p == ' ') {
+    ++p;
+  }
+  uint64_t ticks = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    ticks = ticks * 10 + (uint64_t)(*p - '0');
+  }
+  return ticks;
 }
 
-/* In a forked child: the agent thread did not come along, so nobody would
- * accept on the inherited socket. Close it (close is async-signal-safe, and
- * the parent never closes this descriptor, so the number is still ours). */
-static void atfork_child(void) {
-  if (g_listen_fd >= 0) {
-    close(g_listen_fd);
-    g_listen_fd = -1;
-  }
-}
-
-/* Builds the socket path into g_path; -1 if it does not fit or is not
- * absolute. */
+/* Builds the socket path into g_path from g_template; -1 if it does not fit
+ * or is not absolute. */
 static int build_path(void) {
   char pid[24];
   struct out pid_text = {pid, 0, sizeof pid - 1, 0};
   put_u64(&pid_text, (uint64_t)g_pid);
   pid[pid_text.len] = '\0';
+  char start[24];
+  struct out start_text = {start, 0, sizeof start - 1, 0};
+  put_u64(&start_text, start_ticks());
+  start[start_text.len] = '\0';
 
   struct out o = {g_path, 0, sizeof g_path - 1, 0};
-  const char *env = getenv("MEMTRIMD_AGENT_SOCKET");
-  if (env == NULL || env[0] == '\0') {
-    put_str(&o, "/tmp/.memtrimd_agent.");
-    put_str(&o, pid);
-  } else {
-    if (env[0] != '/') {
-      return -1;
-    }
-    for (const char *p = env; *p != '\0' && !o.overflow; ++p) {
-      if (p[0] == '%' && p[1] == 'p') {
-        put_str(&o, pid);
-        ++p;
-      } else {
-        char c[2] = {*p, '\0'};
-        put_str(&o, c);
-      }
+  const char *tmpl = g_template[0] != '\0' ? g_template : "/tmp/.memtrimd_agent.%p.%t";
+  if (tmpl[0] != '/') {
+    return -1;
+  }
+  for (const char *p = tmpl; *p != '\0' && !o.overflow; ++p) {
+    if (p[0] == '%' && p[1] == 'p') {
+      put_str(&o, pid);
+      ++p;
+    } else if (p[0] == '%' && p[1] == 't') {
+      put_str(&o, start);
+      ++p;
+    } else {
+      char c[2] = {*p, '\0'};
+      put_str(&o, c);
     }
   }
   if (o.overflow) {
@@ -415,17 +510,8 @@ static int socket_is_live(const struct sockaddr_un *addr) {
   return live;
 }
 
-static void complain(const char *what) {
-  char buf[256];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "memtrimd_agent: not started: ");
-  put_str(&o, what);
-  put_str(&o, "\n");
-  ssize_t ignored = write(STDERR_FILENO, buf, o.len);
-  (void)ignored;
-}
-
-/* Creates, checks and listens on the socket; the listening fd, or -1. */
+/* Creates, checks and listens on the socket; the listening fd, or -1.
+ * Called with g_owner_lock held. */
 static int open_listener(void) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
@@ -433,16 +519,16 @@ static int open_listener(void) {
   memcpy(addr.sun_path, g_path, strlen(g_path) + 1);
 
   /* Whatever sits at the path: a socket nobody listens on is stale (a dead
-   * process that had our pid, or our own pre-exec image) and is removed;
-   * a live socket or any other file is not ours to take. */
+   * process, or our own pre-exec image) and is removed; a live socket or
+   * any other file is not ours to take. */
   struct stat st;
   if (lstat(g_path, &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      complain("the socket path exists and is not a socket");
+      complain("the socket path exists and is not a socket", 0);
       return -1;
     }
     if (socket_is_live(&addr)) {
-      complain("another process serves the socket path");
+      complain("another process serves the socket path", 0);
       return -1;
     }
     unlink(g_path); /* may fail (another user's file in /tmp): bind reports it */
@@ -450,25 +536,187 @@ static int open_listener(void) {
 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    complain("socket() failed");
+    complain("socket() failed", errno);
     return -1;
   }
   /* Linux creates the socket file with the socket inode's mode (minus the
    * umask): fchmod before bind gives 0600 from the start, without touching
    * the process-wide umask under the program's other threads. */
   if (fchmod(fd, 0600) != 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-    complain("cannot bind the socket path");
+    complain("cannot bind the socket path", errno);
     close(fd);
     return -1;
   }
-  if (lstat(g_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != g_euid ||
+  if (lstat(g_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
       (st.st_mode & 077) != 0 || listen(fd, 16) != 0) {
-    complain("the socket file is not private");
+    complain("the socket file is not private", 0);
     unlink(g_path);
     close(fd);
     return -1;
   }
   return fd;
+}
+
+/* Closes every descriptor of the (private) table but stderr. close_range
+ * (Linux 5.9+) in one call; before that, one close per possible number. */
+static void close_inherited(void) {
+  close(0);
+  close(1);
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
+    return;
+  }
+  struct rlimit rl;
+  rlim_t max = 1u << 20; /* fs.nr_open's default */
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > max) {
+    max = rl.rlim_max;
+  }
+  for (rlim_t fd = 3; fd < max; ++fd) {
+    close((int)fd);
+  }
+}
+
+/* Everything before serving, on the agent thread. 0 when listening. */
+static int setup(void) {
+  /* Before anything else: from here on this thread's descriptors are its
+   * own (see the top of this file). */
+  if (unshare(CLONE_FILES) != 0) {
+    /* Still the program's table: write to its stderr once, then never
+     * touch a descriptor again. */
+    complain("unshare(CLONE_FILES) refused, so the agent cannot keep its socket out of the "
+             "program's descriptors",
+             errno);
+    g_err_fd = -1;
+    return -1;
+  }
+  close_inherited();
+  if (fcntl(2, F_GETFD) < 0) {
+    g_err_fd = -1; /* the program started without a stderr */
+  }
+  int rc = -1;
+  if (build_path() != 0) {
+    complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
+  } else {
+    pthread_mutex_lock(&g_owner_lock);
+    g_listen_fd = open_listener();
+    g_serving = g_listen_fd >= 0;
+    pthread_mutex_unlock(&g_owner_lock);
+    rc = g_listen_fd >= 0 ? 0 : -1;
+  }
+  /* Setup said all it had to: drop the private copy of the program's
+   * stderr. */
+  if (g_err_fd >= 0) {
+    close(g_err_fd);
+    g_err_fd = -1;
+  }
+  return rc;
+}
+
+/* The only thread that serves: commands run one at a time, so trims never
+ * overlap. All signals are blocked here (see the constructor). */
+static void *agent_main(void *arg) {
+  (void)arg;
+  /* Named so that top -H, /proc/<pid>/task/<tid>/comm and a debugger show
+   * what this thread is. */
+  prctl(PR_SET_NAME, "memtrimd-agent", 0, 0, 0);
+  int ok = setup() == 0;
+  sem_post(&g_setup_done);
+  if (!ok) {
+    return NULL;
+  }
+  for (;;) {
+    int fd = accept4(g_listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) {
+        continue;
+      }
+      if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
+        return NULL; /* cannot happen in a private table; never spin */
+      }
+      /* EMFILE, ENOBUFS, ...: the process is short of something; back off
+       * instead of spinning. */
+      struct timespec pause = {0, 100 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+      continue;
+    }
+    serve(fd);
+    shutdown(fd, SHUT_RDWR);
+    close(fd);
+  }
+}
+
+/* ---- Programs that change uid (see the top of this file). ---- */
+
+/* Gives the socket file to the uid the process is about to run as (or has
+ * just taken back). Called with g_owner_lock held; lchown: never follow a
+ * link, though only root could have replaced our file in a sticky /tmp. */
+static int give_socket_to(uid_t uid) { return lchown(g_path, uid, getegid()); }
+
+typedef int (*set1_fn)(uid_t);
+typedef int (*set2_fn)(uid_t, uid_t);
+typedef int (*set3_fn)(uid_t, uid_t, uid_t);
+
+/* The next definition of `name` (glibc's). */
+static void *next_symbol(const char *name) {
+  void *f = dlsym(RTLD_NEXT, name);
+  if (f == NULL) {
+    errno = ENOSYS;
+  }
+  return f;
+}
+
+/* Runs one uid change `call(a, b, c)` that makes `new_euid` effective
+ * ((uid_t)-1: the euid stays). */
+static int change_uid(const char *name, int nargs, uid_t a, uid_t b, uid_t c, uid_t new_euid) {
+  void *f = next_symbol(name);
+  if (f == NULL) {
+    return -1;
+  }
+  /* Only the process that made the socket: a forked child (an nginx worker
+   * dropping privileges) must leave its parent's file alone, and must not
+   * wait on a lock the fork may have copied held. */
+  const int ours = getpid() == g_pid;
+  if (ours) {
+    pthread_mutex_lock(&g_owner_lock);
+  }
+  const uid_t before = geteuid();
+  struct stat st;
+  int given = 0;
+  if (ours && g_serving && before == 0 && new_euid != (uid_t)-1 && new_euid != 0 &&
+      lstat(g_path, &st) == 0) {
+    given = give_socket_to(new_euid) == 0;
+  }
+  int rc = nargs == 1   ? ((set1_fn)f)(a)
+           : nargs == 2 ? ((set2_fn)f)(a, b)
+                        : ((set3_fn)f)(a, b, c);
+  const int err = errno;
+  if (rc != 0 && given) {
+    lchown(g_path, st.st_uid, st.st_gid); /* still privileged: undo */
+  } else if (rc == 0 && ours && g_serving && before != 0 && geteuid() == 0) {
+    give_socket_to(0); /* root again: the file goes back to root */
+  }
+  if (ours) {
+    pthread_mutex_unlock(&g_owner_lock);
+  }
+  errno = err;
+  return rc;
+}
+
+/* Exported (the rest of the library is hidden): these replace glibc's for
+ * the whole program, and call it. */
+__attribute__((visibility("default"))) int setuid(uid_t uid) {
+  return change_uid("setuid", 1, uid, 0, 0, uid);
+}
+
+__attribute__((visibility("default"))) int seteuid(uid_t euid) {
+  return change_uid("seteuid", 1, euid, 0, 0, euid);
+}
+
+__attribute__((visibility("default"))) int setreuid(uid_t ruid, uid_t euid) {
+  return change_uid("setreuid", 2, ruid, euid, 0, euid);
+}
+
+__attribute__((visibility("default"))) int setresuid(uid_t ruid, uid_t euid, uid_t suid) {
+  return change_uid("setresuid", 3, ruid, euid, suid, euid);
 }
 
 __attribute__((constructor)) static void agent_start(void) {
@@ -477,21 +725,22 @@ __attribute__((constructor)) static void agent_start(void) {
     return;
   }
   g_pid = getpid();
-  g_euid = geteuid();
-  if (build_path() != 0) {
-    complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket");
-    return;
+  const char *env = getenv("MEMTRIMD_AGENT_SOCKET");
+  if (env != NULL) {
+    size_t n = strlen(env);
+    if (n >= sizeof g_template) {
+      complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
+      return;
+    }
+    memcpy(g_template, env, n + 1);
   }
-  g_listen_fd = open_listener();
-  if (g_listen_fd < 0) {
+  if (sem_init(&g_setup_done, 0, 0) != 0) {
+    complain("sem_init failed", errno);
     return;
-  }
-  if (pthread_atfork(NULL, NULL, atfork_child) != 0) {
-    complain("pthread_atfork failed");
-    goto fail;
   }
 
-  /* Here, on the loading thread, malloc is fine (see g_info). */
+  /* Here, on the loading thread, malloc is fine (see g_info). fmemopen
+   * makes no descriptor. */
   g_info = fmemopen(g_info_buf, sizeof g_info_buf, "w");
   if (g_info != NULL && setvbuf(g_info, g_info_stdio_buf, _IOFBF, sizeof g_info_stdio_buf) != 0) {
     fclose(g_info);
@@ -513,21 +762,26 @@ __attribute__((constructor)) static void agent_start(void) {
     pthread_attr_destroy(&attr);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc == 0) {
+  if (rc != 0) {
+    complain("pthread_create failed", rc);
     return;
   }
-  complain("pthread_create failed");
-fail:
-  unlink(g_path);
-  close(g_listen_fd);
-  g_listen_fd = -1;
+  /* Wait (bounded) until the thread has its private table and its socket:
+   * its copy of the table is then the one the program was started with,
+   * before main opened anything, and a setuid() early in main finds the
+   * socket file to hand over. */
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += SETUP_DEADLINE_MS / 1000;
+  while (sem_clockwait(&g_setup_done, CLOCK_MONOTONIC, &deadline) != 0 && errno == EINTR) {
+  }
 }
 
-/* At exit (best effort: not after _exit or a fatal signal; the next process
- * with this pid then removes the stale file). Only the process that created
- * the socket removes it, never a forked child that merely inherited g_path. */
+/* At exit (best effort: not after _exit or a fatal signal; see the top of
+ * this file for the file left behind). Only the process that created the
+ * socket removes it, never a forked child that merely inherited g_path. */
 __attribute__((destructor)) static void agent_stop(void) {
-  if (g_listen_fd >= 0 && getpid() == g_pid) {
+  if (g_serving && getpid() == g_pid) {
     unlink(g_path);
   }
 }

@@ -21,9 +21,11 @@ int MsLeft(SocketClock::time_point deadline) {
 
 std::string Prefix(std::string_view who) { return std::string(who) + ": "; }
 
-// The socket must be the target's: a socket, owned by its euid/egid, closed
-// to everyone else. A file planted by another user fails here.
-Status CheckSocketFile(const Target& t, const std::string& path, std::string_view who) {
+// The socket must be the target's: a socket, owned by its euid/egid (or by
+// root, when the caller allows it), closed to everyone else. A file planted
+// by another (non-root) user fails here.
+Status CheckSocketFile(const Target& t, const std::string& path, std::string_view who,
+                       SocketOwner owner) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status(ErrorCode::kNotFound, Prefix(who) + "no socket at " + path);
@@ -32,7 +34,8 @@ Status CheckSocketFile(const Target& t, const std::string& path, std::string_vie
   if (!S_ISSOCK(st.st_mode)) {
     return Status(ErrorCode::kPermissionDenied, Prefix(who) + path + " is not a socket");
   }
-  if (st.st_uid != t.uid || st.st_gid != t.gid) {
+  const bool root_made_it = owner == SocketOwner::kTargetOrRoot && st.st_uid == 0;
+  if (!root_made_it && (st.st_uid != t.uid || st.st_gid != t.gid)) {
     return Status(ErrorCode::kPermissionDenied,
                   Prefix(who) + path + " is owned by uid " + std::to_string(st.st_uid) + " gid " +
                       std::to_string(st.st_gid) + ", not the target's " + std::to_string(t.uid) +
@@ -60,14 +63,14 @@ UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
 
 Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
                                       SocketClock::time_point deadline, std::string_view who,
-                                      SocketFailure* failure) {
+                                      SocketFailure* failure, SocketOwner owner) {
   SocketFailure dummy;
   SocketFailure& why = failure != nullptr ? *failure : dummy;
   why = SocketFailure::kOther;
-  Status owner = CheckSocketFile(t, path, who);
-  if (!owner.ok()) {
-    if (owner.code() == ErrorCode::kNotFound) why = SocketFailure::kMissing;
-    return owner;
+  Status file = CheckSocketFile(t, path, who, owner);
+  if (!file.ok()) {
+    if (file.code() == ErrorCode::kNotFound) why = SocketFailure::kMissing;
+    return file;
   }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -88,6 +91,12 @@ Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
     if (err == EAGAIN) {
       // A full backlog: the listener is busy (a long command) or stuck.
       return Status(ErrorCode::kUnavailable, Prefix(who) + path + " is busy (backlog full)");
+    }
+    if (err == EACCES && owner == SocketOwner::kTargetOrRoot) {
+      // The file is root's (see SocketOwner) and memtrimd is not root.
+      return Status(ErrorCode::kPermissionDenied,
+                    Prefix(who) + "connect " + path + ": permission denied (the socket file is " +
+                        "not writable by uid " + std::to_string(::geteuid()) + ")");
     }
     if (err != EINPROGRESS) return Status::FromErrno(err, Prefix(who) + "connect " + path);
     pollfd p{fd.get(), POLLOUT, 0};

@@ -42,14 +42,22 @@ class UniqueFd {
 // client signals the JVM when there is no socket or a stale one).
 enum class SocketFailure { kNone, kMissing, kStale, kOther };
 
+// Who may own the socket file. kTargetOrRoot (the preload agent's socket):
+// also a file owned by uid 0, which only root can have made; the agent's
+// file is root's when the program made it before dropping privileges.
+// Either way the listener must then prove to be the target (SO_PEERCRED).
+enum class SocketOwner { kTarget, kTargetOrRoot };
+
 // Connects to `path`, which must be a socket owned by the target's uid and
-// gid and closed to everyone else (lstat, before connecting), and served by
-// the target's pid (SO_PEERCRED, after). `who` prefixes error messages
-// ("attach", "agent"). Errors: kNotFound (no socket), kUnavailable (stale
-// socket, busy, deadline), kPermissionDenied (owner, mode, peer).
+// gid (or by root, with kTargetOrRoot) and closed to everyone else (lstat,
+// before connecting), and served by the target's pid (SO_PEERCRED, after).
+// `who` prefixes error messages ("attach", "agent"). Errors: kNotFound (no
+// socket), kUnavailable (stale socket, busy, deadline), kPermissionDenied
+// (owner, mode, peer, or a connect the file's permissions refused).
 Result<UniqueFd> ConnectPrivateSocket(const Target& target, const std::string& path,
                                       SocketClock::time_point deadline, std::string_view who,
-                                      SocketFailure* failure = nullptr);
+                                      SocketFailure* failure = nullptr,
+                                      SocketOwner owner = SocketOwner::kTarget);
 
 // Sends all of `data` before the deadline.
 Status SendAll(int fd, std::string_view data, SocketClock::time_point deadline,

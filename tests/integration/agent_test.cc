@@ -44,7 +44,7 @@ uint64_t VmRss(pid_t pid) {
   return s.rss_anon + s.rss_file + s.rss_shmem;
 }
 
-std::string DefaultSocket(pid_t pid) { return "/tmp/.memtrimd_agent." + std::to_string(pid); }
+std::string DefaultSocket(pid_t pid) { return AgentSocketOf(pid); }
 
 // A socket file at `path` with `mode`, owned by uid/gid; listening when
 // `listen_too` (a live squatter), else closed at once (a stale file).

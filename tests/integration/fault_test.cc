@@ -316,7 +316,7 @@ TEST_F(FaultTest, TargetExitingDuringTheSmapsReadIsSurvived) {
 TEST_F(FaultTest, AgentSocketMissingOrStaleFailsTrimsWithAReasonAndNoHang) {
   Process frag = StartAgentFragmenter({"--threads", "2", "--rounds", "1", "--burst-mib", "4"});
   ASSERT_TRUE(frag.running());
-  const std::string socket = "/tmp/.memtrimd_agent." + Str(frag.pid());
+  const std::string socket = AgentSocketOf(frag.pid());
   ASSERT_TRUE(fs::exists(socket));
   Memtrimd m({"--target.pid=" + Str(frag.pid()), "--sample.interval=200ms",
               "--smaps.interval=300ms", "--jvm.command-timeout=2s", "--trim.interval=1s",

@@ -32,13 +32,16 @@ Process::Process(std::vector<std::string> argv, SpawnOptions o) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);
     setpgid(0, 0);
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // O_CLOEXEC: the program gets 0, 1 and 2 and no stray copies above them
+    // (tests check which descriptor numbers a program's first calls get).
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (in < 0 || out < 0 || err < 0) _exit(125);
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
+    for (int fd = 0; fd <= 2; ++fd) fcntl(fd, F_SETFD, 0);  // dup2(x, x) keeps the flag
     for (const std::string& kv : o.env) putenv(const_cast<char*>(kv.c_str()));
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(123);
     if (o.gid && setgid(*o.gid) != 0) _exit(124);
@@ -388,8 +391,40 @@ bool BindUnixSocket(const std::string& path, mode_t mode, int* listening_fd) {
   return true;
 }
 
+namespace {
+
+// Files in /tmp named .memtrimd_agent.<pid>.<anything>.
+std::vector<std::string> AgentSocketFiles(pid_t pid) {
+  const std::string prefix = ".memtrimd_agent." + std::to_string(pid) + ".";
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.push_back(e.path().string());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AgentSocketOf(pid_t pid) {
+  const std::string base = "/tmp/.memtrimd_agent." + std::to_string(pid) + ".";
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t paren = stat.rfind(')');
+  if (paren != std::string::npos) {
+    std::istringstream fields(stat.substr(paren + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+      if (i == 22) return base + field;
+    }
+  }
+  std::vector<std::string> left = AgentSocketFiles(pid);
+  return left.size() == 1 ? left[0] : base + "gone";
+}
+
 void RemoveStaleAgentSocket(pid_t pid) {
   RemoveStaleSocket("/tmp/.memtrimd_agent." + std::to_string(pid));
+  for (const std::string& path : AgentSocketFiles(pid)) RemoveStaleSocket(path);
 }
 
 void RemoveStaleJvmSocket(pid_t pid) { RemoveStaleSocket("/tmp/.java_pid" + std::to_string(pid)); }

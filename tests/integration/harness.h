@@ -201,8 +201,13 @@ bool BindUnixSocket(const std::string& path, mode_t mode, int* listening_fd = nu
 // Removes `path` if it is a socket nobody listens on.
 void RemoveStaleSocket(const std::string& path);
 
-// Removes /tmp/.memtrimd_agent.<pid> if it is a socket nobody listens on
-// (the agent of a SIGKILLed process cannot remove its own).
+// The preload agent's default socket of `pid`:
+// /tmp/.memtrimd_agent.<pid>.<start ticks>. For a process that is gone (and
+// reaped), the one such file left for the pid, or a path that does not exist.
+std::string AgentSocketOf(pid_t pid);
+
+// Removes the agent sockets of `pid` in /tmp that nobody listens on (the
+// agent of a SIGKILLed process cannot remove its own).
 void RemoveStaleAgentSocket(pid_t pid);
 
 // Removes /tmp/.java_pid<pid> if it is a socket nobody listens on (a
