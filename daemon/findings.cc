@@ -61,7 +61,12 @@ std::optional<int64_t> NmtGapBytes(const TargetSample& s) {
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
   if (!s.malloc) return std::nullopt;
   uint64_t sum = 0;
-  for (const jvm::MallocArena& a : s.malloc->info.arenas) sum += a.free_bytes_at_least_page;
+  for (const jvm::MallocArena& a : s.malloc->info.arenas) {
+    sum += a.free_bytes_at_least_page;
+    // malloc_trim also lowers brk by the main arena's top chunk (systrim);
+    // other arenas' tops stay (only free() shrinks those heaps).
+    if (a.nr == 0) sum += a.top_bytes;
+  }
   return sum;
 }
 

@@ -223,7 +223,8 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
                 m->source + ")");
     }
     if (auto tr = TrimmableEstimate(ts.sample)) {
-      t.Row("trimmable (at most)", Bytes(*tr), "free malloc chunks of a page or more");
+      t.Row("trimmable (at most)", Bytes(*tr),
+            "free malloc chunks of a page or more, and the main arena's top");
     }
     uint64_t base = rss ? rss : g->smaps_rss_bytes;
     if (base > 0 && !g->heaps.empty()) {
@@ -315,6 +316,15 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.Key("main_arena_resident_bytes").Uint(g->main_arena_resident_bytes);
     w.Key("mappings").Uint(g->mappings);
     w.Key("smaps_read_seconds").Double(g->read_seconds);
+    w.EndObject();
+  }
+  // malloc statistics, for a JVM (System.native_heap_info) or the agent alike.
+  if (const auto& m = ts.sample.malloc) {
+    w.Key("malloc").BeginObject();
+    w.Key("source").String(m->source);
+    w.Key("arenas").Uint(m->info.arenas.size());
+    w.Key("system_bytes").Uint(m->info.system_current);
+    if (auto tr = TrimmableEstimate(ts.sample)) w.Key("trimmable_estimate_bytes").Uint(*tr);
     w.EndObject();
   }
   // malloc statistics, for a JVM (System.native_heap_info) or the agent alike.

@@ -135,8 +135,9 @@ const MetricDef kTrimmableEstimate{
     "memtrimd_glibc_trimmable_estimate_bytes",
     MetricType::Gauge,
     {"pid"},
-    "Free bytes in malloc size classes of at least a page: an upper bound of what malloc_trim "
-    "could give back (pages may already be released, and top chunks of non-main arenas stay)."};
+    "Free bytes in malloc size classes of at least a page, plus the main arena's top chunk: an "
+    "upper bound of what malloc_trim could give back (pages may already be released; top "
+    "chunks of other arenas stay)."};
 const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
                               MetricType::Gauge,
                               {"pid", "part"},

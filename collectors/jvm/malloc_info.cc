@@ -78,9 +78,11 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
 // Entries with to < 4096 count nothing. The sum is an upper bound of what
 // malloc_trim can release from the bins: a chunk releases only the whole
 // pages strictly inside it, and tcache chunks are not listed at all. Not
-// included: the main arena's top (trimmed by brk, but free() already keeps
-// it below M_TRIM_THRESHOLD) and chunks that fast-bin consolidation could
-// still merge into page-sized ones.
+// included here: the main arena's top (trimmed by lowering brk; see
+// MallocArena::top_bytes: free() keeps it below M_TRIM_THRESHOLD, but a
+// program that raised the threshold or called mallopt can hold hundreds of
+// MiB there) and chunks that fast-bin consolidation could still merge into
+// page-sized ones.
 uint64_t AtLeastPage(uint64_t from, uint64_t to, uint64_t total) {
   if (from >= kPage) return total;
   if (to < kPage) return 0;
@@ -95,9 +97,15 @@ Result<MallocInfo> ParseMallocInfo(std::string_view xml) {
   bool seen_end = false;
   bool in_heap = false;
   MallocArena arena;
+  uint64_t listed_bytes = 0;  // the arena's <size> and <unsorted> totals
 
   auto finish_arena = [&]() {
-    if (in_heap) out.arenas.push_back(arena);
+    if (in_heap) {
+      // rest = top + bins, and the listed entries are bins + fast bins.
+      uint64_t bins = listed_bytes > arena.fast_bytes ? listed_bytes - arena.fast_bytes : 0;
+      arena.top_bytes = arena.rest_bytes > bins ? arena.rest_bytes - bins : 0;
+      out.arenas.push_back(arena);
+    }
     in_heap = false;
   };
   auto bad = [](std::string_view what) {
@@ -141,6 +149,7 @@ Result<MallocInfo> ParseMallocInfo(std::string_view xml) {
       auto nr = UintAttr(tag.attrs, "nr");
       if (!nr || *nr > static_cast<uint64_t>(std::numeric_limits<int>::max())) return bad("heap");
       arena = MallocArena{};
+      listed_bytes = 0;
       arena.nr = static_cast<int>(*nr);
       in_heap = true;
       continue;
@@ -155,6 +164,7 @@ Result<MallocInfo> ParseMallocInfo(std::string_view xml) {
       if (!from || !to || !total) return bad(tag.name);
       arena.free_bytes_at_least_page =
           SatAdd(arena.free_bytes_at_least_page, AtLeastPage(*from, *to, *total));
+      listed_bytes = SatAdd(listed_bytes, *total);
       continue;
     }
 

@@ -23,9 +23,14 @@ struct MallocArena {
   // Free bytes in size classes of at least a page (4096): what malloc_trim
   // could at most give back from the bins (an upper bound; see FACTS-glibc).
   // Entries with from >= 4096 count fully, an entry spanning the page size
-  // (the unsorted bin) counts total - from; the top chunk is not included.
+  // (the unsorted bin) counts total - from; the top chunk is in top_bytes.
   // Rationale in malloc_info.cc.
   uint64_t free_bytes_at_least_page = 0;
+  // The arena's top chunk: <total type="rest"> is the top chunk plus every
+  // chunk listed in the regular and unsorted bins, so top = rest - (all
+  // <size>/<unsorted> totals - fast). Only the main arena's top is given back
+  // by malloc_trim (by lowering brk); mallinfo2's keepcost is the same figure.
+  uint64_t top_bytes = 0;
 };
 
 struct MallocInfo {

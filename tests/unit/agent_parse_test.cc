@@ -63,6 +63,15 @@ TEST(AgentParseTest, RecordedMallocInfoIsTheXmlTheJvmParserReads) {
   ASSERT_TRUE(info.ok()) << info.status().message();
   // The main arena and one per fragmenter thread (8): none for the agent.
   EXPECT_EQ(info->arenas.size(), 9u);
+  // The main arena's top chunk, derived from <total type="rest"> less the
+  // listed bins, is what mallinfo2 (recorded from the same process) calls
+  // keepcost.
+  Result<Mallinfo2> m = ParseMallinfo2(ReadFixture("mallinfo2.txt"));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(info->arenas.front().nr, 0);
+  EXPECT_EQ(info->arenas.front().top_bytes, m->keepcost);
+  // Every arena: top + listed bins = rest.
+  for (const jvm::MallocArena& a : info->arenas) EXPECT_LE(a.top_bytes, a.rest_bytes) << a.nr;
 }
 
 TEST(AgentParseTest, PingIsKeyValueLines) {

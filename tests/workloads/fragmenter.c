@@ -11,6 +11,10 @@
  * evenly over the burst and are never freed, so the freed memory between them
  * stays resident in the arena until malloc_trim(0) is called.
  *
+ * With --main-top-mib M the main thread first leaves M MiB of free, resident
+ * memory in the main arena's top chunk (see hold_main_top), the part of a
+ * heap that only malloc_trim's brk step gives back.
+ *
  * After every thread finished its rounds the workers block on a condition
  * variable (their arenas stay), the optional ready file is written, and the
  * main thread waits for SIGINT or SIGTERM and exits 0.
@@ -44,6 +48,7 @@ struct options {
   long keep_permille;
   const char *ready_file;
   int quiet;
+  long main_top_mib;
 };
 
 static struct options opt = {
@@ -53,6 +58,7 @@ static struct options opt = {
     .keep_permille = 20,
     .ready_file = NULL,
     .quiet = 0,
+    .main_top_mib = 0,
 };
 
 /* Shared state, protected by `lock`. */
@@ -195,22 +201,66 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* Leaves `mib` MiB of free, resident memory in the main arena's top chunk.
+ *
+ * Freeing a mmapped chunk raises glibc's dynamic thresholds (mmap threshold
+ * to the chunk's size, trim threshold to twice that, for chunks up to 32 MiB),
+ * so the 1 MiB blocks that follow come from the brk heap, and freeing them
+ * all merges them into a top chunk that free() does not trim while it stays
+ * below 60 MiB. Only malloc_trim (systrim) gives it back. */
+static void hold_main_top(long mib) {
+  void *big = malloc(30u << 20);
+  if (big == NULL) {
+    perror("fragmenter: malloc");
+    exit(1);
+  }
+  free(big);
+  void **blocks = mmap(NULL, (size_t)mib * sizeof(void *), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (blocks == MAP_FAILED) {
+    perror("fragmenter: mmap");
+    exit(1);
+  }
+  for (long i = 0; i < mib; i++) {
+    blocks[i] = malloc((1u << 20) - 64);
+    if (blocks[i] == NULL) {
+      perror("fragmenter: malloc");
+      exit(1);
+    }
+    memset(blocks[i], 0x5a, (1u << 20) - 64);
+  }
+  for (long i = mib - 1; i >= 0; i--) {
+    free(blocks[i]);
+  }
+  munmap(blocks, (size_t)mib * sizeof(void *));
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: fragmenter [--threads N] [--rounds R] [--burst-mib M]\n"
           "                  [--keep-permille K] [--ready-file PATH] [--tag STRING]\n"
-          "                  [--quiet]\n"
+          "                  [--main-top-mib M] [--quiet]\n"
           "  --threads N        worker threads (default 16)\n"
           "  --rounds R         bursts per thread (default 4)\n"
           "  --burst-mib M      MiB requested per burst (default 32)\n"
           "  --keep-permille K  chunks kept per 1000 (default 20)\n"
           "  --ready-file PATH  write \"<pid>\\n\" to PATH (atomically) when done\n"
           "  --tag STRING       ignored; lets tests find this process by its command line\n"
+          "  --main-top-mib M   first leave M MiB (<= 56) free in the main arena's top chunk\n"
           "  --quiet            no progress output\n");
 }
 
 int main(int argc, char **argv) {
-  enum { OPT_THREADS = 1000, OPT_ROUNDS, OPT_BURST, OPT_KEEP, OPT_READY, OPT_TAG, OPT_QUIET };
+  enum {
+    OPT_THREADS = 1000,
+    OPT_ROUNDS,
+    OPT_BURST,
+    OPT_KEEP,
+    OPT_READY,
+    OPT_TAG,
+    OPT_QUIET,
+    OPT_MAIN_TOP
+  };
   static const struct option long_options[] = {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"rounds", required_argument, NULL, OPT_ROUNDS},
@@ -219,6 +269,7 @@ int main(int argc, char **argv) {
       {"ready-file", required_argument, NULL, OPT_READY},
       {"tag", required_argument, NULL, OPT_TAG},
       {"quiet", no_argument, NULL, OPT_QUIET},
+      {"main-top-mib", required_argument, NULL, OPT_MAIN_TOP},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -249,6 +300,9 @@ int main(int argc, char **argv) {
       case OPT_QUIET:
         opt.quiet = 1;
         break;
+      case OPT_MAIN_TOP:
+        opt.main_top_mib = parse_long("--main-top-mib", optarg, 0, 56);
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -273,6 +327,10 @@ int main(int argc, char **argv) {
   if (rc != 0) {
     fprintf(stderr, "fragmenter: pthread_sigmask: %s\n", strerror(rc));
     return 1;
+  }
+
+  if (opt.main_top_mib > 0) {
+    hold_main_top(opt.main_top_mib);
   }
 
   /* Bookkeeping lives in mmap'd memory, outside every malloc arena. */
