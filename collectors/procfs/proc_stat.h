@@ -21,6 +21,11 @@ struct ProcStat {
   uint64_t stime_ticks = 0;
   uint64_t vsize_bytes = 0;  // field 23
   uint64_t rss_pages = 0;    // field 24
+
+  // Exited: a zombie ('Z', not yet reaped by its parent) or dead ('X'; 'x'
+  // on kernels before 3.14). Its pid and start time stay until the parent
+  // reaps it, possibly forever; its memory is gone already.
+  bool Exited() const { return state == 'Z' || state == 'X' || state == 'x'; }
 };
 
 Result<ProcStat> ParseProcStat(std::string_view text);

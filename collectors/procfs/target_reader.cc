@@ -12,6 +12,9 @@ Result<uint64_t> ReadStartTicks(const std::string& proc_dir) {
   if (!text.ok()) return text.status();
   Result<ProcStat> st = ParseProcStat(*text);
   if (!st.ok()) return st.status();
+  if (st->Exited()) {
+    return Status(ErrorCode::kNotFound, "pid " + std::to_string(st->pid) + " exited (zombie)");
+  }
   return st->start_ticks;
 }
 

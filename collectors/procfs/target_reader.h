@@ -16,7 +16,9 @@ namespace memtrimd::procfs {
 Result<Target> ReadTarget(const std::string& proc_root, pid_t pid);
 
 // Start time in ticks from <proc_dir>/stat; used to check that a target is
-// still the same process.
+// still the same, live process. kNotFound when it is gone, or exited and not
+// yet reaped (a zombie keeps its pid and start time, but is not the target
+// any more).
 Result<uint64_t> ReadStartTicks(const std::string& proc_dir);
 
 }  // namespace memtrimd::procfs
