@@ -7,9 +7,19 @@
 #include "collectors/glibc/heap_info.h"
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/procfs/proc_status.h"
+#include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::glibc {
+
+Status StillTheTarget(const Target& target) {
+  Result<uint64_t> ticks = procfs::ReadStartTicks(target.proc_dir);
+  if (ticks.ok() && *ticks == target.start_ticks) return Status::Ok();
+  return Status(ErrorCode::kNotFound,
+                "the target exited during the smaps read (" +
+                    (ticks.ok() ? std::string("pid reused") : ticks.status().message()) +
+                    "); the read is discarded");
+}
 
 Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   auto t0 = std::chrono::steady_clock::now();
@@ -23,6 +33,14 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
     return read;
   }
   if (!mappings.ok()) return mappings.status();
+  // A target that exits during the walk ends the file early, at a record
+  // boundary and without an error: what was read is part of a process, and
+  // its breakdown would not add up. Only a read after which the target is
+  // still the same live process counts.
+  if (Status same = StillTheTarget(target); !same.ok()) {
+    storage_ = std::move(mappings).value();
+    return same;
+  }
 
   GlibcHeaps g;
   g.read_at = std::chrono::system_clock::now();
@@ -54,6 +72,10 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   // total (a JVM's RSS moves while memtrimd talks to it earlier in a sample).
   if (Result<std::string> status = ReadSmallFile(target.proc_dir + "/status"); status.ok()) {
     if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status); st.ok()) {
+      if (!st->has_memory) {
+        storage_ = std::move(mappings).value();
+        return Status(ErrorCode::kNotFound, "the target exited during the smaps read");
+      }
       g.status_rss_bytes = st->rss_anon + st->rss_file + st->rss_shmem;
     }
   }

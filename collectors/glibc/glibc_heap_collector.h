@@ -21,6 +21,11 @@ struct GlibcHeapOptions {
   std::size_t max_smaps_bytes = 256u << 20;
 };
 
+// Ok when `target` is still the same live process (same start time, not a
+// zombie); kNotFound otherwise. Checked after a smaps walk, whose end
+// cannot tell a complete read from one cut short by the target's exit.
+Status StillTheTarget(const Target& target);
+
 class GlibcHeapCollector : public Collector {
  public:
   explicit GlibcHeapCollector(GlibcHeapOptions options) : options_(options) {}

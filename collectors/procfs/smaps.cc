@@ -74,6 +74,7 @@ void SmapsParser::Feed(std::string_view line) {
       return;
     }
     mappings_.push_back(m);
+    last_vmflags_ = false;
     return;
   }
   if (mappings_.empty()) {
@@ -106,6 +107,12 @@ void SmapsParser::Feed(std::string_view line) {
       match("Swap:", &m.swap) || match("Shared_Clean:", &shared_part) ||
           match("Shared_Dirty:", &shared_part);
       break;
+    case 'V':
+      if (line.compare(0, 8, "VmFlags:") == 0) {
+        any_vmflags_ = true;
+        last_vmflags_ = true;
+      }
+      break;
     default:
       break;
   }
@@ -121,8 +128,14 @@ void SmapsParser::Feed(std::string_view line) {
 
 Result<std::vector<Mapping>> SmapsParser::Finish() {
   Status err = error_;
+  if (err.ok() && any_vmflags_ && !last_vmflags_) {
+    err = Status(ErrorCode::kParseError,
+                 "smaps: the last mapping has no VmFlags line (the text ends inside a record)");
+  }
   error_ = Status::Ok();
   line_no_ = 0;
+  any_vmflags_ = false;
+  last_vmflags_ = false;
   std::vector<Mapping> out = std::move(mappings_);
   mappings_.clear();
   if (!err.ok()) return err;
@@ -134,6 +147,8 @@ void SmapsParser::Reset(std::vector<Mapping> storage) {
   mappings_ = std::move(storage);
   error_ = Status::Ok();
   line_no_ = 0;
+  any_vmflags_ = false;
+  last_vmflags_ = false;
 }
 
 Result<std::vector<Mapping>> ParseSmaps(std::string_view text) {

@@ -44,6 +44,8 @@ class SmapsParser {
  public:
   void Feed(std::string_view line);
   // The mappings seen so far, or the first error. Leaves the parser empty.
+  // Every record ends with VmFlags (Linux 3.8+): when earlier records had it
+  // and the last has not, the text was cut inside a record (kParseError).
   Result<std::vector<Mapping>> Finish();
   // Reuses the vector's capacity across reads.
   void Reset(std::vector<Mapping> storage);
@@ -52,6 +54,8 @@ class SmapsParser {
   std::vector<Mapping> mappings_;
   Status error_;
   std::size_t line_no_ = 0;
+  bool any_vmflags_ = false;   // some record had its VmFlags line
+  bool last_vmflags_ = false;  // and the latest one has
 };
 
 // Whole-text convenience for fixtures and fuzzing.
