@@ -14,30 +14,33 @@ namespace memtrimd {
 
 std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& o) {
   std::vector<CollectorSlot> slots;
-  if (o.process) slots.push_back({std::make_unique<procfs::ProcessCollector>(), {}, {}, {}});
+  if (o.process) slots.push_back({std::make_shared<procfs::ProcessCollector>(), {}, false, {}, {}});
   if (o.cgroup) {
     slots.push_back(
-        {std::make_unique<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, {}, {}});
+        {std::make_shared<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, false, {}, {}});
   }
-  if (o.hsperfdata) slots.push_back({std::make_unique<jvm::JvmPerfCollector>(), {}, {}, {}});
+  // hsperfdata is a file read: no socket, no waiting on the target.
+  if (o.hsperfdata) slots.push_back({std::make_shared<jvm::JvmPerfCollector>(), {}, false, {}, {}});
   if (o.agent) {
     agent::AgentOptions a;
     a.timeout = o.jvm_command_timeout;
-    slots.push_back({std::make_unique<agent::AgentMallocCollector>(a), o.smaps_interval, {}, {}});
+    slots.push_back(
+        {std::make_shared<agent::AgentMallocCollector>(a), o.smaps_interval, true, {}, {}});
   }
   // After the agent slot: when the jvm slot runs it writes fresh malloc
   // statistics that a carried-over part must not overwrite.
   if (o.jvm) {
     jvm::AttachOptions a;
     a.command_timeout = o.jvm_command_timeout;
-    slots.push_back({std::make_unique<jvm::JvmAttachCollector>(a), o.jvm_interval, {}, {}});
+    slots.push_back({std::make_shared<jvm::JvmAttachCollector>(a), o.jvm_interval, true, {}, {}});
   }
   // Last: the smaps read uses the Java heap range the JVM collector found.
   if (o.glibc) {
     glibc::GlibcHeapOptions g;
     g.heap_size = o.glibc_heap_size;
     g.confirm_with_heap_info = o.glibc_confirm_heaps;
-    slots.push_back({std::make_unique<glibc::GlibcHeapCollector>(g), o.smaps_interval, {}, {}});
+    slots.push_back(
+        {std::make_shared<glibc::GlibcHeapCollector>(g), o.smaps_interval, false, {}, {}});
   }
   return slots;
 }
@@ -64,10 +67,22 @@ void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to
 }  // namespace
 
 void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSnapshot* previous,
-                  TargetSnapshot& out) {
+                  TargetSnapshot& out,
+                  const std::vector<std::shared_ptr<const FinishedRun>>* finished) {
   auto now = std::chrono::steady_clock::now();
-  for (CollectorSlot& slot : slots) {
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    CollectorSlot& slot = slots[i];
     std::string name(slot.collector->Name());
+    if (finished != nullptr && slot.own_thread) {
+      const FinishedRun* run = i < finished->size() ? (*finished)[i].get() : nullptr;
+      if (run != nullptr && run->target.SameProcess(out.target)) {
+        CarryPart(name, run->sample, out.sample);
+        out.collectors.push_back(run->outcome);
+      } else {
+        out.pending.push_back(name);
+      }
+      continue;
+    }
     bool due = force || !slot.last_run || slot.interval.count() == 0 ||
                now - *slot.last_run >= slot.interval;
     if (!due && previous != nullptr) {

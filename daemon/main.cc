@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "collectors/procfs/target_reader.h"
@@ -17,6 +18,7 @@
 #include "daemon/jcmd_command.h"
 #include "daemon/log.h"
 #include "daemon/scheduler.h"
+#include "daemon/shutdown.h"
 #include "daemon/target_selector.h"
 #include "daemon/trim.h"
 #include "daemon/trim_engine.h"
@@ -152,6 +154,10 @@ int RunDaemonCommand(const DaemonConfig& c) {
   o.memory_limit_fallback = c.target_memory_limit;
   Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(o), c.sample_interval, store);
 
+  // Before the "started" line that announces the ports: the first sample
+  // (which waits for no socket collector) is published by then, so /healthz
+  // answers 200 from the first request.
+  scheduler.Start();
   std::string ports;
   for (int p : server.BoundPorts()) ports += (ports.empty() ? "" : ",") + std::to_string(p);
   log::Info("memtrimd started", {{"listen", CivetwebPorts(c.listen_addresses)},
@@ -162,15 +168,26 @@ int RunDaemonCommand(const DaemonConfig& c) {
                                  {"smaps_interval", FormatDuration(c.smaps_interval)},
                                  {"trim_interval", FormatDuration(c.trim.interval)},
                                  {"trim_backend", c.trim.backend}});
-  scheduler.Start();
   trims.Start();
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   log::Info("stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  // First, so that nothing below waits for a call blocked on a stopped
+  // target: a trim (scheduled, or an API request civetweb's mg_stop would
+  // wait for), or an attach or agent query.
+  RequestShutdown();
   server.Stop();
   trims.Stop();
   scheduler.Stop();
+  if (std::size_t left = AbandonedCalls(); left > 0) {
+    // Those calls end at their deadlines on threads of their own. Exit now,
+    // without running static destructors under them; the log is flushed
+    // line by line and memtrimd writes nothing else.
+    log::Info("stopped", {{"abandoned_calls", std::to_string(left)}});
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   return 0;
 }
 

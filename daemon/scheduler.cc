@@ -9,10 +9,18 @@ namespace memtrimd {
 
 Scheduler::Scheduler(TargetSelector selector, std::vector<CollectorSlot> slots,
                      std::chrono::milliseconds interval, SnapshotStore& store)
-    : selector_(std::move(selector)),
-      slots_(std::move(slots)),
-      interval_(interval),
-      store_(store) {}
+    : selector_(std::move(selector)), slots_(std::move(slots)), interval_(interval), store_(store) {
+  for (CollectorSlot& slot : slots_) {
+    std::unique_ptr<SlowSource> source;
+    if (slot.own_thread) {
+      // "Every sample" for a socket collector means on the sample interval,
+      // on its own thread.
+      auto every = slot.interval.count() > 0 ? slot.interval : interval_;
+      source = std::make_unique<SlowSource>(slot.collector, every);
+    }
+    slow_.push_back(std::move(source));
+  }
+}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -28,6 +36,15 @@ void Scheduler::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) source->Stop();
+  }
+}
+
+void Scheduler::PointSlowSources() {
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) source->SetTarget(target_);
+  }
 }
 
 void Scheduler::Run() {
@@ -110,6 +127,7 @@ void Scheduler::Tick() {
   CheckTargetAlive();
   std::string reason;
   SelectIfNeeded(reason);
+  PointSlowSources();
   if (target_) {
     TargetSnapshot ts;
     ts.target = *target_;
@@ -119,7 +137,11 @@ void Scheduler::Tick() {
         previous_->targets.front().target.SameProcess(*target_)) {
       prev = &previous_->targets.front();
     }
-    SampleTarget(slots_, false, prev, ts);
+    std::vector<std::shared_ptr<const FinishedRun>> finished;
+    for (const std::unique_ptr<SlowSource>& source : slow_) {
+      finished.push_back(source ? source->Latest() : nullptr);
+    }
+    SampleTarget(slots_, false, prev, ts, &finished);
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.
     CheckTargetAlive();
@@ -128,6 +150,7 @@ void Scheduler::Tick() {
       snap->targets.push_back(std::move(ts));
     } else {
       reason = "target exited";
+      PointSlowSources();
     }
   }
   snap->no_target_reason = reason;

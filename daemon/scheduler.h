@@ -1,5 +1,8 @@
 // The sampling loop: keeps a target (re-selecting when it exits), runs the
-// collectors on their intervals and publishes one Snapshot per tick.
+// collectors on their intervals and publishes one Snapshot per tick. The
+// collectors that talk to the target over a socket run on threads of their
+// own (SlowSource); a tick takes their latest finished run and never waits
+// for them, so a stopped or hung target cannot stretch the sample interval.
 #pragma once
 
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "daemon/collector_set.h"
+#include "daemon/slow_source.h"
 #include "daemon/snapshot.h"
 #include "daemon/target_selector.h"
 
@@ -22,8 +26,11 @@ class Scheduler {
   ~Scheduler();
 
   // Takes the first sample synchronously (so /metrics has data from the
-  // start), then samples on a thread every interval.
+  // start; it does not wait for the own-thread collectors), then samples on
+  // a thread every interval.
   void Start();
+  // Joins the sampling thread; does not wait for an own-thread collector
+  // blocked on its target (see SlowSource::Stop).
   void Stop();
 
   // One tick; public for tests.
@@ -35,9 +42,12 @@ class Scheduler {
   void CheckTargetAlive();
   void SelectIfNeeded(std::string& reason);
   void LogCollectorOutcomes(const TargetSnapshot& ts);
+  void PointSlowSources();
 
   TargetSelector selector_;
   std::vector<CollectorSlot> slots_;
+  // One per slot; set for own_thread slots only.
+  std::vector<std::unique_ptr<SlowSource>> slow_;
   std::chrono::milliseconds interval_;
   SnapshotStore& store_;
 

@@ -27,6 +27,9 @@ struct TargetSnapshot {
   double start_time_seconds = 0;  // since the epoch
   TargetSample sample;
   std::vector<CollectorOutcome> collectors;
+  // Collectors that run on their own thread and have not finished a run for
+  // this target yet: their part is not missing, only not known yet.
+  std::vector<std::string> pending;
 };
 
 struct Snapshot {

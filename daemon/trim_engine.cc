@@ -1,9 +1,11 @@
 #include "daemon/trim_engine.h"
 
+#include <algorithm>
 #include <random>
 
 #include "daemon/findings.h"
 #include "daemon/log.h"
+#include "daemon/shutdown.h"
 #include "daemon/units.h"
 
 namespace memtrimd {
@@ -13,6 +15,15 @@ constexpr std::size_t kRecent = 10;
 using namespace std::chrono_literals;
 
 std::string Signed(int64_t v) { return std::to_string(v); }
+
+// A trim waits up to --trim.timeout on the target, all of it when the
+// target is stopped. It runs on a thread of its own, and at shutdown the
+// engine stops waiting for it (see shutdown.h): nullopt then.
+std::optional<Result<TrimResult>> TrimUnlessShutdown(const Target& target,
+                                                     const TrimOptions& options) {
+  return CallUnlessShutdown<Result<TrimResult>>(
+      [target, options] { return TrimNow(target, options); });
+}
 
 }  // namespace
 
@@ -113,6 +124,11 @@ void TrimEngine::Tick() {
         backend_.reset();
         policy_.Reset(now);  // a new target starts one interval from now
       }
+      // Whether a JVM trims itself, or can be attached to, comes from the
+      // jvm collector, which runs on its own thread: no decision before its
+      // first run for this target (the trim is not due yet, not skipped).
+      const std::vector<std::string>& pending = snap->targets.front().pending;
+      if (std::find(pending.begin(), pending.end(), "jvm") != pending.end()) return;
       ApplyBackend(*target, snap->targets.front().sample, in);
     }
     d = policy_.Decide(now, in);
@@ -136,9 +152,14 @@ void TrimEngine::Tick() {
     policy_.Begin(TrimPolicy::Clock::now());
     stats_.in_progress = true;
   }
-  Result<TrimResult> r = TrimNow(*target, options_.trim);
+  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(*target, options_.trim);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.in_progress = false;
+  if (!done) {
+    log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target->pid)}});
+    return;
+  }
+  Result<TrimResult>& r = *done;
   if (!r.ok()) {
     // The target went away or lost its backend between the snapshot and now.
     policy_.Finish(TrimPolicy::Clock::now(), std::nullopt, std::nullopt);
@@ -208,9 +229,14 @@ Result<TrimResult> TrimEngine::TrimManually() {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.in_progress = true;
   }
-  Result<TrimResult> r = TrimNow(target, options_.trim);
+  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(target, options_.trim);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.in_progress = false;
+  if (!done) {
+    log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target.pid)}});
+    return Status(ErrorCode::kUnavailable, "memtrimd is shutting down");
+  }
+  Result<TrimResult>& r = *done;
   if (!r.ok()) {
     Count("failure", "unavailable");
     return r.status();

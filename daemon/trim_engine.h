@@ -56,10 +56,13 @@ class TrimEngine {
   TrimEngine& operator=(const TrimEngine&) = delete;
 
   void Start();
+  // Joins the engine's thread. After RequestShutdown (shutdown.h) this does
+  // not wait for a trim blocked on its target: the trim is abandoned.
   void Stop();
 
   // A trim now, outside the schedule. kUnavailable when one is running, or
-  // there is no target or backend.
+  // there is no target or backend, or at shutdown (the caller, an HTTP
+  // worker, is not kept waiting for a trim blocked on a stopped target).
   Result<TrimResult> TrimManually();
 
   TrimStats Stats() const;
