@@ -1,0 +1,357 @@
+// A target that cannot answer must not stall memtrimd: a SIGSTOPped agent
+// target or a JVM whose attach listener cannot answer leaves the sample
+// interval and /healthz alone; SIGTERM ends memtrimd while a trim (scheduled
+// or through the API) waits on a stopped target; a zombie target counts as
+// exited, and a --target.match successor is picked; a smaps read of a
+// process that exited is not published.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "collectors/glibc/glibc_heap_collector.h"
+#include "collectors/procfs/target_reader.h"
+#include "collectors/sample.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/web_fixtures.h"
+
+namespace memtrimd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Str(pid_t pid) { return std::to_string(pid); }
+std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
+
+char State(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + Str(pid) + "/stat");
+  std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+
+// SIGSTOPs a process until it goes out of scope (or Continue).
+class Stopped {
+ public:
+  explicit Stopped(pid_t pid) : pid_(pid) {
+    ::kill(pid_, SIGSTOP);
+    stopped_ = WaitFor([&] { return State(pid_) == 'T'; }, 10s);
+  }
+  ~Stopped() { Continue(); }
+  bool ok() const { return stopped_; }
+  void Continue() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+  bool stopped_ = false;
+};
+
+// SIGKILLs a pid the test learned (a workload's child) when it goes out of
+// scope, however the test ends.
+struct KillOnExit {
+  pid_t pid = 0;
+  ~KillOnExit() {
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+};
+
+// The sample interval every stall test runs with, and how far beyond it a
+// sample's age may be seen by a scrape (scheduling on a busy machine). The
+// stalled calls wait 6 s or more, well beyond the two together.
+constexpr double kIntervalSeconds = 1.0;
+constexpr double kSlackSeconds = 2.0;
+
+// Scrapes until `more` further samples were published (or 60 s passed);
+// every scrape must answer with a sample no older than interval + slack.
+// Also stops early, successfully, when `also` is given and holds after the
+// samples. Returns whether the samples arrived.
+bool SamplesKeepComing(const Memtrimd& m, int more, double* max_age,
+                       const std::function<bool(const Series&)>& also = nullptr) {
+  double first = -1;
+  *max_age = 0;
+  return WaitFor(
+      [&] {
+        HttpResponse r = Curl(m.url());
+        EXPECT_EQ(r.status, 200);
+        Series s = ParseExposition(r.body);
+        std::optional<double> seq = Find(s, "memtrimd_samples_total");
+        std::optional<double> age = Find(s, "memtrimd_sample_age_seconds");
+        EXPECT_TRUE(seq && age);
+        if (!seq || !age) return true;
+        *max_age = std::max(*max_age, *age);
+        EXPECT_LE(*age, kIntervalSeconds + kSlackSeconds) << "after sample " << *seq;
+        if (first < 0) first = *seq;
+        return *seq >= first + more && (!also || also(s));
+      },
+      60s);
+}
+
+bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    bool all = true;
+    for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
+// Every JDK under /usr/lib/jvm (its java binary), Debian's 17 first.
+std::vector<std::string> JavaHomes() {
+  std::vector<std::string> homes;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/usr/lib/jvm", ec)) {
+    if (!e.is_symlink() && fs::exists(e.path() / "bin/java")) homes.push_back(e.path().string());
+  }
+  std::sort(homes.begin(), homes.end());
+  return homes;
+}
+
+class StallTest : public ::testing::Test {
+ protected:
+  Process StartAgentFragmenter() {
+    SpawnOptions o;
+    o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+    Process p =
+        StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4"}, "", o);
+    agent_pids_.push_back(p.pid());
+    return p;
+  }
+  void TearDown() override {
+    for (pid_t pid : agent_pids_) {
+      if (::kill(pid, 0) != 0) RemoveStaleAgentSocket(pid);
+    }
+    for (pid_t pid : jvm_pids_) {
+      if (::kill(pid, 0) != 0) RemoveStaleJvmSocket(pid);
+    }
+  }
+  // Sends SIGTERM and waits (up to 10 s, far above the 2 s memtrimd needs)
+  // for memtrimd to exit; prints how long it took.
+  void ExpectExitsOnSigterm(Memtrimd& m, const std::string& what) {
+    auto t0 = std::chrono::steady_clock::now();
+    ::kill(m.process().pid(), SIGTERM);
+    std::optional<int> code = m.process().Wait(10s);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(code, 0) << what << "\n" << m.log();
+    std::cout << what << ": memtrimd exited " << secs << " s after SIGTERM\n";
+  }
+
+  TempDir dir_;
+  std::vector<pid_t> agent_pids_;
+  std::vector<pid_t> jvm_pids_;
+};
+
+TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
+  Process frag = StartAgentFragmenter();
+  ASSERT_TRUE(frag.running());
+  const std::vector<std::string> flags = {"--target.pid=" + Str(frag.pid()), "--sample.interval=1s",
+                                          "--smaps.interval=1s", "--jvm.command-timeout=6s",
+                                          "--trim.interval=0"};
+  Memtrimd m(flags);
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor(
+      [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"agent\""}) == 1.0; }, 30s))
+      << m.log();
+
+  Stopped stop(frag.pid());
+  ASSERT_TRUE(stop.ok());
+  // Each agent query now waits out its 6 s deadline. Samples keep their
+  // interval meanwhile, and the query's failure shows once it ends.
+  double max_age = 0;
+  EXPECT_TRUE(SamplesKeepComing(m, 8, &max_age, [](const Series& s) {
+    return Find(s, "memtrimd_collector_success", {"\"agent\""}) == 0.0;
+  })) << m.log();
+  std::cout << "agent target stopped: sample age at most " << max_age << " s\n";
+  EXPECT_TRUE(LogHas(m.log(), {"collector failed", "collector=agent"})) << m.log();
+  EXPECT_EQ(Find(m.Scrape(), "memtrimd_collector_success", {"\"glibc\""}), 1.0);
+
+  // A memtrimd started while the target is stopped is healthy from its
+  // first request on.
+  Memtrimd late(flags);
+  ASSERT_TRUE(late.started()) << late.log();
+  EXPECT_EQ(Curl(late.url("/healthz")).status, 200) << late.log();
+  EXPECT_TRUE(SamplesKeepComing(late, 3, &max_age)) << late.log();
+  ExpectExitsOnSigterm(late, "agent query blocked on a stopped target");
+
+  stop.Continue();
+  EXPECT_TRUE(WaitFor(
+      [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"agent\""}) == 1.0; }, 30s))
+      << m.log();
+  EXPECT_TRUE(frag.running());
+}
+
+TEST_F(StallTest, JvmWhoseAttachCannotAnswerDelaysNoSample) {
+  std::vector<std::string> homes = JavaHomes();
+  if (homes.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm";
+  for (const std::string& home : homes) {
+    SCOPED_TRACE(home);
+    Process jvm = StartJvm(dir_, {}, "NativeChurn", {"--threads", "2", "--quiet"}, {}, home);
+    jvm_pids_.push_back(jvm.pid());
+    ASSERT_TRUE(jvm.running());
+    // A long command deadline: while the JVM is stopped, a jvm run stays
+    // blocked for the whole test.
+    const std::vector<std::string> flags = {"--target.pid=" + Str(jvm.pid()),
+                                            "--sample.interval=1s",
+                                            "--jvm.interval=1s",
+                                            "--smaps.interval=1s",
+                                            "--jvm.command-timeout=30s",
+                                            "--trim.interval=0"};
+    Memtrimd m(flags);
+    ASSERT_TRUE(m.started()) << m.log();
+    // The attach listener is up once a jvm run has succeeded.
+    ASSERT_TRUE(WaitFor(
+        [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"jvm\""}) == 1.0; }, 60s))
+        << m.log();
+
+    Stopped stop(jvm.pid());
+    ASSERT_TRUE(stop.ok());
+    double max_age = 0;
+    EXPECT_TRUE(SamplesKeepComing(m, 6, &max_age)) << m.log();
+    std::cout << home << " stopped: sample age at most " << max_age << " s\n";
+    EXPECT_EQ(Find(m.Scrape(), "memtrimd_target_up"), 1.0);
+
+    Memtrimd late(flags);
+    ASSERT_TRUE(late.started()) << late.log();
+    EXPECT_EQ(Curl(late.url("/healthz")).status, 200) << late.log();
+    EXPECT_TRUE(SamplesKeepComing(late, 3, &max_age)) << late.log();
+    ExpectExitsOnSigterm(late, home + ": attach blocked on a stopped JVM");
+    ExpectExitsOnSigterm(m, home + ": attach blocked on a stopped JVM (running)");
+  }
+}
+
+TEST_F(StallTest, SigtermEndsMemtrimdWhileAScheduledTrimWaitsOnAStoppedTarget) {
+  Process frag = StartAgentFragmenter();
+  ASSERT_TRUE(frag.running());
+  Memtrimd m({"--target.pid=" + Str(frag.pid()), "--sample.interval=200ms", "--trim.interval=1s",
+              "--trim.jitter=0", "--trim.timeout=60s"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Find(m.Scrape(), "memtrimd_trim_runs_total", {"success", "scheduled"}).value_or(0) >=
+               1;
+      },
+      30s))
+      << m.log();
+  Stopped stop(frag.pid());
+  ASSERT_TRUE(stop.ok());
+  // The next trim starts and waits on the stopped target (up to 60 s).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Curl(m.url("/report?format=json")).body.find("\"in_progress\":true") !=
+               std::string::npos;
+      },
+      30s))
+      << m.log();
+  ExpectExitsOnSigterm(m, "scheduled trim blocked on a stopped target");
+  EXPECT_TRUE(LogHas(m.log(), {"trim abandoned at shutdown"})) << m.log();
+}
+
+TEST_F(StallTest, SigtermEndsMemtrimdWhileAnApiTrimWaitsOnAStoppedTarget) {
+  Process frag = StartAgentFragmenter();
+  ASSERT_TRUE(frag.running());
+  TempDir web;
+  Memtrimd m({"--target.pid=" + Str(frag.pid()), "--web.enable-trim-api",
+              "--web.config.file=" + WriteBasicAuthConfig(web), "--sample.interval=200ms",
+              "--trim.timeout=60s"});
+  ASSERT_TRUE(m.started()) << m.log();
+  Stopped stop(frag.pid());
+  ASSERT_TRUE(stop.ok());
+  const std::string reply = dir_ / "reply";
+  SpawnOptions o;
+  o.stdout_path = reply;
+  Process post({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "90", "-X",
+                "POST", "-u", "alice:secret", m.url("/api/v1/trim")},
+               o);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Curl(m.url("/report?format=json"), {"-u", "alice:secret"})
+                   .body.find("\"in_progress\":true") != std::string::npos;
+      },
+      30s))
+      << m.log();
+  ExpectExitsOnSigterm(m, "API trim blocked on a stopped target");
+  // The request was answered (503: shutting down) or cut off; never a trim.
+  EXPECT_TRUE(post.Wait(10s).has_value());
+  EXPECT_NE(ReadFile(reply), "200");
+}
+
+TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
+  const std::string bin = WorkloadBin("unreaped_child");
+  ASSERT_TRUE(fs::exists(bin)) << bin << " is missing: build the unreaped_child target";
+  const std::string tag = "zombie-" + Str(getpid());
+  int n = 0;
+  // The parent never reaps its child; the child's pid comes from the ready
+  // file.
+  auto start = [&](KillOnExit& child) {
+    const std::string ready = dir_ / ("child." + Str(++n) + ".ready");
+    Process parent({bin, "--tag", tag, "--ready-file", ready});
+    if (WaitFor([&] { return fs::exists(ready) || !parent.running(); }, 30s) && parent.running()) {
+      child.pid = static_cast<pid_t>(std::stol(ReadFile(ready)));
+    }
+    return parent;
+  };
+  KillOnExit first_child;
+  Process first = start(first_child);
+  ASSERT_GT(first_child.pid, 0);
+  Memtrimd m({"--target.match=child-" + tag, "--sample.interval=200ms", "--smaps.interval=200ms",
+              "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(first_child.pid)}).has_value();
+      },
+      20s))
+      << m.log();
+  Result<Target> target = procfs::ReadTarget("/proc", first_child.pid);
+  ASSERT_TRUE(target.ok()) << target.status().message();
+
+  ::kill(first_child.pid, SIGKILL);
+  ASSERT_TRUE(WaitFor([&] { return State(first_child.pid) == 'Z'; }, 10s));
+  // Exited: target_up 0 and none of its series, though its pid and start
+  // time are still in /proc.
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_target_up") == 0.0;
+      },
+      10s))
+      << m.log();
+  for (const auto& [key, value] : s) {
+    EXPECT_EQ(key.find(PidLabel(first_child.pid)), std::string::npos) << key;
+  }
+  EXPECT_TRUE(LogHas(m.log(), {"target exited", "pid=" + Str(first_child.pid)})) << m.log();
+  EXPECT_EQ(State(first_child.pid), 'Z') << "still a zombie: the exit was seen, not the reaping";
+
+  // A smaps read of the zombie is empty; it is discarded, not published.
+  glibc::GlibcHeapOptions g;
+  g.confirm_with_heap_info = false;
+  glibc::GlibcHeapCollector heaps(g);
+  TargetSample sample;
+  Status read = heaps.Collect(*target, sample);
+  EXPECT_EQ(read.code(), ErrorCode::kNotFound) << read.message();
+  EXPECT_FALSE(sample.glibc.has_value());
+
+  // The next matching process is picked.
+  KillOnExit second_child;
+  Process second = start(second_child);
+  ASSERT_GT(second_child.pid, 0);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_target_up") == 1.0 &&
+               Find(s, "memtrimd_target_info", {PidLabel(second_child.pid)}).has_value();
+      },
+      20s))
+      << m.log();
+}
+
+}  // namespace
+}  // namespace memtrimd::testing
