@@ -55,7 +55,13 @@ class CgroupTree:
 
     def make_parent(self, name):
         path = os.path.join(self.root, name)
-        os.mkdir(path)
+        try:
+            os.mkdir(path)
+        except OSError as e:
+            # Root with a memory controller it cannot use (a read-only
+            # cgroupfs in a container) is a broken setup, not a skip.
+            print(f"{_program}: cannot create the test cgroup {path}: {e}", file=sys.stderr)
+            sys.exit(1)
         if self.version == 2:
             try:
                 if "memory" not in read(f"{self.root}/cgroup.subtree_control").split():
