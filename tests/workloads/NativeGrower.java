@@ -32,7 +32,7 @@ public final class NativeGrower {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 0) {
-            System.err.println("usage: java NativeGrower  (commands on stdin: 'grow BYTES', 'exit')");
+            System.err.println("usage: java NativeGrower  (on stdin: 'grow BYTES', 'exit')");
             System.exit(2);
         }
         List<ByteBuffer> held = new ArrayList<>();
@@ -40,7 +40,8 @@ public final class NativeGrower {
         byte value = 1;
         System.out.println("ready " + ProcessHandle.current().pid());
         System.out.flush();
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
             if (line.equals("exit")) {
                 return;
