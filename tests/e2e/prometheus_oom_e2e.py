@@ -95,21 +95,26 @@ class Workload:
         os.rename(self.pidfile + ".tmp", self.pidfile)
 
     def reply(self, seconds=STEP_SECONDS):
-        """The next line on the workload's stdout, or None at end of file (it
-        died)."""
+        """The workload's next answer ("ready ..." or "grown ...") on its
+        stdout, or None at end of file (it died). Other lines (HotSpot
+        prints its warnings on stdout) are passed on to stderr."""
         fd = self.p.stdout.fileno()
         deadline = time.monotonic() + seconds
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                die(f"{self.name}: no answer within {seconds} s")
-            if select.select([fd], [], [], left)[0]:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    return None
-                self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode()
+        while True:
+            while b"\n" not in self.buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    die(f"{self.name}: no answer within {seconds} s")
+                if select.select([fd], [], [], left)[0]:
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        return None
+                    self.buffer += chunk
+            line, _, self.buffer = self.buffer.partition(b"\n")
+            line = line.decode(errors="replace")
+            if line.startswith(("ready ", "grown ")):
+                return line
+            print(f"prometheus_oom_e2e: {self.name} said: {line}", file=sys.stderr)
 
     def grow(self, nbytes):
         try:
