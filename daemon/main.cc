@@ -16,6 +16,7 @@
 #include "daemon/http_server.h"
 #include "daemon/inspect.h"
 #include "daemon/jcmd_command.h"
+#include "daemon/listener_wake.h"
 #include "daemon/log.h"
 #include "daemon/scheduler.h"
 #include "daemon/shutdown.h"
@@ -177,7 +178,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   // target: a trim (scheduled, or an API request civetweb's mg_stop would
   // wait for), or an attach or agent query.
   RequestShutdown();
-  server.Stop();
+  StopWithPokes(server.BoundPorts(), [&] { server.Stop(); });
   trims.Stop();
   scheduler.Stop();
   if (std::size_t left = AbandonedCalls(); left > 0) {
