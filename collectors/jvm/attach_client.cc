@@ -5,16 +5,20 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
-#include "collectors/procfs/cmdline.h"
-#include "collectors/procfs/proc_status.h"
+#include "collectors/jvm/attach_trigger.h"
+#include "collectors/jvm/signal_facts.h"
+#include "collectors/jvm/signal_record.h"
+#include "collectors/procfs/proc_stat.h"
 
 namespace memtrimd::jvm {
 namespace {
@@ -26,27 +30,57 @@ std::string SocketPath(const Target& t) {
   return t.proc_dir + "/root/tmp/.java_pid" + std::to_string(t.nspid);
 }
 
-// Creates the trigger file the JVM looks for on SIGQUIT: in its working
-// directory, else in its /tmp. Returns the path created ("" if it existed
-// already, e.g. another client is attaching: then it is not ours to remove).
-Result<std::string> CreateTrigger(const Target& t) {
-  const std::string name = "/.attach_pid" + std::to_string(t.nspid);
-  Status last;
-  for (const std::string& dir : {t.proc_dir + "/cwd", t.proc_dir + "/root/tmp"}) {
-    std::string path = dir + name;
-    // O_NOFOLLOW|O_EXCL: a pre-planted symlink is never followed.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::close(fd);
-      return path;
+// A handle on the target process itself (pidfd, Linux 5.3+): a signal sent
+// through it cannot reach another process that reused the pid, and polling
+// it tells when the process exits. Without pidfds, kill() after a start
+// time check.
+class ProcessHandle {
+ public:
+  // kNotFound when the process is gone or its pid now names another one.
+  static Result<ProcessHandle> Open(const Target& t) {
+    ProcessHandle h;
+    h.pid_ = t.pid;
+    long fd = ::syscall(SYS_pidfd_open, t.pid, 0);
+    if (fd < 0 && errno == ESRCH) return Gone(t);
+    if (fd >= 0) h.fd_ = UniqueFd(static_cast<int>(fd));
+    // Checked after the pidfd exists, so the pidfd is this very process.
+    Result<std::string> stat = ReadSmallFile(t.proc_dir + "/stat");
+    if (!stat.ok()) return Gone(t);
+    Result<procfs::ProcStat> parsed = procfs::ParseProcStat(*stat);
+    if (!parsed.ok() || (t.start_ticks != 0 && parsed->start_ticks != t.start_ticks)) {
+      return Gone(t);
     }
-    if (errno == EEXIST) {
-      struct stat st;
-      if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return std::string();
-    }
-    last = Status::FromErrno(errno, "attach: create " + path);
+    return h;
   }
-  return last;
+
+  int Signal(int sig) const {
+    if (fd_.get() >= 0) {
+      return static_cast<int>(::syscall(SYS_pidfd_send_signal, fd_.get(), sig, nullptr, 0));
+    }
+    return ::kill(pid_, sig);
+  }
+
+  // Waits up to `ms`; true when the process has exited.
+  bool WaitExit(int ms) const {
+    if (fd_.get() < 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      return ::kill(pid_, 0) != 0 && errno == ESRCH;
+    }
+    pollfd p{fd_.get(), POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+  }
+
+ private:
+  static Status Gone(const Target& t) {
+    return Status(ErrorCode::kNotFound, "attach: process " + std::to_string(t.pid) + " is gone");
+  }
+  pid_t pid_ = 0;
+  UniqueFd fd_;
+};
+
+int MsUntil(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
 }
 
 // Finds the socket, starting the listener with SIGQUIT when needed and safe.
@@ -62,10 +96,14 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     return Status(ErrorCode::kUnavailable,
                   "attach: no listener (" + fd.status().message() + ") and signalling is off");
   }
+  Result<ProcessHandle> process = ProcessHandle::Open(t);
+  if (!process.ok()) return process.status();
   SignalFacts facts = ReadSignalFacts(t);
-  SignalVerdict verdict = DecideSignal(facts);
+  std::string where;
+  SignalVerdict verdict = DecideSignal(facts, &where);
   if (verdict != SignalVerdict::kMaySignal) {
     std::string why = std::string("attach: not signalling: ") + SignalVerdictText(verdict);
+    if (!where.empty()) why += " (seen in " + where + ")";
     // Say which read failed: a command line or environment over the read cap
     // is refused on purpose, and the user should see that, not a mystery.
     if (verdict == SignalVerdict::kOptionsUnknown && !facts.options_error.empty()) {
@@ -73,68 +111,34 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     }
     return Status(ErrorCode::kUnavailable, why);
   }
-  Result<std::string> trigger = CreateTrigger(t);
+  // Removed on every way out of here, through its directory descriptor.
+  Result<AttachTrigger> trigger = AttachTrigger::Create(t);
   if (!trigger.ok()) return trigger.status();
-  auto cleanup = [&] {
-    if (!trigger->empty()) ::unlink(trigger->c_str());
-  };
-  if (::kill(t.pid, SIGQUIT) != 0) {
-    Status st = Status::FromErrno(errno, "attach: kill SIGQUIT");
-    cleanup();
-    return st;
-  }
-  // The socket appears ~20 ms later; signal once more at half time in case
-  // the first signal raced with the JVM's start-up.
-  const auto half = Clock::now() + (deadline - Clock::now()) / 2;
-  bool resent = false;
+  if (process->Signal(SIGQUIT) != 0) return Status::FromErrno(errno, "attach: SIGQUIT");
+  // One signal only: a second one to a JVM whose listener did not start
+  // (attach disabled where memtrimd cannot see it) is a second thread dump.
+  // The socket appears ~20 ms later.
   for (;;) {
     struct stat st;
     if (::lstat(path.c_str(), &st) == 0) {
       SocketFailure again;
       Result<UniqueFd> c = ConnectPrivateSocket(t, path, deadline, "attach", &again);
-      if (c.ok() || again != SocketFailure::kStale) {
-        cleanup();
-        return c;
-      }
+      if (c.ok() || again != SocketFailure::kStale) return c;
     }
-    if (Clock::now() >= deadline) break;
-    if (!resent && Clock::now() >= half) {
-      ::kill(t.pid, SIGQUIT);
-      resent = true;
+    const int left = MsUntil(deadline);
+    if (left == 0) break;
+    if (process->WaitExit(std::min(left, 10))) {
+      return Status(ErrorCode::kNotFound,
+                    "attach: the JVM exited while memtrimd waited for its attach socket");
     }
-    std::this_thread::sleep_for(10ms);
   }
-  cleanup();
+  RecordSignalWithoutListener(t.pid, t.start_ticks);
   return Status(ErrorCode::kUnavailable, "attach: the JVM's attach socket did not appear within " +
-                                             std::to_string(o.connect_timeout.count()) + " ms");
+                                             std::to_string(o.connect_timeout.count()) +
+                                             " ms; memtrimd will not signal this JVM again");
 }
 
 }  // namespace
-
-SignalFacts ReadSignalFacts(const Target& t) {
-  SignalFacts f;
-  f.is_hotspot = t.runtime == Runtime::kJvm;
-  Result<std::string> status = ReadSmallFile(t.proc_dir + "/status");
-  if (status.ok()) {
-    Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);
-    if (st.ok()) {
-      f.sig_caught = st->sig_caught;
-      f.sig_ignored = st->sig_ignored;
-    }
-  }
-  Result<std::string> cmdline = ReadSmallFile(t.proc_dir + "/cmdline", 1u << 20);
-  Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
-  f.options_known = cmdline.ok() && environ.ok();
-  if (!cmdline.ok()) f.options_error = cmdline.status().message();
-  if (cmdline.ok() && !environ.ok()) f.options_error = environ.status().message();
-  if (f.options_known) {
-    f.cmdline = procfs::CmdlineToString(*cmdline);
-    f.java_tool_options = EnvValue(*environ, "JAVA_TOOL_OPTIONS").value_or("");
-    f.jdk_java_options = EnvValue(*environ, "JDK_JAVA_OPTIONS").value_or("");
-    f.underscore_java_options = EnvValue(*environ, "_JAVA_OPTIONS").value_or("");
-  }
-  return f;
-}
 
 Result<AttachResponse> ExecuteJcmd(const Target& target, std::string_view command,
                                    const AttachOptions& options) {

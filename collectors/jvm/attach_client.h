@@ -4,8 +4,9 @@
 // It reaches the JVM's /tmp through /proc/<pid>/root (so a JVM with its own
 // mount namespace and private /tmp works), checks the socket's owner and
 // mode before connecting and the peer's pid after, and starts the JVM's
-// attach listener with SIGQUIT only when that is safe. Every blocking step
-// has a deadline.
+// attach listener with SIGQUIT only when that is safe (signal_facts.h,
+// DecideSignal), once per JVM at most when the listener does not come up
+// (signal_record.h). Every blocking step has a deadline.
 #pragma once
 
 #include <chrono>
@@ -36,8 +37,5 @@ struct AttachOptions {
 // Thread-safe; one command per connection.
 Result<AttachResponse> ExecuteJcmd(const Target& target, std::string_view command,
                                    const AttachOptions& options = {});
-
-// Reads what DecideSignal needs from /proc (pure decision in attach_protocol).
-SignalFacts ReadSignalFacts(const Target& target);
 
 }  // namespace memtrimd::jvm

@@ -15,13 +15,25 @@ bool HasForbidden(std::string_view s) {
          s.find('\0') != std::string_view::npos;
 }
 
-// Applies options left to right; returns the last state seen.
-void Scan(std::string_view options, bool& attach_disabled, bool& reduced_signals) {
-  for (std::string_view tok = text::NextToken(options); !tok.empty();
-       tok = text::NextToken(options)) {
-    if (tok == "-XX:+DisableAttachMechanism") attach_disabled = true;
-    if (tok == "-XX:-DisableAttachMechanism") attach_disabled = false;
-    if (tok == "-Xrs") reduced_signals = true;
+// The state of the two flags after `option`. "-J-X..." (a tool launcher's
+// prefix for JVM options) counts only in the careful direction.
+void Apply(std::string_view option, const std::string& origin, bool& disabled, bool& reduced,
+           std::string& disabled_by, std::string& reduced_by) {
+  const bool via_j = option.substr(0, 3) == "-J-";
+  if (via_j) option.remove_prefix(2);
+  if (via_j && (option == "-XX:-DisableAttachMechanism" || option == "-XX:-ReduceSignalUsage")) {
+    return;
+  }
+  if (option == "-XX:+DisableAttachMechanism") {
+    disabled = true;
+    disabled_by = origin;
+  } else if (option == "-XX:-DisableAttachMechanism") {
+    disabled = false;
+  } else if (option == "-Xrs" || option == "-XX:+ReduceSignalUsage") {
+    reduced = true;
+    reduced_by = origin;
+  } else if (option == "-XX:-ReduceSignalUsage") {
+    reduced = false;
   }
 }
 
@@ -69,16 +81,38 @@ Result<AttachResponse> ParseAttachResponse(std::string_view bytes) {
   return r;
 }
 
-SignalVerdict DecideSignal(const SignalFacts& f) {
+SignalVerdict DecideSignal(const SignalFacts& f, std::string* where) {
+  std::string unused;
+  std::string& by = where != nullptr ? *where : unused;
+  by.clear();
   if (!f.is_hotspot) return SignalVerdict::kNotHotspot;
-  if (!f.options_known) return SignalVerdict::kOptionsUnknown;
+  if (f.signalled_before) return SignalVerdict::kSignalledBefore;
   bool disabled = false, reduced = false;
-  Scan(f.java_tool_options, disabled, reduced);
-  Scan(f.jdk_java_options, disabled, reduced);
-  Scan(f.cmdline, disabled, reduced);
-  Scan(f.underscore_java_options, disabled, reduced);
-  if (disabled) return SignalVerdict::kAttachDisabled;
-  if (reduced) return SignalVerdict::kReducedSignals;
+  std::string disabled_by, reduced_by;
+  if (f.perf_attach_supported.has_value()) {
+    // The JVM's resolved value beats any reading of its options.
+    if (!*f.perf_attach_supported) {
+      by = "the JVM's hsperfdata";
+      return SignalVerdict::kAttachDisabled;
+    }
+    std::string_view args = f.perf_vm_args;
+    for (std::string_view tok = text::NextToken(args); !tok.empty(); tok = text::NextToken(args)) {
+      Apply(tok, "the JVM's hsperfdata", disabled, reduced, disabled_by, reduced_by);
+    }
+  } else {
+    if (!f.options_known) return SignalVerdict::kOptionsUnknown;
+    for (const JvmOption& o : f.options) {
+      Apply(o.text, o.origin, disabled, reduced, disabled_by, reduced_by);
+    }
+    if (disabled) {
+      by = disabled_by;
+      return SignalVerdict::kAttachDisabled;
+    }
+  }
+  if (reduced) {
+    by = reduced_by;
+    return SignalVerdict::kReducedSignals;
+  }
   const uint64_t quit = 1ull << (SIGQUIT - 1);
   if ((f.sig_caught & quit) == 0 || (f.sig_ignored & quit) != 0) {
     return SignalVerdict::kSigquitNotCaught;
@@ -91,7 +125,8 @@ const char* SignalVerdictText(SignalVerdict v) {
     case SignalVerdict::kMaySignal:
       return "may signal";
     case SignalVerdict::kAttachDisabled:
-      return "attach disabled (-XX:+DisableAttachMechanism)";
+      return "attach disabled (-XX:+DisableAttachMechanism): SIGQUIT would only print a thread "
+             "dump";
     case SignalVerdict::kReducedSignals:
       return "started with -Xrs: SIGQUIT would kill it, and its attach listener is not running";
     case SignalVerdict::kNotHotspot:
@@ -99,8 +134,11 @@ const char* SignalVerdictText(SignalVerdict v) {
     case SignalVerdict::kSigquitNotCaught:
       return "SIGQUIT is not caught (JVM still starting, or the signal is ignored)";
     case SignalVerdict::kOptionsUnknown:
-      return "cannot read its command line and environment to rule out "
+      return "it has no hsperfdata and memtrimd cannot read all of its options to rule out "
              "-XX:+DisableAttachMechanism and -Xrs";
+    case SignalVerdict::kSignalledBefore:
+      return "an earlier SIGQUIT did not start its attach listener; memtrimd signals a JVM "
+             "at most once";
   }
   return "unknown";
 }

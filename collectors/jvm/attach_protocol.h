@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectors/common/status.h"
+#include "collectors/jvm/jvm_options.h"
 
 namespace memtrimd::jvm {
 
@@ -27,17 +30,27 @@ struct AttachResponse {
 Result<AttachResponse> ParseAttachResponse(std::string_view bytes);
 
 // What memtrimd knows about a process before it may send SIGQUIT to start
-// the JVM's attach listener.
+// the JVM's attach listener. A SIGQUIT that does not start the listener
+// prints a full thread dump into the application's output, so every field
+// that could say "no" is read, and "unknown" means no.
 struct SignalFacts {
-  bool is_hotspot = false;              // libjvm.so mapped
-  uint64_t sig_caught = 0;              // SigCgt
-  uint64_t sig_ignored = 0;             // SigIgn
-  bool options_known = false;           // cmdline and environment could be read
-  std::string options_error;            // why not, when they could not (e.g. over the cap)
-  std::string cmdline;                  // arguments joined by spaces
-  std::string java_tool_options;        // JAVA_TOOL_OPTIONS
-  std::string jdk_java_options;         // JDK_JAVA_OPTIONS
-  std::string underscore_java_options;  // _JAVA_OPTIONS
+  bool is_hotspot = false;   // libjvm.so mapped
+  uint64_t sig_caught = 0;   // SigCgt
+  uint64_t sig_ignored = 0;  // SigIgn
+  // The JVM's own verdict, from its hsperfdata file when it has one:
+  // sun.rt.jvmCapabilities[0] is '1' exactly when DisableAttachMechanism
+  // ended up false, whatever set it. nullopt without the file (-XX:-UsePerfData,
+  // -XX:+PerfDisableSharedMem) or without the counter.
+  std::optional<bool> perf_attach_supported;
+  std::string perf_vm_args;  // java.rt.vmArgs, for -Xrs
+  // Without the JVM's verdict: its options from every source (jvm_options.h).
+  bool options_known = false;
+  std::string options_error;  // why they are unknown (an argfile gone, a read cap, ...)
+  std::vector<JvmOption> options;
+  // This JVM (pid and start time) was signalled before and its listener did
+  // not come up: whatever the reason, a second signal would be a second
+  // thread dump.
+  bool signalled_before = false;
 };
 
 enum class SignalVerdict {
@@ -46,13 +59,15 @@ enum class SignalVerdict {
   kReducedSignals,    // -Xrs: SIGQUIT's default action would kill the JVM
   kNotHotspot,        // not a HotSpot JVM
   kSigquitNotCaught,  // handler not installed (yet), or ignored
-  kOptionsUnknown,    // could not read cmdline/environ: do not guess
+  kOptionsUnknown,    // no hsperfdata and its options could not all be read: do not guess
+  kSignalledBefore,   // an earlier SIGQUIT did not start its listener
 };
 
-// Pure. JVM options are read in the JVM's order (JAVA_TOOL_OPTIONS,
-// JDK_JAVA_OPTIONS, the command line, _JAVA_OPTIONS); the last
-// +/-DisableAttachMechanism wins.
-SignalVerdict DecideSignal(const SignalFacts& facts);
+// Pure. The JVM's hsperfdata verdict when there is one; else its options in
+// the order the JVM applies them, where the last +/-DisableAttachMechanism
+// wins. `where`, when given, is set to where the deciding option was found
+// ("hsperfdata", "@/app/jvm.args", "JAVA_TOOL_OPTIONS", ...), or "".
+SignalVerdict DecideSignal(const SignalFacts& facts, std::string* where = nullptr);
 const char* SignalVerdictText(SignalVerdict v);
 
 }  // namespace memtrimd::jvm

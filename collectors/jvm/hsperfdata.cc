@@ -1,6 +1,7 @@
 #include "collectors/jvm/hsperfdata.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 namespace memtrimd::jvm {
@@ -64,6 +65,75 @@ std::optional<int64_t> PerfData::Long(std::string_view name) const {
   if (it == entries.end()) return std::nullopt;
   if (const int64_t* v = std::get_if<int64_t>(&it->second)) return *v;
   return std::nullopt;
+}
+
+std::optional<std::string> PerfData::String(std::string_view name) const {
+  auto it = entries.find(name);
+  if (it == entries.end()) return std::nullopt;
+  if (const std::string* v = std::get_if<std::string>(&it->second)) return *v;
+  return std::nullopt;
+}
+
+std::optional<bool> AttachSupportedFromPerfData(const PerfData& data) {
+  std::optional<std::string> caps = data.String("sun.rt.jvmCapabilities");
+  if (!caps || caps->empty()) return std::nullopt;
+  if ((*caps)[0] == '1') return true;
+  if ((*caps)[0] == '0') return false;
+  return std::nullopt;
+}
+
+// "start-end perms offset major:minor inode   path"; the path may hold
+// spaces, and " (deleted)" when the file was removed under the JVM.
+std::optional<PerfDataMapping> PerfDataMappingFromMapsLine(std::string_view line, int nspid) {
+  std::string_view rest = line;
+  std::string_view fields[5];
+  for (std::string_view& f : fields) {
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    std::size_t sp = rest.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    f = rest.substr(0, sp);
+    rest.remove_prefix(sp);
+  }
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  const std::string_view path = rest;
+  if (fields[1].size() != 4 || fields[1][3] != 's') return std::nullopt;  // the JVM maps it shared
+  const std::string name = "/" + std::to_string(nspid);
+  if (path.size() <= name.size() || path.substr(path.size() - name.size()) != name) {
+    return std::nullopt;
+  }
+  std::string_view dir = path.substr(0, path.size() - name.size());
+  std::size_t slash = dir.rfind('/');
+  if (slash == std::string_view::npos || !StartsWith(dir.substr(slash + 1), "hsperfdata_")) {
+    return std::nullopt;
+  }
+  PerfDataMapping m;
+  std::size_t colon = fields[3].find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto hex = [](std::string_view h, uint64_t& out) {
+    if (h.empty() || h.size() > 16) return false;
+    out = 0;
+    for (char c : h) {
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return false;
+      out = out * 16 + static_cast<uint64_t>(d);
+    }
+    return true;
+  };
+  uint64_t major = 0, minor = 0;
+  if (!hex(fields[3].substr(0, colon), major) || !hex(fields[3].substr(colon + 1), minor) ||
+      major > 0xffffffffu || minor > 0xffffffffu) {
+    return std::nullopt;
+  }
+  m.dev_major = static_cast<unsigned>(major);
+  m.dev_minor = static_cast<unsigned>(minor);
+  std::string_view ino = fields[4];
+  if (ino.empty()) return std::nullopt;
+  for (char c : ino) {
+    if (c < '0' || c > '9' || m.inode > (UINT64_MAX - 9) / 10) return std::nullopt;
+    m.inode = m.inode * 10 + static_cast<uint64_t>(c - '0');
+  }
+  m.path = std::string(path);
+  return m;
 }
 
 Result<PerfData> ParsePerfData(std::string_view bytes) {

@@ -24,6 +24,7 @@ struct PerfData {
   std::map<std::string, PerfValue, std::less<>> entries;
 
   std::optional<int64_t> Long(std::string_view name) const;
+  std::optional<std::string> String(std::string_view name) const;
 };
 
 // Pure: parses the bytes of an hsperfdata file. Rejects a wrong magic, a
@@ -43,5 +44,22 @@ struct PerfHeap {
   uint64_t max_bytes = 0;
 };
 std::optional<PerfHeap> HeapFromPerfData(const PerfData& data);
+
+// Whether the JVM supports attach, as it resolved -XX:+/-DisableAttachMechanism
+// from every source (the first character of sun.rt.jvmCapabilities, which
+// the JDK's own tools read). nullopt when the counter is absent or malformed.
+std::optional<bool> AttachSupportedFromPerfData(const PerfData& data);
+
+// The JVM's own mapping of its perf-data file in a /proc/<pid>/maps line:
+// a shared mapping of ".../hsperfdata_<user>/<nspid>". The path is as the
+// JVM sees it (its mount namespace); device and inode identify the file, so
+// that a stale file of an earlier JVM with the same pid is not taken for it.
+struct PerfDataMapping {
+  std::string path;
+  unsigned dev_major = 0;
+  unsigned dev_minor = 0;
+  uint64_t inode = 0;
+};
+std::optional<PerfDataMapping> PerfDataMappingFromMapsLine(std::string_view line, int nspid);
 
 }  // namespace memtrimd::jvm

@@ -1,18 +1,21 @@
 // Fuzz target: the attach protocol's request side (jvm::EncodeRequestV1)
-// and the SIGQUIT decision over JVM options (jvm::DecideSignal). Input:
-// op, arg0, arg1, arg2 separated by NUL or newline for the request; the
-// same four pieces as cmdline and the three option variables for the
-// decision.
+// and the SIGQUIT decision (jvm::DecideSignal). Input: op, arg0, arg1, arg2
+// separated by NUL or newline for the request; for the decision the same
+// four pieces, split at blanks, are JVM options from four sources, and the
+// piece count and size pick the other facts.
 //
 // Invariants: an accepted request is "1" NUL op NUL arg0 NUL arg1 NUL arg2
 // NUL, so splitting it at NUL gives back exactly the parts; it is refused
 // exactly when a part is too long or holds a newline, CR or NUL (the input
 // split already removed NUL and newline, so only CR and the lengths are
-// left). DecideSignal: not a HotSpot JVM or unknown options always win;
-// the last of +/-DisableAttachMechanism counts.
+// left). DecideSignal: not a HotSpot JVM, an earlier signal without effect
+// and (without the JVM's own verdict) unknown options always win; the JVM's
+// "attach disabled" always wins over options; otherwise the last of
+// +/-DisableAttachMechanism counts.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/jvm/attach_protocol.h"
@@ -47,19 +50,38 @@ void CheckSignal(const std::vector<std::string>& p, uint64_t bits) {
   const uint64_t quit = 1ull << 2;  // SIGQUIT is 3
   f.sig_caught = (bits & 4) ? quit : 0;
   f.sig_ignored = (bits & 8) ? quit : 0;
-  f.cmdline = p[0];
-  f.java_tool_options = p[1];
-  f.jdk_java_options = p[2];
-  f.underscore_java_options = p[3];
-  jvm::SignalVerdict v = jvm::DecideSignal(f);
+  f.signalled_before = (bits & 16) != 0;
+  if (bits & 32) f.perf_attach_supported = (bits & 64) != 0;
+  f.perf_vm_args = p[0];
+  const char* origins[] = {"JAVA_TOOL_OPTIONS", "command line", "@argfile", "_JAVA_OPTIONS"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    std::string_view rest = p[i];
+    while (!rest.empty()) {
+      std::size_t sp = rest.find(' ');
+      f.options.push_back({std::string(rest.substr(0, sp)), origins[i]});
+      if (sp == std::string_view::npos) break;
+      rest.remove_prefix(sp + 1);
+    }
+  }
+  std::string where;
+  jvm::SignalVerdict v = jvm::DecideSignal(f, &where);
   FUZZ_CHECK(jvm::SignalVerdictText(v) != nullptr);
   if (!f.is_hotspot) FUZZ_CHECK(v == jvm::SignalVerdict::kNotHotspot);
-  if (f.is_hotspot && !f.options_known) FUZZ_CHECK(v == jvm::SignalVerdict::kOptionsUnknown);
+  if (f.is_hotspot && f.signalled_before) FUZZ_CHECK(v == jvm::SignalVerdict::kSignalledBefore);
+  const bool live = f.is_hotspot && !f.signalled_before;
+  if (live && !f.perf_attach_supported && !f.options_known) {
+    FUZZ_CHECK(v == jvm::SignalVerdict::kOptionsUnknown);
+  }
+  if (live && f.perf_attach_supported == false) {
+    FUZZ_CHECK(v == jvm::SignalVerdict::kAttachDisabled && where == "the JVM's hsperfdata");
+  }
   if (v == jvm::SignalVerdict::kMaySignal) FUZZ_CHECK(f.sig_caught != 0 && f.sig_ignored == 0);
-  // Appending a later option to _JAVA_OPTIONS (read last) decides the question.
+  if (v == jvm::SignalVerdict::kAttachDisabled) FUZZ_CHECK(!where.empty());
+  // Appending a later option (read last) decides the question when the JVM
+  // gave no verdict of its own.
   jvm::SignalFacts off = f;
-  off.underscore_java_options += " -XX:+DisableAttachMechanism";
-  if (f.is_hotspot && f.options_known) {
+  off.options.push_back({"-XX:+DisableAttachMechanism", "_JAVA_OPTIONS"});
+  if (live && !f.perf_attach_supported && f.options_known) {
     FUZZ_CHECK(jvm::DecideSignal(off) == jvm::SignalVerdict::kAttachDisabled);
   }
 }

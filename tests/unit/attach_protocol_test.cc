@@ -45,12 +45,13 @@ TEST(AttachProtocol, ParsesStatusAndOutput) {
   EXPECT_FALSE(ParseAttachResponse("99999999999999999999\n").ok());
 }
 
-SignalFacts Jvm() {
+// A JVM without hsperfdata whose options were read from the given sources.
+SignalFacts Jvm(std::vector<JvmOption> options = {{"-Xmx1g", "command line"}}) {
   SignalFacts f;
   f.is_hotspot = true;
   f.options_known = true;
   f.sig_caught = 1ull << (SIGQUIT - 1);
-  f.cmdline = "java -Xmx1g -jar app.jar";
+  f.options = std::move(options);
   return f;
 }
 
@@ -71,38 +72,57 @@ TEST(AttachProtocol, SignalsOnlyAHotspotJvmThatCatchesSigquit) {
 }
 
 TEST(AttachProtocol, NeverSignalsDisabledAttachOrReducedSignals) {
-  SignalFacts f = Jvm();
-  f.cmdline = "java -XX:+DisableAttachMechanism -jar app.jar";
-  EXPECT_EQ(DecideSignal(f), SignalVerdict::kAttachDisabled);
-  f = Jvm();
-  f.java_tool_options = "-XX:+DisableAttachMechanism";
-  EXPECT_EQ(DecideSignal(f), SignalVerdict::kAttachDisabled);
-  f = Jvm();
-  f.underscore_java_options = "-Xmx1g -XX:+DisableAttachMechanism";
-  EXPECT_EQ(DecideSignal(f), SignalVerdict::kAttachDisabled);
-  f = Jvm();
-  f.cmdline = "java -Xrs -jar app.jar";
-  EXPECT_EQ(DecideSignal(f), SignalVerdict::kReducedSignals);
-  f = Jvm();
-  f.jdk_java_options = "-Xrs";
-  EXPECT_EQ(DecideSignal(f), SignalVerdict::kReducedSignals);
+  std::string where;
+  EXPECT_EQ(DecideSignal(Jvm({{"-XX:+DisableAttachMechanism", "@/app/jvm.args"}}), &where),
+            SignalVerdict::kAttachDisabled);
+  EXPECT_EQ(where, "@/app/jvm.args");
+  EXPECT_EQ(DecideSignal(Jvm({{"-Xrs", "command line"}}), &where), SignalVerdict::kReducedSignals);
+  EXPECT_EQ(where, "command line");
+  EXPECT_EQ(DecideSignal(Jvm({{"-XX:+ReduceSignalUsage", "JDK_JAVA_OPTIONS"}})),
+            SignalVerdict::kReducedSignals);
+  // A tool launcher's -J prefix counts only in the careful direction.
+  EXPECT_EQ(DecideSignal(Jvm({{"-J-XX:+DisableAttachMechanism", "command line"}})),
+            SignalVerdict::kAttachDisabled);
+  EXPECT_EQ(DecideSignal(Jvm({{"-XX:+DisableAttachMechanism", "JAVA_TOOL_OPTIONS"},
+                              {"-J-XX:-DisableAttachMechanism", "command line"}})),
+            SignalVerdict::kAttachDisabled);
 }
 
 TEST(AttachProtocol, LaterOptionsOverrideEarlierOnes) {
-  // JAVA_TOOL_OPTIONS is applied first, the command line after it, and
-  // _JAVA_OPTIONS last.
-  SignalFacts f = Jvm();
-  f.java_tool_options = "-XX:+DisableAttachMechanism";
-  f.cmdline = "java -XX:-DisableAttachMechanism Main";
+  SignalFacts f = Jvm({{"-XX:+DisableAttachMechanism", "JAVA_TOOL_OPTIONS"},
+                       {"-XX:-DisableAttachMechanism", "command line"}});
   EXPECT_EQ(DecideSignal(f), SignalVerdict::kMaySignal);
-  f.underscore_java_options = "-XX:+DisableAttachMechanism";
+  f.options.push_back({"-XX:+DisableAttachMechanism", "_JAVA_OPTIONS"});
   EXPECT_EQ(DecideSignal(f), SignalVerdict::kAttachDisabled);
-  // A program argument that merely mentions the text is a whole token too;
-  // that is the JVM's own rule as well (it stops at the main class, we do
-  // not), so memtrimd errs on the side of not signalling.
+}
+
+TEST(AttachProtocol, TheJvmsOwnVerdictWinsOverItsOptions) {
+  // hsperfdata's sun.rt.jvmCapabilities is the flag as the JVM resolved it.
+  SignalFacts f = Jvm({{"-XX:-DisableAttachMechanism", "command line"}});
+  f.perf_attach_supported = false;
+  std::string where;
+  EXPECT_EQ(DecideSignal(f, &where), SignalVerdict::kAttachDisabled);
+  EXPECT_EQ(where, "the JVM's hsperfdata");
+  f = Jvm({{"-XX:+DisableAttachMechanism", "an argfile that changed since"}});
+  f.perf_attach_supported = true;
+  EXPECT_EQ(DecideSignal(f), SignalVerdict::kMaySignal);
+  // With the JVM's verdict, unreadable options do not matter; -Xrs in its
+  // own list of arguments still does.
   f = Jvm();
-  f.cmdline = "java Main -Xrs";
+  f.options_known = false;
+  f.perf_attach_supported = true;
+  EXPECT_EQ(DecideSignal(f), SignalVerdict::kMaySignal);
+  f.perf_vm_args = "-Xmx64m -Xrs";
   EXPECT_EQ(DecideSignal(f), SignalVerdict::kReducedSignals);
+}
+
+TEST(AttachProtocol, AJvmSignalledWithoutEffectIsNotSignalledAgain) {
+  SignalFacts f = Jvm();
+  f.perf_attach_supported = true;
+  f.signalled_before = true;
+  EXPECT_EQ(DecideSignal(f), SignalVerdict::kSignalledBefore);
+  EXPECT_NE(std::string(SignalVerdictText(SignalVerdict::kSignalledBefore)).find("at most once"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Parsers of the JVM's answers (collectors/jvm/): NMT summary, VM.version,
 // VM.flags, VM.system_properties, GC.heap_info, System.trim_native_heap,
-// System.native_heap_info (malloc_info XML) and hsperfdata, against the
-// answers recorded from OpenJDK 17.0.15 and Temurin 25 in fixtures/jvm/ and
+// System.native_heap_info (malloc_info XML), hsperfdata, and the sources of
+// JVM options (@argfiles, option variables, options and flags files), against
+// the answers recorded from OpenJDK 17.0.15 and Temurin 25 in fixtures/jvm/ and
 // against hand-made edge cases.
 #include <gtest/gtest.h>
 
@@ -16,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/jvm/attach_protocol.h"
 #include "collectors/jvm/hsperfdata.h"
+#include "collectors/jvm/jvm_options.h"
 #include "collectors/jvm/jvm_text.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/jvm/nmt_summary.h"
@@ -996,6 +999,267 @@ TEST(PerfDataTest, RobustAgainstBadInput) {
     b[i] = '\xff';
     (void)ParsePerfData(b);
   }
+}
+
+// --- attach verdict in hsperfdata, and where the JVM maps that file ------------------
+
+TEST(PerfDataTest, AttachVerdictOfRecordedJvms) {
+  for (const char* jdk : kJdks) {
+    SCOPED_TRACE(jdk);
+    // The GC fixtures' JVMs were attached to by jcmd; the options fixture's
+    // JVM had attach disabled by an @argfile (options/record.sh).
+    auto on = ParsePerfData(ReadFixture(std::string(jdk) + "/hsperfdata_g1.bin"));
+    ASSERT_TRUE(on.ok()) << on.status().message();
+    EXPECT_EQ(AttachSupportedFromPerfData(*on), true);
+    auto off = ParsePerfData(
+        ReadFixture("options/hsperfdata_attach_disabled_" + std::string(jdk) + ".bin"));
+    ASSERT_TRUE(off.ok()) << off.status().message();
+    EXPECT_EQ(AttachSupportedFromPerfData(*off), false);
+    EXPECT_NE(off->String("java.rt.vmArgs")->find("-XX:+DisableAttachMechanism"),
+              std::string::npos);
+  }
+  PerfData none;
+  EXPECT_FALSE(AttachSupportedFromPerfData(none).has_value());
+  none.entries["sun.rt.jvmCapabilities"] = std::string("x1");
+  EXPECT_FALSE(AttachSupportedFromPerfData(none).has_value());
+  none.entries["sun.rt.jvmCapabilities"] = int64_t{1};
+  EXPECT_FALSE(AttachSupportedFromPerfData(none).has_value());
+}
+
+TEST(PerfDataTest, MappingFromMapsLines) {
+  // A line of a JDK 17 JVM's /proc/<pid>/maps (pid 22484).
+  auto m = PerfDataMappingFromMapsLine(
+      "7f30036f8000-7f3003700000 rw-s 00000000 fe:00 10960916                   "
+      "/tmp/hsperfdata_root/22484",
+      22484);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->path, "/tmp/hsperfdata_root/22484");
+  EXPECT_EQ(m->dev_major, 0xfeu);
+  EXPECT_EQ(m->dev_minor, 0u);
+  EXPECT_EQ(m->inode, 10960916u);
+  // Another pid, a private mapping, a removed file, another directory: no.
+  const std::string line = "7f30036f8000-7f3003700000 rw-s 00000000 fe:00 10960916 ";
+  EXPECT_FALSE(PerfDataMappingFromMapsLine(line + "/tmp/hsperfdata_root/22484", 2248));
+  EXPECT_FALSE(PerfDataMappingFromMapsLine(
+      "7f30036f8000-7f3003700000 rw-p 00000000 fe:00 10960916 /tmp/hsperfdata_root/22484", 22484));
+  EXPECT_FALSE(PerfDataMappingFromMapsLine(line + "/tmp/hsperfdata_root/22484 (deleted)", 22484));
+  EXPECT_FALSE(PerfDataMappingFromMapsLine(line + "/tmp/other/22484", 22484));
+  EXPECT_FALSE(PerfDataMappingFromMapsLine("garbage", 1));
+  EXPECT_FALSE(PerfDataMappingFromMapsLine("", 1));
+  // A user name with a space still ends in /hsperfdata_<user>/<pid>.
+  auto spaced = PerfDataMappingFromMapsLine(line + "/tmp/hsperfdata_a b/7", 7);
+  ASSERT_TRUE(spaced.has_value());
+  EXPECT_EQ(spaced->path, "/tmp/hsperfdata_a b/7");
+}
+
+// --- sources of JVM options ---------------------------------------------------------
+
+using Tokens = std::vector<std::string>;
+
+TEST(JvmOptionsTest, ArgFileFollowsTheLaunchersRules) {
+  // The launcher's own test cases (libjli args.c), as the launcher splits them.
+  EXPECT_EQ(SplitArgFile("-version -cp \"c:\\\\java libs\\\\one.jar\" \n"),
+            (Tokens{"-version", "-cp", "c:\\java libs\\one.jar"}));
+  EXPECT_EQ(SplitArgFile("com.foo.Panda \"Furious 5\"\fand\t'Shi Fu' \"escape\tprison"),
+            (Tokens{"com.foo.Panda", "Furious 5", "and", "Shi Fu", "escape\tprison"}));
+  EXPECT_EQ(SplitArgFile("line one #comment\n'line #2' #rest are comment\r\n#comment on line "
+                         "3\nline 4 #comment to eof"),
+            (Tokens{"line", "one", "line #2", "line", "4"}));
+  EXPECT_EQ(
+      SplitArgFile("This is an \"open quote \n    across line\n\t, note for WS."),
+      (Tokens{"This", "is", "an", "open quote ", "across", "line", ",", "note", "for", "WS."}));
+  EXPECT_EQ(SplitArgFile("\"Open quote to \n  new \"line \\\n\r   third\\\n\r\\\tand\ffourth\""),
+            (Tokens{"Open quote to ", "new", "line third\tand\ffourth"}));
+  EXPECT_EQ(SplitArgFile("c:\\\"partial quote\"\\lib"), (Tokens{"c:\\partial quote\\lib"}));
+  EXPECT_EQ(SplitArgFile(""), Tokens{});
+  EXPECT_EQ(SplitArgFile("\"\" x"), (Tokens{"", "x"}));
+}
+
+TEST(JvmOptionsTest, VmOptionsAndLauncherVariablesQuoteWithoutEscapes) {
+  EXPECT_EQ(*SplitVmOptions("  -Dtool='a b' \"-XX:+DisableAttachMechanism\"\t-Xmx1g "),
+            (Tokens{"-Dtool=a b", "-XX:+DisableAttachMechanism", "-Xmx1g"}));
+  EXPECT_EQ(*SplitVmOptions("-Da=\"x'y\"z\\w"), (Tokens{"-Da=x'yz\\w"}));
+  EXPECT_EQ(*SplitVmOptions("\v\f"), Tokens{});
+  EXPECT_EQ(SplitVmOptions("-Da='b").status().code(), ErrorCode::kParseError);
+  EXPECT_EQ(*SplitLauncherEnvOptions("@jdk.args -Dx=\"1 2\""), (Tokens{"@jdk.args", "-Dx=1 2"}));
+  EXPECT_FALSE(SplitLauncherEnvOptions("\"").ok());
+}
+
+TEST(JvmOptionsTest, FlagsFileFollowsHotspot) {
+  EXPECT_EQ(SplitFlagsFile(ReadFixture("options/hotspot.flags")),
+            (Tokens{"+DisableAttachMechanism", "-UseCompressedClassPointers"}));
+  EXPECT_EQ(SplitFlagsFile("  +A #a comment\n#x\n'B=1 2'\n\"C=3"),
+            (Tokens{"+A", "'B=1", "2", "\"C=3"}));
+  EXPECT_EQ(SplitFlagsFile("X='a b' Y"), (Tokens{"X=a b", "Y"}));
+  // HotSpot stops reading at a 1023-byte token.
+  Tokens long_token = SplitFlagsFile(std::string(2000, 'a') + " +B");
+  ASSERT_EQ(long_token.size(), 1u);
+  EXPECT_EQ(long_token[0].size(), 1023u);
+}
+
+// recorded.txt (options/record.sh): "[<jdk> <case>]" then key=value lines.
+std::map<std::string, std::map<std::string, std::string>> Recorded() {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(ReadFixture("options/recorded.txt"));
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '[') {
+      section = line.substr(1, line.size() - 2);
+    } else if (std::size_t eq = line.find('='); eq != std::string::npos) {
+      out[section][line.substr(0, eq)] = line.substr(eq + 1);
+    }
+  }
+  return out;
+}
+
+OptionFileReader FixtureFiles() {
+  return [](const std::string& path) -> Result<std::string> {
+    if (path.find('/') != std::string::npos) return Status(ErrorCode::kNotFound, path);
+    return ReadFixture("options/" + path);
+  };
+}
+
+// The resolved -X, -D and -XX: options joined as the JVM joins java.rt.vmArgs
+// (launcher options such as -cp are not JVM arguments).
+std::string VmArgs(const std::vector<JvmOption>& options) {
+  std::string out;
+  for (const JvmOption& o : options) {
+    if (o.origin.rfind("-XX:Flags=", 0) == 0) continue;  // those are java.rt.vmFlags
+    if (o.text.rfind("-X", 0) != 0 && o.text.rfind("-D", 0) != 0) continue;
+    if (!out.empty()) out += ' ';
+    out += o.text;
+  }
+  return out;
+}
+
+TEST(JvmOptionsTest, ResolvesEverySourceAsRealJvmsDid) {
+  auto recorded = Recorded();
+  ASSERT_EQ(recorded.size(), 6u);
+  for (const char* jdk : kJdks) {
+    SCOPED_TRACE(jdk);
+    const std::string j = jdk;
+    OptionSources argfile;
+    argfile.argv = {"java", "@jvm.args", "-cp", "classes", "Idle", "--ready-file", "r"};
+    auto a = ResolveJvmOptions(argfile, FixtureFiles());
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(VmArgs(*a), recorded[j + " argfile"]["java.rt.vmArgs"]);
+    std::string where;
+    SignalFacts f;
+    f.is_hotspot = true;
+    f.options_known = true;
+    f.sig_caught = ~0ull;
+    f.options = *a;
+    EXPECT_EQ(DecideSignal(f, &where), SignalVerdict::kAttachDisabled);
+    EXPECT_EQ(recorded[j + " argfile"]["sun.rt.jvmCapabilities"], "0");
+    EXPECT_EQ(where, "@jvm.args");
+
+    OptionSources vars;
+    vars.argv = {"java", "-Dcmd=1", "-cp", "classes", "Idle", "--ready-file", "r"};
+    vars.java_tool_options = "-Dtool='a b' \"-XX:+DisableAttachMechanism\"";
+    vars.jdk_java_options = "@jdk.args -Dx=\"1 2\"";
+    vars.underscore_java_options = "-XX:VMOptionsFile=vm.options";
+    auto v = ResolveJvmOptions(vars, FixtureFiles());
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(VmArgs(*v), recorded[j + " variables"]["java.rt.vmArgs"]);
+    f.options = *v;
+    EXPECT_EQ(DecideSignal(f, &where), SignalVerdict::kAttachDisabled);
+    EXPECT_EQ(where, "-XX:VMOptionsFile=vm.options");
+
+    OptionSources flags;
+    flags.argv = {"java", "-XX:Flags=hotspot.flags", "-Xmx64m", "-cp", "classes", "Idle"};
+    auto fl = ResolveJvmOptions(flags, FixtureFiles());
+    ASSERT_TRUE(fl.ok()) << fl.status().message();
+    EXPECT_EQ(VmArgs(*fl), recorded[j + " flags"]["java.rt.vmArgs"]);
+    std::string vm_flags;
+    for (const JvmOption& o : *fl) {
+      if (o.origin != "-XX:Flags=hotspot.flags") continue;
+      vm_flags += (vm_flags.empty() ? "" : " ") + o.text.substr(4);
+    }
+    EXPECT_EQ(vm_flags, recorded[j + " flags"]["java.rt.vmFlags"]);
+    f.options = *fl;
+    EXPECT_EQ(DecideSignal(f, &where), SignalVerdict::kAttachDisabled);
+  }
+}
+
+TEST(JvmOptionsTest, FlagsFilesComeFirstAndLaterSourcesWin) {
+  auto files = [](const std::string& path) -> Result<std::string> {
+    if (path == "f") return std::string("+DisableAttachMechanism\n");
+    if (path == "v") return std::string("-XX:+DisableAttachMechanism");
+    if (path == "nested") return std::string("-XX:VMOptionsFile=v");
+    return Status(ErrorCode::kNotFound, "no " + path);
+  };
+  auto disabled = [&](const OptionSources& s) {
+    auto r = ResolveJvmOptions(s, files);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    SignalFacts f;
+    f.is_hotspot = true;
+    f.options_known = true;
+    f.sig_caught = ~0ull;
+    f.options = r.ok() ? *r : std::vector<JvmOption>{};
+    return DecideSignal(f) == SignalVerdict::kAttachDisabled;
+  };
+  OptionSources s;
+  // Measured on 17 and 25: a flags file loses to the command line wherever
+  // -XX:Flags= stands; an options file counts where it stands.
+  s.argv = {"java", "-XX:-DisableAttachMechanism", "-XX:Flags=f", "Main"};
+  EXPECT_FALSE(disabled(s));
+  s.argv = {"java", "-XX:-DisableAttachMechanism", "-XX:VMOptionsFile=v", "Main"};
+  EXPECT_TRUE(disabled(s));
+  s.argv = {"java", "-XX:VMOptionsFile=v", "-XX:-DisableAttachMechanism", "Main"};
+  EXPECT_FALSE(disabled(s));
+  s.argv = {"java", "-XX:+DisableAttachMechanism", "Main"};
+  s.underscore_java_options = "-XX:-DisableAttachMechanism";
+  EXPECT_FALSE(disabled(s));
+  s = {};
+  s.java_tool_options = "-XX:+DisableAttachMechanism";
+  s.jdk_java_options = "-XX:-DisableAttachMechanism";
+  s.argv = {"java", "Main"};
+  EXPECT_FALSE(disabled(s));
+  // After the main class, only what disables counts ("@f" is not read).
+  s = {};
+  s.argv = {"java",    "-XX:+DisableAttachMechanism", "-jar",
+            "app.jar", "-XX:-DisableAttachMechanism", "@missing"};
+  EXPECT_TRUE(disabled(s));
+  s.argv = {"java", "-cp", "lib", "Main", "-Xrs"};
+  auto r = ResolveJvmOptions(s, files);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->back().origin, "application arguments");
+  // "@@x" is the literal argument "@x"; after --disable-@files nothing is read.
+  s.argv = {"java", "@@missing", "--disable-@files", "@missing", "Main"};
+  EXPECT_TRUE(ResolveJvmOptions(s, files).ok());
+}
+
+TEST(JvmOptionsTest, UnknownWhenAFileCannotBeReadOrALimitIsHit) {
+  auto files = [](const std::string& path) -> Result<std::string> {
+    if (path == "nested") return std::string("-XX:VMOptionsFile=nested");
+    if (path == "self") return std::string("@self");
+    if (path == "opts") return std::string("-Dx");
+    return Status(ErrorCode::kNotFound, "no " + path);
+  };
+  OptionSources s;
+  s.argv = {"java", "@gone", "Main"};
+  EXPECT_EQ(ResolveJvmOptions(s, files).status().code(), ErrorCode::kNotFound);
+  s.argv = {"java", "-XX:VMOptionsFile=nested", "Main"};
+  EXPECT_EQ(ResolveJvmOptions(s, files).status().code(), ErrorCode::kParseError);
+  s.argv = {"java", "-XX:Flags=gone", "Main"};
+  EXPECT_FALSE(ResolveJvmOptions(s, files).ok());
+  // An argfile's "@self" is not read again (it is taken for the main class).
+  s.argv = {"java", "@self", "-Dx", "Main"};
+  auto self = ResolveJvmOptions(s, files);
+  ASSERT_TRUE(self.ok());
+  EXPECT_EQ(self->size(), 1u);
+  s.argv = {"java", "Main"};
+  s.java_tool_options = "'unmatched";
+  EXPECT_EQ(ResolveJvmOptions(s, files).status().code(), ErrorCode::kParseError);
+  s.java_tool_options.reset();
+  OptionLimits limits;
+  limits.max_files = 2;
+  s.argv = {"java", "@opts", "@opts", "@opts", "Main"};
+  EXPECT_EQ(ResolveJvmOptions(s, files, limits).status().code(), ErrorCode::kTooLarge);
+  limits = {};
+  limits.max_options = 3;
+  s.argv = {"java", "-Da", "-Db", "-Dc", "-Dd", "Main"};
+  EXPECT_EQ(ResolveJvmOptions(s, files, limits).status().code(), ErrorCode::kTooLarge);
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// The file that tells a HotSpot JVM a SIGQUIT is an attach request:
+// .attach_pid<nspid> in its working directory, else in its /tmp. Without it
+// a SIGQUIT prints a thread dump, and one left behind makes a later JVM with
+// the same pid take an operator's `kill -3` for an attach request.
+//
+// The directory is opened once (through /proc/<pid>/cwd or /proc/<pid>/root/tmp)
+// and the file created and removed relative to that descriptor, so removal
+// still works when the JVM died in between and its /proc entry is gone.
+#pragma once
+
+#include <string>
+
+#include "collectors/common/private_socket.h"
+#include "collectors/common/status.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd::jvm {
+
+class AttachTrigger {
+ public:
+  // Creates the file (O_CREAT|O_EXCL|O_NOFOLLOW, 0600). A regular file that
+  // is already there (another client attaching) is used but not owned: it
+  // is left for its creator to remove. Errors: the last directory's failure.
+  static Result<AttachTrigger> Create(const Target& target);
+
+  AttachTrigger(AttachTrigger&& o) noexcept = default;
+  AttachTrigger& operator=(AttachTrigger&& o) noexcept;
+  AttachTrigger(const AttachTrigger&) = delete;
+  AttachTrigger& operator=(const AttachTrigger&) = delete;
+  // Removes the file when this object created it.
+  ~AttachTrigger();
+
+  // For messages: where the file is, as seen from memtrimd.
+  const std::string& path() const { return path_; }
+  bool owned() const { return owned_; }
+
+ private:
+  AttachTrigger(UniqueFd dir, std::string name, std::string path, bool owned)
+      : dir_(std::move(dir)), name_(std::move(name)), path_(std::move(path)), owned_(owned) {}
+  void Remove();
+
+  UniqueFd dir_;
+  std::string name_;
+  std::string path_;
+  bool owned_ = false;
+};
+
+}  // namespace memtrimd::jvm

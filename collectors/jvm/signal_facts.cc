@@ -1,0 +1,158 @@
+#include "collectors/jvm/signal_facts.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/common/private_socket.h"
+#include "collectors/jvm/signal_record.h"
+#include "collectors/procfs/proc_status.h"
+
+namespace memtrimd::jvm {
+namespace {
+
+constexpr std::size_t kMaxPerfBytes = 4u << 20;
+constexpr std::size_t kMaxOptionFileBytes = 1u << 20;
+
+// Reads an open file up to `cap` bytes; kTooLarge past it.
+Result<std::string> ReadFd(int fd, const std::string& what, std::size_t cap) {
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = detail::ReadRetry(fd, buf, sizeof(buf));
+    if (n < 0) return Status::FromErrno(errno, "read " + what);
+    if (n == 0) return out;
+    if (out.size() + static_cast<std::size_t>(n) > cap) {
+      return Status(ErrorCode::kTooLarge,
+                    what + " is larger than the cap of " + std::to_string(cap) + " bytes");
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+// Opens `path` as the target would: an absolute name inside its root
+// directory (symlinks in it resolved there too, where the kernel can:
+// openat2 RESOLVE_IN_ROOT), a relative one against its working directory.
+UniqueFd OpenAsTarget(const Target& t, const std::string& path) {
+  if (!path.empty() && path[0] == '/') {
+    UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (root.get() < 0) return root;
+    open_how how{};
+    how.flags = O_RDONLY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    long fd = ::syscall(SYS_openat2, root.get(), path.c_str(), &how, sizeof(how));
+    if (fd >= 0 || errno != ENOSYS) return UniqueFd(static_cast<int>(fd));
+    // Before Linux 5.6: through the magic link; absolute symlinks inside the
+    // target's tree then resolve in memtrimd's root (rare; and a wrong file
+    // makes the answer "unknown" at worst only if it cannot be read).
+    return UniqueFd(::open((t.proc_dir + "/root" + path).c_str(), O_RDONLY | O_CLOEXEC));
+  }
+  return UniqueFd(::open((t.proc_dir + "/cwd/" + path).c_str(), O_RDONLY | O_CLOEXEC));
+}
+
+Result<std::string> ReadOptionFile(const Target& t, const std::string& path) {
+  UniqueFd fd = OpenAsTarget(t, path);
+  if (fd.get() < 0) return Status::FromErrno(errno, "open option file " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat option file " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Status(ErrorCode::kParseError, "option file " + path + " is not a regular file");
+  }
+  return ReadFd(fd.get(), "option file " + path, kMaxOptionFileBytes);
+}
+
+std::vector<std::string> SplitNul(std::string_view raw) {
+  std::vector<std::string> out;
+  while (!raw.empty()) {
+    std::size_t end = raw.find('\0');
+    out.emplace_back(raw.substr(0, end));
+    if (end == std::string_view::npos) break;
+    raw.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+std::optional<std::string> Env(std::string_view environ, std::string_view name) {
+  std::optional<std::string_view> v = EnvValue(environ, name);
+  if (!v) return std::nullopt;
+  return std::string(*v);
+}
+
+}  // namespace
+
+Result<PerfData> ReadOwnPerfData(const Target& t) {
+  std::optional<PerfDataMapping> mapping;
+  Status maps = ForEachLine(t.proc_dir + "/maps", 256u << 20, [&](std::string_view line) {
+    if (!mapping) mapping = PerfDataMappingFromMapsLine(line, t.nspid);
+  });
+  if (!maps.ok()) return maps;
+  if (!mapping) return Status(ErrorCode::kNotFound, "hsperfdata: the JVM maps no perf data file");
+  const std::string path = t.proc_dir + "/root" + mapping->path;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno(errno, "hsperfdata: open " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "hsperfdata: stat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_ino != mapping->inode ||
+      major(st.st_dev) != mapping->dev_major || minor(st.st_dev) != mapping->dev_minor) {
+    return Status(ErrorCode::kNotFound, "hsperfdata: " + path + " is not the file the JVM maps");
+  }
+  if (st.st_uid != t.uid) {
+    return Status(ErrorCode::kPermissionDenied, "hsperfdata: " + path + " is not owned by the JVM");
+  }
+  Result<std::string> bytes = ReadFd(fd.get(), path, kMaxPerfBytes);
+  if (!bytes.ok()) return bytes.status();
+  return ParsePerfData(*bytes);
+}
+
+SignalFacts ReadSignalFacts(const Target& t) {
+  SignalFacts f;
+  f.is_hotspot = t.runtime == Runtime::kJvm;
+  f.signalled_before = SignalledWithoutListener(t.pid, t.start_ticks);
+  Result<std::string> status = ReadSmallFile(t.proc_dir + "/status");
+  if (status.ok()) {
+    Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);
+    if (st.ok()) {
+      f.sig_caught = st->sig_caught;
+      f.sig_ignored = st->sig_ignored;
+    }
+  }
+  if (!f.is_hotspot || f.signalled_before) return f;
+
+  Result<PerfData> perf = ReadOwnPerfData(t);
+  if (perf.ok()) {
+    f.perf_attach_supported = AttachSupportedFromPerfData(*perf);
+    f.perf_vm_args = perf->String("java.rt.vmArgs").value_or("");
+    if (f.perf_attach_supported) return f;
+  }
+
+  Result<std::string> cmdline = ReadSmallFile(t.proc_dir + "/cmdline", 1u << 20);
+  Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
+  if (!cmdline.ok() || !environ.ok()) {
+    f.options_error = (!cmdline.ok() ? cmdline : environ).status().message();
+    return f;
+  }
+  OptionSources src;
+  src.argv = SplitNul(*cmdline);
+  src.java_tool_options = Env(*environ, "JAVA_TOOL_OPTIONS");
+  src.jdk_java_options = Env(*environ, "JDK_JAVA_OPTIONS");
+  src.underscore_java_options = Env(*environ, "_JAVA_OPTIONS");
+  OptionLimits limits;
+  limits.max_file_bytes = kMaxOptionFileBytes;
+  Result<std::vector<JvmOption>> options = ResolveJvmOptions(
+      src, [&](const std::string& path) { return ReadOptionFile(t, path); }, limits);
+  if (!options.ok()) {
+    f.options_error = options.status().message();
+    return f;
+  }
+  f.options_known = true;
+  f.options = std::move(options).value();
+  return f;
+}
+
+}  // namespace memtrimd::jvm
