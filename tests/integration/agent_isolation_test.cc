@@ -148,8 +148,9 @@ TEST_P(AgentIsolationTest, ProgramThatClosesEverythingAnswersAllItsClients) {
               "--trim.interval=200ms", "--trim.jitter=0", "--trim.max-interval=200ms",
               "--trim.floor=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  // memtrimd has talked to the agent before the first request.
-  ASSERT_TRUE(WaitFor(
+  // memtrimd has talked to the agent before the first request. (EXPECT: the
+  // requests below still show what a failure here did to the program.)
+  EXPECT_TRUE(WaitFor(
       [&] {
         return Find(m.Scrape(), "memtrimd_collector_success", {"\"agent\""}).value_or(0) == 1.0;
       },
