@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@ Process::Process(std::vector<std::string> argv, SpawnOptions o) {
     dup2(out, 1);
     dup2(err, 2);
     for (int fd = 0; fd <= 2; ++fd) fcntl(fd, F_SETFD, 0);  // dup2(x, x) keeps the flag
+    // Nor anything the test runner itself inherited without close-on-exec.
+    syscall(SYS_close_range, 3u, ~0u, 0u);
     for (const std::string& kv : o.env) putenv(const_cast<char*>(kv.c_str()));
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(123);
     if (o.gid && setgid(*o.gid) != 0) _exit(124);
