@@ -68,28 +68,35 @@ constexpr double kIntervalSeconds = 1.0;
 constexpr double kSlackSeconds = 2.0;
 
 // Scrapes until `more` further samples were published (or 60 s passed);
-// every scrape must answer with a sample no older than interval + slack.
-// Also stops early, successfully, when `also` is given and holds after the
-// samples. Returns whether the samples arrived.
+// every scrape must answer 200 with a sample no older than interval + slack
+// (the first that does not ends the wait, as a failure). With `also`, waits
+// for it to hold too. Returns whether all of that held.
 bool SamplesKeepComing(const Memtrimd& m, int more, double* max_age,
                        const std::function<bool(const Series&)>& also = nullptr) {
   double first = -1;
   *max_age = 0;
-  return WaitFor(
+  std::string failure;
+  bool done = WaitFor(
       [&] {
         HttpResponse r = Curl(m.url());
-        EXPECT_EQ(r.status, 200);
         Series s = ParseExposition(r.body);
         std::optional<double> seq = Find(s, "memtrimd_samples_total");
         std::optional<double> age = Find(s, "memtrimd_sample_age_seconds");
-        EXPECT_TRUE(seq && age);
-        if (!seq || !age) return true;
+        if (r.status != 200 || !seq || !age) {
+          failure = "scrape answered " + std::to_string(r.status) + " without a sample";
+          return true;
+        }
         *max_age = std::max(*max_age, *age);
-        EXPECT_LE(*age, kIntervalSeconds + kSlackSeconds) << "after sample " << *seq;
+        if (*age > kIntervalSeconds + kSlackSeconds) {
+          failure = "sample " + std::to_string(*seq) + " was " + std::to_string(*age) + " s old";
+          return true;
+        }
         if (first < 0) first = *seq;
         return *seq >= first + more && (!also || also(s));
       },
       60s);
+  EXPECT_EQ(failure, "");
+  return done && failure.empty();
 }
 
 bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
