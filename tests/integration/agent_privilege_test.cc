@@ -53,6 +53,18 @@ std::optional<uid_t> Euid(pid_t pid) {
   return std::nullopt;
 }
 
+// SIGKILLs a process this test started indirectly (pid 1 of a pid namespace,
+// whose parent-death signal its uid change cleared) when the test ends.
+// Only while the pid is still that process (same start time).
+struct KillOnExit {
+  explicit KillOnExit(pid_t p) : pid(p), start(StartTicks(p)) {}
+  ~KillOnExit() {
+    if (pid > 0 && !start.empty() && StartTicks(pid) == start) ::kill(pid, SIGKILL);
+  }
+  pid_t pid;
+  std::string start;
+};
+
 // The only child of `pid` (unshare --fork's child), or -1.
 pid_t OnlyChild(pid_t pid) {
   std::istringstream in(
@@ -208,6 +220,7 @@ TEST_F(AgentPrivilegeTest, LeftoverSocketOfAKilledProcessDoesNotStopTheNextWithI
       first_ready, {}, {"--setgid", std::to_string(kNogroup), "--setuid", std::to_string(kNobody)},
       &first);
   ASSERT_GT(first, 0);
+  KillOnExit kill_first(first);  // after ns1: runs before ns1's reaping
   if (!WaitReady(ns1, first, first_ready, kNobody)) {
     if (!ns1.running()) GTEST_SKIP() << "cannot make a pid namespace here";
     FAIL() << "the first server did not start";
@@ -228,6 +241,7 @@ TEST_F(AgentPrivilegeTest, LeftoverSocketOfAKilledProcessDoesNotStopTheNextWithI
   Process ns2 = start_in_new_pid_ns(
       second_ready, {"setpriv", "--reuid=1", "--regid=1", "--clear-groups"}, {}, &second);
   ASSERT_GT(second, 0);
+  KillOnExit kill_second(second);
   ASSERT_TRUE(WaitReady(ns2, second, second_ready, 1));
   ASSERT_EQ(NsPid(second), 1);
   RunResult r = Trim(second);
