@@ -5,8 +5,55 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 namespace memtrimd::jvm {
+namespace {
+
+// Triggers that exist right now, so that a process exit while an attach
+// waits for its socket (the daemon does not wait for a stuck collector at
+// shutdown) still removes them.
+struct LiveTriggers {
+  std::mutex mu;
+  uint64_t next_id = 1;
+  std::map<uint64_t, std::pair<int, std::string>> entries;  // id -> (dir fd, name)
+};
+
+LiveTriggers& Live() {
+  static LiveTriggers* live = new LiveTriggers;  // never destroyed: used until exit
+  return *live;
+}
+
+void RemoveLiveTriggersAtExit() {
+  LiveTriggers& live = Live();
+  // A thread that holds the lock at exit would block us forever: skip then.
+  if (!live.mu.try_lock()) return;
+  for (const auto& [id, entry] : live.entries) ::unlinkat(entry.first, entry.second.c_str(), 0);
+  live.entries.clear();
+  live.mu.unlock();
+}
+
+uint64_t Register(int dir_fd, const std::string& name) {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(RemoveLiveTriggersAtExit); });
+  LiveTriggers& live = Live();
+  std::lock_guard<std::mutex> lock(live.mu);
+  uint64_t id = live.next_id++;
+  live.entries.emplace(id, std::make_pair(dir_fd, name));
+  return id;
+}
+
+void Unregister(uint64_t id) {
+  LiveTriggers& live = Live();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.entries.erase(id);
+}
+
+}  // namespace
 
 Result<AttachTrigger> AttachTrigger::Create(const Target& t) {
   std::string name = ".attach_pid";
@@ -24,7 +71,9 @@ Result<AttachTrigger> AttachTrigger::Create(const Target& t) {
                       0600);
     if (fd >= 0) {
       ::close(fd);
-      return AttachTrigger(std::move(dir), name, path, true);
+      AttachTrigger trigger(std::move(dir), name, path, true);
+      trigger.live_id_ = Register(trigger.dir_.get(), name);
+      return trigger;
     }
     int err = errno;
     if (err == EEXIST) {
@@ -46,7 +95,9 @@ AttachTrigger& AttachTrigger::operator=(AttachTrigger&& o) noexcept {
     name_ = std::move(o.name_);
     path_ = std::move(o.path_);
     owned_ = o.owned_;
+    live_id_ = o.live_id_;
     o.owned_ = false;
+    o.live_id_ = 0;
   }
   return *this;
 }
@@ -54,6 +105,9 @@ AttachTrigger& AttachTrigger::operator=(AttachTrigger&& o) noexcept {
 AttachTrigger::~AttachTrigger() { Remove(); }
 
 void AttachTrigger::Remove() {
+  // Unregistered first: the exit handler must never use a closed descriptor.
+  if (live_id_ != 0) Unregister(live_id_);
+  live_id_ = 0;
   if (owned_ && dir_.get() >= 0) ::unlinkat(dir_.get(), name_.c_str(), 0);
   owned_ = false;
 }

@@ -5,9 +5,12 @@
 //
 // The directory is opened once (through /proc/<pid>/cwd or /proc/<pid>/root/tmp)
 // and the file created and removed relative to that descriptor, so removal
-// still works when the JVM died in between and its /proc entry is gone.
+// still works when the JVM died in between and its /proc entry is gone. A
+// process exit (exit(), a return from main) while a trigger exists removes
+// it too; _exit() and a kill cannot be helped.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "collectors/common/private_socket.h"
@@ -23,7 +26,15 @@ class AttachTrigger {
   // is left for its creator to remove. Errors: the last directory's failure.
   static Result<AttachTrigger> Create(const Target& target);
 
-  AttachTrigger(AttachTrigger&& o) noexcept = default;
+  AttachTrigger(AttachTrigger&& o) noexcept
+      : dir_(std::move(o.dir_)),
+        name_(std::move(o.name_)),
+        path_(std::move(o.path_)),
+        owned_(o.owned_),
+        live_id_(o.live_id_) {
+    o.owned_ = false;
+    o.live_id_ = 0;
+  }
   AttachTrigger& operator=(AttachTrigger&& o) noexcept;
   AttachTrigger(const AttachTrigger&) = delete;
   AttachTrigger& operator=(const AttachTrigger&) = delete;
@@ -43,6 +54,7 @@ class AttachTrigger {
   std::string name_;
   std::string path_;
   bool owned_ = false;
+  uint64_t live_id_ = 0;  // in the list of triggers removed at process exit
 };
 
 }  // namespace memtrimd::jvm
