@@ -121,6 +121,26 @@ void Scheduler::LogCollectorOutcomes(const TargetSnapshot& ts) {
   }
 }
 
+void Scheduler::RereadSmapsForJavaHeap(
+    const TargetSnapshot& prev, const std::vector<std::shared_ptr<const FinishedRun>>& finished) {
+  // The first smaps read of a JVM comes before the jvm collector's first run
+  // (which runs on its own thread), so its breakdown has no Java heap. Once
+  // the heap's range is known, read smaps again at once rather than a whole
+  // --smaps.interval later; once per target, since then the range is known.
+  const std::optional<GlibcHeaps>& glibc = prev.sample.glibc;
+  if (!glibc || glibc->java_heap_known) return;
+  bool range_known = false;
+  for (const std::shared_ptr<const FinishedRun>& run : finished) {
+    if (!run || !run->target.SameProcess(prev.target) || !run->sample.jvm) continue;
+    const std::optional<jvm::HeapInfo>& heap = run->sample.jvm->gc_heap;
+    range_known = range_known || (heap && heap->start && heap->end);
+  }
+  if (!range_known) return;
+  for (CollectorSlot& slot : slots_) {
+    if (slot.collector->Name() == "glibc") slot.last_run.reset();
+  }
+}
+
 void Scheduler::Tick() {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
@@ -141,6 +161,7 @@ void Scheduler::Tick() {
     for (const std::unique_ptr<SlowSource>& source : slow_) {
       finished.push_back(source ? source->Latest() : nullptr);
     }
+    if (prev != nullptr) RereadSmapsForJavaHeap(*prev, finished);
     SampleTarget(slots_, false, prev, ts, &finished);
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.

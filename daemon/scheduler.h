@@ -43,6 +43,8 @@ class Scheduler {
   void SelectIfNeeded(std::string& reason);
   void LogCollectorOutcomes(const TargetSnapshot& ts);
   void PointSlowSources();
+  void RereadSmapsForJavaHeap(const TargetSnapshot& prev,
+                              const std::vector<std::shared_ptr<const FinishedRun>>& finished);
 
   TargetSelector selector_;
   std::vector<CollectorSlot> slots_;

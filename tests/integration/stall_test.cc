@@ -203,18 +203,23 @@ TEST_F(StallTest, JvmWhoseAttachCannotAnswerDelaysNoSample) {
     jvm_pids_.push_back(jvm.pid());
     ASSERT_TRUE(jvm.running());
     // A long command deadline: while the JVM is stopped, a jvm run stays
-    // blocked for the whole test.
-    const std::vector<std::string> flags = {"--target.pid=" + Str(jvm.pid()),
-                                            "--sample.interval=1s",
-                                            "--jvm.interval=1s",
-                                            "--smaps.interval=1s",
-                                            "--jvm.command-timeout=30s",
-                                            "--trim.interval=0"};
+    // blocked for the whole test. A long smaps interval: the Java heap's
+    // range, which the jvm collector finds after the first smaps read, must
+    // reach the breakdown without waiting for the next one.
+    const std::vector<std::string> flags = {
+        "--target.pid=" + Str(jvm.pid()), "--sample.interval=1s",      "--jvm.interval=1s",
+        "--smaps.interval=10m",           "--jvm.command-timeout=30s", "--trim.interval=0"};
     Memtrimd m(flags);
     ASSERT_TRUE(m.started()) << m.log();
     // The attach listener is up once a jvm run has succeeded.
     ASSERT_TRUE(WaitFor(
         [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"jvm\""}) == 1.0; }, 60s))
+        << m.log();
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return Find(m.Scrape(), "memtrimd_rss_breakdown_bytes", {"java_heap"}).value_or(0) > 0;
+        },
+        20s))
         << m.log();
 
     Stopped stop(jvm.pid());
