@@ -121,11 +121,10 @@ Result<std::shared_ptr<const TlsMaterial>> TlsMaterial::Load(const TlsServerConf
     ERR_clear_error();
     BIO_free(bio);
     if (n == 0) return FileError("client_ca_file", config.client_ca_file, "no certificate in it");
-  } else {
-    // Go verifies client certificates against the system's roots when no
-    // client CA is given; so does memtrimd.
-    X509_STORE_set_default_paths(o->ca_store);
   }
+  // Without a client_ca_file the store stays empty: the modes that verify
+  // client certificates are refused without one (web_config.cc), and the
+  // others accept any certificate without looking at the store.
   return std::shared_ptr<const TlsMaterial>(new TlsMaterial(std::move(o)));
 }
 

@@ -226,6 +226,16 @@ Status ParseTls(const YAML::Node& node, std::string_view base_dir, TlsServerConf
   if (!tls.client_ca_file.empty() && tls.client_auth == ClientAuth::kNoClientCert) {
     return Invalid("Client CA's have been configured without a Client Auth Policy");
   }
+  // Go (and so exporter-toolkit and promtool) then verifies client
+  // certificates against the system's roots: any certificate a public CA
+  // signed would pass, and with RequireAndVerifyClientCert that is what lets
+  // a client use the trim API. Nobody means that; memtrimd refuses it.
+  if (tls.client_ca_file.empty() && (tls.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
+                                     tls.client_auth == ClientAuth::kRequireAndVerifyClientCert)) {
+    return Invalid("client_auth_type " + client_auth_name +
+                   " needs client_ca_file: without it any certificate from the system's CAs "
+                   "would be accepted");
+  }
   // promtool lets this pass, but no client could ever connect.
   if (tls.min_version > tls.max_version) {
     return Invalid("min_version is newer than max_version");
