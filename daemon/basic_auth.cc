@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstring>
 #include <memory>
@@ -11,14 +12,25 @@
 namespace memtrimd {
 namespace {
 
-// A well-formed bcrypt hash of a random password: what an unknown user's
-// password is checked against, so the answer takes as long as for a known
-// user and does not tell which user names exist.
-constexpr const char* kDummyHash = "$2b$10$abcdefghijklmnopqrstuu/MWjo7Kmh0lU5yaJYBbJg3lLAZjwDTa";
+// The salt and hash part of UnknownUserHash: a valid salt, and a hash part
+// that no password gives.
+constexpr std::string_view kUnknownUserSaltAndHash =
+    "abcdefghijklmnopqrstuu/MWjo7Kmh0lU5yaJYBbJg3lLAZjwDTa";
 
-// More distinct (user, password) pairs than this and the memory is cleared:
-// a client guessing passwords cannot grow it without bound.
-constexpr std::size_t kMaxVerdicts = 256;
+// More distinct wrong (user, password) pairs than this and they are
+// forgotten: a client guessing passwords cannot grow the memory without
+// bound. Right ones are kept apart; there is one per user unless someone
+// who knows a password sends it with more than bcrypt's 72 bytes.
+constexpr std::size_t kMaxDenied = 256;
+constexpr std::size_t kMaxAllowed = 64;
+
+// Process-wide, not per BasicAuth: a reload makes a new BasicAuth while
+// requests may still use the old one, and a flood must not get two turns.
+std::mutex g_bcrypt_turn;
+std::atomic<int> g_bcrypt_waiting{0};
+std::atomic<uint64_t> g_bcrypt_checks{0};
+std::atomic<int> g_bcrypt_running{0};
+std::atomic<int> g_bcrypt_most_at_once{0};
 
 int Base64Value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -48,7 +60,16 @@ std::optional<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
+// Called with g_bcrypt_turn held.
 bool BcryptMatches(const std::string& password, const char* hash) {
+  int running = g_bcrypt_running.fetch_add(1) + 1;
+  int most = g_bcrypt_most_at_once.load();
+  while (running > most && !g_bcrypt_most_at_once.compare_exchange_weak(most, running)) {
+  }
+  g_bcrypt_checks.fetch_add(1);
+  struct Done {
+    ~Done() { g_bcrypt_running.fetch_sub(1); }
+  } done;
   // crypt_data is ~32 KiB: on the heap, not on civetweb's worker stack.
   auto data = std::make_unique<crypt_data>();
   std::memset(data.get(), 0, sizeof(crypt_data));
@@ -84,18 +105,42 @@ std::optional<Credentials> ParseBasicAuthorization(std::string_view header) {
   return Credentials{decoded->substr(0, colon), decoded->substr(colon + 1)};
 }
 
-BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {}
+std::string UnknownUserHash(const std::map<std::string, std::string>& users) {
+  std::string prefix = "$2b$";
+  int cost = 10;
+  bool first = true;
+  for (const auto& [user, hash] : users) {
+    // Hashes were checked by CheckBcryptHash: "$2?$NN$" and 53 more.
+    if (hash.size() < 7) continue;
+    int c = (hash[4] - '0') * 10 + (hash[5] - '0');
+    if (first || c > cost) {
+      cost = c;
+      prefix = hash.substr(0, 4);
+    }
+    first = false;
+  }
+  char digits[3] = {static_cast<char>('0' + cost / 10), static_cast<char>('0' + cost % 10), 0};
+  return prefix + digits + "$" + std::string(kUnknownUserSaltAndHash);
+}
 
-bool BasicAuth::Allows(const char* authorization_header) const {
-  if (authorization_header == nullptr) return false;
+BcryptCounts BcryptCountsSoFar() {
+  return BcryptCounts{g_bcrypt_checks.load(), g_bcrypt_most_at_once.load()};
+}
+
+BasicAuth::BasicAuth(std::map<std::string, std::string> users)
+    : users_(std::move(users)), unknown_user_hash_(UnknownUserHash(users_)) {}
+
+AuthVerdict BasicAuth::Check(const char* authorization_header) const {
+  if (authorization_header == nullptr) return AuthVerdict::kDenied;
   auto c = ParseBasicAuthorization(authorization_header);
-  if (!c) return false;
+  if (!c) return AuthVerdict::kDenied;
   return Verify(*c);
 }
 
-bool BasicAuth::Verify(const Credentials& c) const {
+AuthVerdict BasicAuth::Verify(const Credentials& c) const {
   auto it = users_.find(c.user);
-  const std::string& hash = it != users_.end() ? it->second : std::string(kDummyHash);
+  const bool known = it != users_.end();
+  const std::string& hash = known ? it->second : unknown_user_hash_;
   std::string material = c.user + '\0' + c.password + '\0' + hash;
   Key key{};
   unsigned int len = 0;
@@ -103,14 +148,25 @@ bool BasicAuth::Verify(const Credentials& c) const {
   OPENSSL_cleanse(material.data(), material.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto v = verdicts_.find(key);
-    if (v != verdicts_.end()) return v->second;
+    if (allowed_.count(key) != 0) return AuthVerdict::kAllowed;
+    if (denied_.count(key) != 0) return AuthVerdict::kDenied;
   }
-  bool ok = BcryptMatches(c.password, hash.c_str()) && it != users_.end();
+  // Take a place in the queue for bcrypt, or say "busy" when it is full.
+  if (g_bcrypt_waiting.fetch_add(1) >= kMaxWaiting) {
+    g_bcrypt_waiting.fetch_sub(1);
+    return AuthVerdict::kBusy;
+  }
+  bool ok = false;
+  {
+    std::lock_guard<std::mutex> turn(g_bcrypt_turn);
+    ok = BcryptMatches(c.password, hash.c_str()) && known;
+  }
+  g_bcrypt_waiting.fetch_sub(1);
   std::lock_guard<std::mutex> lock(mu_);
-  if (verdicts_.size() >= kMaxVerdicts) verdicts_.clear();
-  verdicts_[key] = ok;
-  return ok;
+  std::set<Key>& verdicts = ok ? allowed_ : denied_;
+  if (verdicts.size() >= (ok ? kMaxAllowed : kMaxDenied)) verdicts.clear();
+  verdicts.insert(key);
+  return ok ? AuthVerdict::kAllowed : AuthVerdict::kDenied;
 }
 
 }  // namespace memtrimd

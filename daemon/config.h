@@ -44,7 +44,7 @@ struct TrimConfig {
 
 struct DaemonConfig {
   std::vector<std::string> listen_addresses{kDefaultListenAddress};
-  int max_connections = 32;  // civetweb worker threads
+  int max_connections = 48;  // civetweb worker threads
   std::string telemetry_path = "/metrics";
   std::chrono::milliseconds sample_interval = 10s;
   std::chrono::milliseconds smaps_interval = 60s;

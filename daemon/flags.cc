@@ -16,7 +16,7 @@ namespace {
 struct RawFlags {
   std::vector<std::string> listen{kDefaultListenAddress};
   std::string telemetry_path = "/metrics";
-  std::string max_connections = "32";
+  std::string max_connections = "48";
   std::string web_config_file;
   std::string sample_interval = "10s";
   std::string smaps_interval = "60s";
@@ -106,8 +106,9 @@ std::unique_ptr<Parser> BuildParser() {
       ->envname(EnvNameFor("--web.listen-address"));
   AddOption(app, "--web.telemetry-path", r.telemetry_path, "Path under which to expose metrics");
   AddOption(app, "--web.max-connections", r.max_connections,
-            "Connections served at once, each by its own thread; a keep-alive connection holds "
-            "its thread while idle (up to 5s)");
+            "Connections served at once, each by its own thread; a connection holds its thread "
+            "while its client sends headers (up to 3s) and between keep-alive requests (up to "
+            "0.5s)");
   AddOption(app, "--web.config.file", r.web_config_file,
             "Web configuration in the exporter-toolkit format (TLS, client certificates, basic "
             "auth, headers); re-read when it or a file it names changes");

@@ -1,7 +1,11 @@
 #include "daemon/http_server.h"
 
 #include <civetweb.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "collectors/common/text.h"
@@ -43,6 +47,38 @@ void Reply(mg_connection* conn, int code, const char* reason, const char* conten
   ReplyParts(conn, code, reason, content_type, {body}, extra_headers);
 }
 
+// Gives the pages of this thread's stack below the caller back to the
+// kernel. A civetweb worker keeps every stack page a request ever touched:
+// 12 KiB beyond an unused worker's 8 KiB for /healthz and 16 KiB for
+// /metrics, in all of the --web.max-connections workers, since civetweb
+// hands connections to its workers in turn. Called when a connection ends,
+// below civetweb's own frames, where nothing lives any more: the next
+// request faults in zeroed pages again (a few microseconds per connection,
+// nothing per keep-alive request).
+void ReleaseStackBelowHere() {
+  // Asked each time rather than kept in a thread_local: one more word of
+  // static TLS was one more page of every thread's stack (the TLS block sits
+  // at its top, and was near a page boundary). For a thread other than the
+  // main one, glibc answers from its own records, without a system call.
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* addr = nullptr;
+  std::size_t size = 0;
+  int got = pthread_attr_getstack(&attr, &addr, &size);
+  pthread_attr_destroy(&attr);
+  if (got != 0) return;
+  const uintptr_t lowest = reinterpret_cast<uintptr_t>(addr);
+  // The frame itself, not a local's address: with AddressSanitizer, locals
+  // may live on a "fake stack" elsewhere.
+  const uintptr_t here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (here <= lowest || here >= lowest + size) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Two pages below this frame stay: madvise's own call needs a few bytes.
+  if (here - lowest <= 3 * page) return;
+  const uintptr_t high = (here - 2 * page) & ~(page - 1);
+  if (high > lowest) ::madvise(reinterpret_cast<void*>(lowest), high - lowest, MADV_DONTNEED);
+}
+
 std::string LandingPage(const std::string& metrics_path) {
   return std::string("<!DOCTYPE html>\n<html><head><title>memtrimd</title></head><body>\n") +
          "<h1>memtrimd</h1>\n<p>Native memory of one process, from outside: RSS by kind, glibc "
@@ -74,6 +110,30 @@ bool KeepsConnection(std::optional<std::string_view> connection, std::string_vie
   return false;
 }
 
+std::optional<UnroutedReply> ReplyToUnrouted(std::string_view method, std::string_view target,
+                                             std::string_view http_version, bool trim_api) {
+  if (http_version != "1.0" && http_version != "1.1") return std::nullopt;  // civetweb sent 505
+  if (target == "*") {
+    if (method == "OPTIONS") {
+      return UnroutedReply{200, "OK",
+                           trim_api ? "Allow: GET, HEAD, POST\r\n" : "Allow: GET, HEAD\r\n", ""};
+    }
+    return UnroutedReply{400, "Bad Request", "", "\"*\" is a target for OPTIONS only\n"};
+  }
+  // civetweb serves an absolute-form target itself when its port is this
+  // server's (so "http://127.0.0.1:8486/metrics" is /metrics); what is left
+  // names another port or server. memtrimd is no proxy.
+  auto starts = [&](std::string_view scheme) {
+    return target.size() > scheme.size() &&
+           text::EqualsIgnoreCase(target.substr(0, scheme.size()), scheme);
+  };
+  if ((starts("http://") || starts("https://") || starts("ws://") || starts("wss://")) &&
+      target.find('/', target.find("//") + 2) != std::string_view::npos) {
+    return UnroutedReply{400, "Bad Request", "", "the request target names another server\n"};
+  }
+  return std::nullopt;  // civetweb answered it (400 "Invalid URI") or routed it
+}
+
 HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngine* trims)
     : options_(std::move(options)), store_(store), trims_(trims), metrics_page_(store, trims) {}
 
@@ -99,28 +159,31 @@ Status HttpServer::Start() {
     }
     ports = with_s;
   }
-  // civetweb serves each connection on one worker thread, and a keep-alive
-  // connection keeps its thread while idle: with fewer threads than
-  // keep-alive clients, the others (a kubelet probe, a second Prometheus)
-  // wait until one times out. So there are enough threads for scrapers,
-  // probes and a human (32 by default; a thread that has served holds about
-  // 25 KiB of stack, and malloc arenas are capped at 2 in main.cc), and idle
-  // connections are let go after 5 s, before Prometheus' next scrape would
-  // reuse them anyway.
+  // civetweb serves each connection on one worker thread, from the moment
+  // it accepts it: a client that sends nothing, or its headers slowly, or
+  // stays connected between keep-alive requests, holds a worker all that
+  // time, and once every worker is held, a probe waits in civetweb's queue.
+  // So (docs/benchmarks.md, "Probes under connection pressure"):
+  // - a connection holds its worker at most 3 s for its first request line
+  //   and headers (and its TLS handshake; civetweb times writes with the
+  //   same figure), not 10 s, however it trickles them;
+  // - an idle keep-alive connection is let go after 0.5 s, not 5 s:
+  //   Prometheus scrapes every 15 s or more, so only back-to-back requests
+  //   ever used a longer one;
+  // - there are --web.max-connections workers (48 by default): room for 40
+  //   connections that never finish their headers, with probes and scrapes
+  //   still answered. A worker that has served keeps about 12 KiB of stack
+  //   (ReleaseStackBelowHere), so 48 cost what 32 did before.
   const std::string threads = std::to_string(options_.max_connections);
-  const char* opts[] = {"listening_ports",
-                        ports.c_str(),
-                        "num_threads",
-                        threads.c_str(),
-                        "request_timeout_ms",
-                        "10000",
-                        "enable_keep_alive",
-                        "yes",
-                        "keep_alive_timeout_ms",
-                        "5000",
-                        "tcp_nodelay",
-                        "1",
-                        nullptr};
+  const char* opts[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
+                        "request_timeout_ms", "3000", "enable_keep_alive", "yes",
+                        "keep_alive_timeout_ms", "500", "tcp_nodelay", "1",
+                        // An absolute-form target ("GET http://host:port/metrics",
+                        // RFC 9112 3.2.2) is served as its path when its port is
+                        // ours. civetweb would also want its host to match the
+                        // authentication_domain; memtrimd serves one site and has
+                        // no such name.
+                        "enable_auth_domain_check", "no", nullptr};
   mg_callbacks callbacks{};
   // Keep civetweb's own messages off stderr; errors come back through
   // mg_start2's error data.
@@ -128,6 +191,7 @@ Status HttpServer::Start() {
   // memtrimd makes the SSL_CTX itself, so that each handshake uses the
   // certificate files as they are now (see tls_server.h).
   if (tls) callbacks.external_ssl_ctx = &HttpServer::ExternalSslContext;
+  callbacks.connection_close = &HttpServer::ConnectionClose;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
@@ -183,6 +247,37 @@ int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
   return 1;
 }
 
+// civetweb 1.15 closes the connection after "OPTIONS *" or a foreign
+// absolute-form target without calling any handler or writing a word; this
+// callback, which it calls just before the close, is the one place left to
+// answer. The socket (and TLS session) is still open then.
+void HttpServer::ConnectionClose(const mg_connection* const_conn) {
+  ReleaseStackBelowHere();
+  const mg_request_info* ri = mg_get_request_info(const_conn);
+  // A request handed to a handler has a local_uri; a connection closed with
+  // no (complete) request has no method.
+  if (ri == nullptr || ri->local_uri != nullptr || ri->request_method == nullptr ||
+      ri->request_uri == nullptr || ri->http_version == nullptr) {
+    return;
+  }
+  auto* server = static_cast<HttpServer*>(mg_get_user_data(mg_get_context(const_conn)));
+  if (server == nullptr) return;
+  std::optional<UnroutedReply> reply =
+      ReplyToUnrouted(ri->request_method, ri->request_uri, ri->http_version,
+                      server->options_.enable_trim_api && server->trims_ != nullptr);
+  if (!reply) return;
+  std::shared_ptr<const WebState> web =
+      server->options_.web ? server->options_.web->Current() : nullptr;
+  std::string out = "HTTP/1.1 " + std::to_string(reply->code) + " " + reply->reason +
+                    "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+                    std::to_string(reply->body.size()) + "\r\nConnection: close\r\n" +
+                    reply->headers + (web ? web->extra_headers : std::string()) + "\r\n" +
+                    reply->body;
+  // civetweb hands the callback a const connection, but writing is what it
+  // is for here; nothing else uses the connection any more.
+  mg_write(const_cast<mg_connection*>(const_conn), out.data(), out.size());
+}
+
 int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
                              const std::string& headers) {
   const char* text = "text/plain; charset=utf-8";
@@ -235,11 +330,21 @@ int HttpServer::Serve(mg_connection* conn) {
   }
   // /healthz stays open so that probes need no credentials; it says only
   // whether sampling runs.
-  if (web && web->auth && path != "/healthz" &&
-      !web->auth->Allows(mg_get_header(conn, "Authorization"))) {
-    Reply(conn, 401, "Unauthorized", "text/plain; charset=utf-8", "Unauthorized\n",
-          h + "WWW-Authenticate: Basic realm=\"memtrimd\", charset=\"UTF-8\"\r\n");
-    return 401;
+  if (web && web->auth && path != "/healthz") {
+    switch (web->auth->Check(mg_get_header(conn, "Authorization"))) {
+      case AuthVerdict::kAllowed:
+        break;
+      case AuthVerdict::kDenied:
+        Reply(conn, 401, "Unauthorized", "text/plain; charset=utf-8", "Unauthorized\n",
+              h + "WWW-Authenticate: Basic realm=\"memtrimd\", charset=\"UTF-8\"\r\n");
+        return 401;
+      case AuthVerdict::kBusy:
+        // Password checks take turns; a worker does not wait behind a
+        // flood of them (see BasicAuth::Check).
+        Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+              "too many password checks at once; try again\n", h + "Retry-After: 1\r\n");
+        return 503;
+    }
   }
   if (path == "/api/v1/trim") return ServeTrimApi(conn, method, web.get(), h);
   if (method != "GET" && method != "HEAD") {

@@ -23,7 +23,7 @@ namespace memtrimd {
 struct HttpOptions {
   std::vector<std::string> listen_addresses;  // "host:port" or ":port"
   std::string telemetry_path = "/metrics";
-  int max_connections = 32;  // civetweb's worker threads (--web.max-connections)
+  int max_connections = 48;  // civetweb's worker threads (--web.max-connections)
   // /healthz fails when the newest sample is older than this: the sampler
   // is stuck and a restart is the fix.
   std::chrono::milliseconds max_sample_age{60000};
@@ -52,6 +52,7 @@ class HttpServer {
  private:
   static int Handle(mg_connection* conn, void* self);
   static int ExternalSslContext(void** ssl_ctx, void* self);
+  static void ConnectionClose(const mg_connection* conn);
   int Serve(mg_connection* conn);
   int ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
                    const std::string& headers);
@@ -78,5 +79,20 @@ std::string CivetwebPorts(const std::vector<std::string>& addresses);
 // that header, but it writes every header line separately; memtrimd sends
 // its headers in one buffer (see ReplyParts), so it applies the rule itself.
 bool KeepsConnection(std::optional<std::string_view> connection, std::string_view http_version);
+
+// The answer to a request civetweb parsed but never hands to a handler:
+// "OPTIONS *" (the server as a whole) and an absolute-form target
+// ("http://host:port/path", RFC 9112 3.2.2) that civetweb does not take as
+// this server's. Without one, civetweb closes the connection in silence.
+// nullopt when civetweb routes the request, or answered it itself (a target
+// it finds malformed, an HTTP version it does not speak).
+struct UnroutedReply {
+  int code;
+  const char* reason;
+  std::string headers;  // "Name: value\r\n" lines
+  std::string body;
+};
+std::optional<UnroutedReply> ReplyToUnrouted(std::string_view method, std::string_view target,
+                                             std::string_view http_version, bool trim_api);
 
 }  // namespace memtrimd

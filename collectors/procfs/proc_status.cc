@@ -36,6 +36,25 @@ bool ParseSecondField(std::string_view v, uint64_t& out) {
   return true;
 }
 
+// The kernel shows a task's name in "Name:" with two characters escaped, so
+// that the line stays one line (proc_task_name()): a backslash as two
+// backslashes and a line break as backslash-n. A quote or a tab is shown as
+// it is. The struct holds the name itself; left escaped, an exporter would
+// escape the backslash a second time.
+std::string UnescapeTaskName(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\\' && i + 1 < v.size() && (v[i + 1] == '\\' || v[i + 1] == 'n')) {
+      out += v[i + 1] == 'n' ? '\n' : '\\';
+      ++i;
+    } else {
+      out += v[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ProcStatus> ParseProcStatus(std::string_view text) {
@@ -53,7 +72,7 @@ Result<ProcStatus> ParseProcStatus(std::string_view text) {
     if (key == "Name") {
       // Name is tab-separated and may contain spaces; only strip the tab.
       while (!val.empty() && val.front() == '\t') val.remove_prefix(1);
-      s.name = std::string(val);
+      s.name = UnescapeTaskName(val);
       have_name = true;
     } else if (key == "State") {
       val = text::Trim(val);

@@ -13,7 +13,7 @@
 namespace memtrimd::procfs {
 
 struct ProcStatus {
-  std::string name;  // comm, as "Name:" shows it
+  std::string name;  // comm (Name: without the kernel's escapes)
   char state = '?';
   pid_t tgid = 0;
   pid_t nspid = 0;  // last field of NSpid: the pid in the innermost namespace

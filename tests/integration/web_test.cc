@@ -1,11 +1,20 @@
 // --web.config.file against real clients: TLS with certificates made by the
 // openssl command line, client certificates, basic auth, headers, rotation
-// without a restart, and the same accept/reject verdicts as promtool.
+// without a restart, and the same accept/reject verdicts as promtool. And the
+// HTTP server itself: probes beside idle and slow connections, request
+// targets civetweb does not route, label escaping as a scraper reads it.
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
 #include <set>
+#include <thread>
 
 #include <cstdio>
 #include <filesystem>
@@ -238,6 +247,11 @@ TEST_F(WebTest, SameVerdictsAsPromtool) {
       {"min above max", TlsConfig("  min_version: TLS13\n  max_version: TLS12\n"), true},
       // A hash of the wrong length can never match a password.
       {"short hash", "basic_auth_users:\n  alice: " + hash.substr(0, 59) + "\n", true},
+      // Go would verify client certificates against the system's CAs: any
+      // publicly signed certificate would pass (and reach the trim API).
+      {"verify without ca", TlsConfig("  client_auth_type: RequireAndVerifyClientCert\n"), true},
+      {"verify if given without ca", TlsConfig("  client_auth_type: VerifyClientCertIfGiven\n"),
+       true},
       {"foreign key", "tls_server_config:\n  cert_file: server.crt\n  key_file: client.key\n"},
   };
   for (const Case& c : cases) {
@@ -260,7 +274,288 @@ TEST_F(WebTest, SameVerdictsAsPromtool) {
     std::string log = m.log();
     EXPECT_EQ(log.rfind("memtrimd: --web.config.file: " + path + ": ", 0), 0u) << log;
     EXPECT_EQ(log.find('\n'), log.size() - 1) << "one line: " << log;
+    if (c.name.rfind("verify", 0) == 0) {
+      EXPECT_NE(log.find("needs client_ca_file"), std::string::npos) << log;
+    }
   }
+}
+
+// A wrong password is refused the same way whether or not the user exists,
+// and password checks take turns: a flood of guesses (bcrypt at cost 12 is
+// about a quarter of a second of one core here) does not take both cores, and
+// a request that would have to wait behind more than a few of them is told
+// 503 at once instead of holding an HTTP worker. Probes stay answered.
+TEST_F(WebTest, PasswordGuessesAreRefusedAlikeAndTakeTurns) {
+  // bcrypt("secret"), cost 12.
+  const std::string cost12 = "$2b$12$9k9wbHNMQB6B.bCd31ghjuBDx8PgU8ZNiNJkHGZT92lECd.hCv2DG";
+  Memtrimd m = Start("basic_auth_users:\n  alice: " + cost12 + "\n");
+  ASSERT_TRUE(m.started()) << m.log();
+  HttpResponse known = Curl(m.url(), {"-u", "alice:guess"});
+  HttpResponse unknown = Curl(m.url(), {"-u", "mallory:guess"});
+  EXPECT_EQ(known.status, 401);
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(known.body, unknown.body);
+  EXPECT_EQ(Curl(m.url(), {"-u", "alice:secret"}).status, 200);
+
+  // Twelve guesses at once, each a new password.
+  constexpr int kGuesses = 12;
+  std::vector<int> status(kGuesses);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kGuesses; ++i) {
+    threads.emplace_back([&, i] {
+      status[static_cast<std::size_t>(i)] =
+          Curl(m.url(), {"-u", (i % 2 ? "alice:" : "mallory:") + std::to_string(i)}).status;
+    });
+  }
+  // While they are checked one by one, a probe needs no worker they hold.
+  EXPECT_EQ(Curl(m.url("/healthz"), {"--max-time", "1"}).status, 200);
+  for (std::thread& t : threads) t.join();
+  int refused = 0, busy = 0;
+  for (int s : status) {
+    if (s == 401) ++refused;
+    if (s == 503) ++busy;
+  }
+  EXPECT_EQ(refused + busy, kGuesses);
+  // At most four are checked or wait their turn: the others are told to
+  // come back.
+  EXPECT_GE(busy, 1);
+  EXPECT_LE(refused, kGuesses - 1);
+  // Prometheus' remembered verdict is not pushed out by the flood.
+  EXPECT_EQ(Curl(m.url(), {"-u", "alice:secret"}).status, 200);
+}
+
+// A TCP connection to 127.0.0.1:port, closed when it goes.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Everything the server sends until it closes, or until `timeout` passes
+  // with nothing more.
+  std::string ReadUntilClosed(std::chrono::milliseconds timeout) {
+    std::string out;
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return out;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  // Reads what has arrived; false once the server has closed the connection.
+  bool Drain() {
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 0) != 1) return true;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) return false;
+      answered_ = true;
+    }
+  }
+  bool answered() const { return answered_; }
+
+ private:
+  int fd_;
+  bool answered_ = false;
+};
+
+// Clients that hold connections and send no complete request: `idle` ones
+// sent one request, read its answer and stay silent (keep-alive clients
+// gone quiet); `slow` ones send a request line and then a header line now
+// and then, never the blank line that ends the headers ("slowloris"). One
+// the server closes is replaced by a new one at the next Refresh, so the
+// pressure lasts for the whole test.
+class Pressure {
+ public:
+  Pressure(int port, int idle, int slow) : port_(port) {
+    for (int i = 0; i < idle + slow; ++i) {
+      clients_.push_back({i < idle, nullptr});
+      Open(clients_.back());
+    }
+  }
+  void Refresh() {
+    for (Client& c : clients_) {
+      if (!c.raw->Drain()) {
+        Open(c);
+      } else if (!c.idle) {
+        c.raw->Send("X-a: b\r\n");
+      }
+    }
+  }
+  bool AllIdleAnswered() const {
+    for (const Client& c : clients_) {
+      if (c.idle && !c.raw->answered()) return false;
+    }
+    return true;
+  }
+  bool AllConnected() const {
+    for (const Client& c : clients_) {
+      if (!c.raw->ok()) return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Client {
+    bool idle;
+    std::unique_ptr<RawClient> raw;
+  };
+  void Open(Client& c) {
+    c.raw = std::make_unique<RawClient>(port_);
+    c.raw->Send(c.idle ? "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                       : "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  }
+  int port_;
+  std::vector<Client> clients_;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  // A kubelet probe as the shipped manifests make it: timeoutSeconds 1.
+  static int Probe(const Memtrimd& m, const std::string& path = "/healthz") {
+    return Curl(m.url(path), {"--max-time", "1"}).status;
+  }
+  // Fourteen probes and three scrapes while `pressure` lasts.
+  static void ExpectAllAnswered(const Memtrimd& m, Pressure& pressure) {
+    for (int i = 0; i < 14; ++i) {
+      pressure.Refresh();
+      EXPECT_EQ(Probe(m), 200) << "probe " << i;
+    }
+    for (int i = 0; i < 3; ++i) {
+      pressure.Refresh();
+      EXPECT_EQ(Probe(m, "/metrics"), 200) << "scrape " << i;
+    }
+  }
+};
+
+// Each idle keep-alive connection held one of civetweb's workers for 5 s;
+// 32 of them held all 32, and probes waited longer than a kubelet does.
+TEST_F(HttpServerTest, ProbesAreAnsweredBesideThirtyTwoIdleKeepAliveConnections) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Probe(m) == 200; }, 30s)) << m.log();
+  Pressure idle(m.port(), 32, 0);
+  ASSERT_TRUE(idle.AllConnected());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        idle.Refresh();
+        return idle.AllIdleAnswered();
+      },
+      10s));
+  ExpectAllAnswered(m, idle);
+}
+
+// Each connection that never finishes its headers held a worker for 10 s;
+// 40 of them held all 32.
+TEST_F(HttpServerTest, ProbesAreAnsweredBesideFortySlowHeaderConnections) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Probe(m) == 200; }, 30s)) << m.log();
+  Pressure slow(m.port(), 0, 40);
+  ASSERT_TRUE(slow.AllConnected());
+  ExpectAllAnswered(m, slow);
+}
+
+// civetweb 1.15 closed the connection in silence after "OPTIONS *" and after
+// an absolute-form target (RFC 9112 3.2.2), even one naming this server.
+TEST_F(HttpServerTest, OptionsStarAndAbsoluteFormTargetsGetAStatus) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid())});
+  ASSERT_TRUE(m.started()) << m.log();
+  auto ask = [&](const std::string& request) {
+    RawClient c(m.port());
+    EXPECT_TRUE(c.ok());
+    EXPECT_TRUE(c.Send(request));
+    return c.ReadUntilClosed(10s);
+  };
+  std::string options = ask("OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(options.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << options;
+  EXPECT_NE(options.find("\r\nAllow: GET, HEAD\r\n"), std::string::npos) << options;
+
+  const std::string port = std::to_string(m.port());
+  std::string own = ask("GET http://127.0.0.1:" + port +
+                        "/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(own.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << own;
+  EXPECT_NE(own.find("\nmemtrimd_build_info{"), std::string::npos);
+  std::string own_host_name =
+      ask("GET http://localhost:" + port + "/healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(own_host_name.rfind("HTTP/1.1 ", 0), 0u) << own_host_name;
+
+  std::string other = ask("GET http://127.0.0.1:1/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(other.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << other;
+  std::string star = ask("GET * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(star.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << star;
+  EXPECT_TRUE(m.process().running());
+}
+
+// The value of `label` in the first line of `name` in an exposition, with
+// the format's escapes (\\, \", \n) undone; nullopt if absent.
+std::optional<std::string> LabelValue(const std::string& text, const std::string& name,
+                                      const std::string& label) {
+  std::size_t line = text.find("\n" + name + "{");
+  if (line == std::string::npos) return std::nullopt;
+  std::size_t at = text.find(label + "=\"", line);
+  if (at == std::string::npos || at > text.find('\n', line + 1)) return std::nullopt;
+  std::string out;
+  for (std::size_t i = at + label.size() + 2; i < text.size(); ++i) {
+    if (text[i] == '"') return out;
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      ++i;
+      out += text[i] == 'n' ? '\n' : text[i];
+    } else {
+      out += text[i];
+    }
+  }
+  return std::nullopt;
+}
+
+// A target named a"b\c (the name of its program file): the kernel shows
+// it in /proc/<pid>/status as a"b\\c, and memtrimd used to escape that
+// again, so a scraper read a"b\\c.
+TEST_F(HttpServerTest, ACommWithAQuoteAndABackslashIsEscapedOnce) {
+  TempDir dir;
+  const std::string program = dir / "a\"b\\c";
+  fs::copy_file(FragmenterBin(), program);
+  fs::permissions(program, fs::perms::owner_all);
+  Process target =
+      StartFragmenter(dir, {"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, program);
+  ASSERT_TRUE(target.running());
+  ASSERT_EQ(ReadFile("/proc/" + std::to_string(target.pid()) + "/comm"), "a\"b\\c\n");
+  Memtrimd m({"--target.pid=" + std::to_string(target.pid()), "--sample.interval=200ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text = Curl(m.url()).body;
+        return text.find("\nmemtrimd_target_info{") != std::string::npos;
+      },
+      30s))
+      << m.log();
+  EXPECT_NE(text.find("comm=\"a\\\"b\\\\c\""), std::string::npos) << text;
+  EXPECT_EQ(LabelValue(text, "memtrimd_target_info", "comm"), "a\"b\\c");
+  WriteFile(dir / "scrape.txt", text);
+  RunResult promtool = RunCommand(
+      {"sh", "-c", std::string(PROMTOOL_BIN) + " check metrics < " + (dir / "scrape.txt")});
+  EXPECT_EQ(promtool.exit_code, 0) << promtool.out << promtool.err;
 }
 
 }  // namespace

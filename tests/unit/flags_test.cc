@@ -29,7 +29,7 @@ TEST(Flags, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(d->config.telemetry_path, "/metrics");
   EXPECT_EQ(d->config.sample_interval, std::chrono::seconds(10));
   EXPECT_EQ(d->config.smaps_interval, std::chrono::seconds(60));
-  EXPECT_EQ(d->config.max_connections, 32);
+  EXPECT_EQ(d->config.max_connections, 48);
   EXPECT_FALSE(d->config.target_pid.has_value());
   EXPECT_TRUE(d->config.collectors.glibc);
   EXPECT_EQ(d->config.log_format, LogFormat::kLogfmt);

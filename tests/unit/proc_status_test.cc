@@ -97,6 +97,19 @@ TEST(ParseProcStatus, NspidIsTheInnermostPid) {
   EXPECT_EQ(st->vm_rss, 100u * 1024);
 }
 
+// Recorded from a 6.18 kernel: a process that named itself a"b\c d (with
+// prctl(PR_SET_NAME)), and one named x<tab>y<newline>z. /proc/<pid>/comm
+// shows both as they are.
+TEST(ParseProcStatus, NameWithoutTheKernelsEscapes) {
+  Result<ProcStatus> st =
+      ParseProcStatus("Name:\ta\"b\\\\c d\nTgid:\t5\nPid:\t5\nVmRSS:\t4 kB\nThreads:\t1\n");
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->name, "a\"b\\c d");
+  st = ParseProcStatus("Name:\tx\ty\\nz\nTgid:\t5\nPid:\t5\nVmRSS:\t4 kB\nThreads:\t1\n");
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->name, "x\ty\nz");
+}
+
 TEST(ParseProcStatus, NoNspidLineFallsBackToTgid) {
   Result<ProcStatus> st = ParseProcStatus("Name:\told\nTgid:\t77\nVmRSS:\t4 kB\nThreads:\t1\n");
   ASSERT_TRUE(st.ok()) << st.status().message();

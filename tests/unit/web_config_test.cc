@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 #include "daemon/basic_auth.h"
 
 namespace memtrimd {
@@ -76,6 +80,27 @@ TEST(WebConfig, ClientCertificatesAloneAuthenticateOnlyWhenVerified) {
   EXPECT_TRUE(with("RequireAndVerifyClientCert")->authenticates());
   EXPECT_FALSE(with("RequireAnyClientCert")->authenticates());
   EXPECT_FALSE(with("VerifyClientCertIfGiven")->authenticates());
+}
+
+// Go would verify client certificates against the system's roots (about 290
+// CAs on Debian): any certificate a public CA signed would pass, and
+// authenticate for the trim API. memtrimd refuses such a config.
+TEST(WebConfig, VerifyingClientCertificatesNeedsAClientCa) {
+  for (std::string mode : {"RequireAndVerifyClientCert", "VerifyClientCertIfGiven"}) {
+    EXPECT_EQ(Rejection("tls_server_config:\n  cert_file: c\n  key_file: k\n"
+                        "  client_auth_type: " +
+                        mode + "\n"),
+              "client_auth_type " + mode +
+                  " needs client_ca_file: without it any certificate from the system's CAs "
+                  "would be accepted");
+  }
+  // The modes that do not verify need no CA.
+  for (std::string mode : {"RequestClientCert", "RequireAnyClientCert"}) {
+    EXPECT_EQ(Rejection("tls_server_config:\n  cert_file: c\n  key_file: k\n"
+                        "  client_auth_type: " +
+                        mode + "\n"),
+              "");
+  }
 }
 
 TEST(WebConfig, ALoneMinVersionLeavesTlsOff) {
@@ -163,12 +188,90 @@ TEST(BasicAuth, ParsesTheAuthorizationHeader) {
 
 TEST(BasicAuth, ChecksPasswordsWithBcrypt) {
   BasicAuth auth(std::map<std::string, std::string>{{"alice", kHash}});
-  EXPECT_TRUE(auth.Allows("Basic YWxpY2U6c2VjcmV0"));   // alice:secret
-  EXPECT_TRUE(auth.Allows("Basic YWxpY2U6c2VjcmV0"));   // remembered
-  EXPECT_FALSE(auth.Allows("Basic YWxpY2U6d3Jvbmc="));  // alice:wrong
-  EXPECT_FALSE(auth.Allows("Basic Ym9iOnNlY3JldA=="));  // bob:secret, unknown user
-  EXPECT_FALSE(auth.Allows(nullptr));
-  EXPECT_FALSE(auth.Allows(""));
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6c2VjcmV0"), AuthVerdict::kAllowed);  // alice:secret
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6c2VjcmV0"), AuthVerdict::kAllowed);  // remembered
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6d3Jvbmc="), AuthVerdict::kDenied);   // alice:wrong
+  EXPECT_EQ(auth.Check("Basic Ym9iOnNlY3JldA=="), AuthVerdict::kDenied);   // bob:secret, unknown
+  EXPECT_EQ(auth.Check(nullptr), AuthVerdict::kDenied);
+  EXPECT_EQ(auth.Check(""), AuthVerdict::kDenied);
+}
+
+// An unknown user's password is checked against a hash as costly as the
+// costliest of the config (a fixed cost-10 hash once made unknown users
+// four times cheaper than a cost-12 user, and so told which names exist).
+TEST(BasicAuth, UnknownUsersCostTheHighestCostOfTheConfig) {
+  const std::string cost12 = "$2y$12$9k9wbHNMQB6B.bCd31ghjuBDx8PgU8ZNiNJkHGZT92lECd.hCv2DG";
+  std::string h = UnknownUserHash({{"alice", kHash}, {"bob", cost12}});
+  EXPECT_EQ(h.substr(0, 7), "$2y$12$");
+  EXPECT_EQ(CheckBcryptHash(h), "");
+  EXPECT_EQ(UnknownUserHash({{"alice", kHash}}).substr(0, 7), "$2b$10$");
+  EXPECT_EQ(UnknownUserHash({{"carol", "$2a$05$" + std::string(kHash).substr(7)}}).substr(0, 7),
+            "$2a$05$");
+  EXPECT_EQ(UnknownUserHash({}).substr(0, 7), "$2b$10$");
+}
+
+// A wrong guess costs one bcrypt check whether or not the user exists, and
+// a repeated one none (its verdict is remembered the same way for both).
+TEST(BasicAuth, UnknownAndKnownUsersCostOneCheckEach) {
+  BasicAuth auth(std::map<std::string, std::string>{{"alice", kHash}});
+  auto checks = [] { return BcryptCountsSoFar().checks; };
+  uint64_t before = checks();
+  EXPECT_EQ(auth.Check("Basic Ym9iOnNlY3JldA=="), AuthVerdict::kDenied);  // bob:secret
+  EXPECT_EQ(checks(), before + 1);
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6Z3Vlc3M="), AuthVerdict::kDenied);  // alice:guess
+  EXPECT_EQ(checks(), before + 2);
+  EXPECT_EQ(auth.Check("Basic Ym9iOnNlY3JldA=="), AuthVerdict::kDenied);
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6Z3Vlc3M="), AuthVerdict::kDenied);
+  EXPECT_EQ(checks(), before + 2);
+  EXPECT_EQ(auth.Check("Basic YWxpY2U6c2VjcmV0"), AuthVerdict::kAllowed);  // alice:secret
+  EXPECT_EQ(checks(), before + 3);
+}
+
+// Many threads guessing at once: the checks take turns (never two at once,
+// so a flood takes one core), and no more than kMaxWaiting wait for their
+// turn; the others are told "busy" at once. Nothing is ever allowed.
+TEST(BasicAuth, ChecksTakeTurnsAndTheQueueIsBounded) {
+  BasicAuth auth(std::map<std::string, std::string>{{"alice", kHash}});
+  BasicAuth other(std::map<std::string, std::string>{{"bob", kHash}});  // a reloaded config
+  uint64_t before = BcryptCountsSoFar().checks;
+  constexpr int kThreads = 12;
+  std::vector<AuthVerdict> verdicts(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      // "<user>:guess<i>", known users and an unknown one, against two
+      // configs.
+      std::string header;
+      {
+        std::string user = i % 3 == 0 ? "mallory" : i % 2 ? "alice" : "bob";
+        std::string plain = user + ":guess" + std::to_string(i);
+        static constexpr char kB64[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        std::string enc;
+        for (std::size_t at = 0; at < plain.size(); at += 3) {
+          uint32_t n = 0;
+          std::size_t k = std::min<std::size_t>(3, plain.size() - at);
+          for (std::size_t j = 0; j < 3; ++j) {
+            n = (n << 8) | (j < k ? static_cast<unsigned char>(plain[at + j]) : 0u);
+          }
+          for (std::size_t j = 0; j < 4; ++j) {
+            enc += j <= k ? kB64[(n >> (18 - 6 * j)) & 63] : '=';
+          }
+        }
+        header = "Basic " + enc;
+      }
+      verdicts[static_cast<std::size_t>(i)] = (i % 2 ? auth : other).Check(header.c_str());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  int busy = 0;
+  for (AuthVerdict v : verdicts) {
+    EXPECT_NE(v, AuthVerdict::kAllowed);
+    if (v == AuthVerdict::kBusy) ++busy;
+  }
+  BcryptCounts after = BcryptCountsSoFar();
+  EXPECT_EQ(after.most_at_once, 1);
+  EXPECT_EQ(after.checks - before, static_cast<uint64_t>(kThreads - busy));
 }
 
 }  // namespace
