@@ -265,10 +265,12 @@ int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
   return 1;
 }
 
-// civetweb 1.15 closes the connection after "OPTIONS *" or a foreign
-// absolute-form target without calling any handler or writing a word; this
-// callback, which it calls just before the close, is the one place left to
-// answer. The socket (and TLS session) is still open then.
+// civetweb calls this on the worker, just before it closes a connection.
+// Two uses: the worker's stack can be given back here (nothing of the
+// request lives below civetweb's frames any more), and civetweb 1.15 closes
+// the connection after "OPTIONS *" or a foreign absolute-form target without
+// calling any handler or writing a word, so this is the one place left to
+// answer them. The socket (and TLS session) is still open then.
 void HttpServer::ConnectionClose(const mg_connection* const_conn) {
   if (TimeToReleaseStack()) ReleaseStackBelowHere();
   const mg_request_info* ri = mg_get_request_info(const_conn);
