@@ -66,12 +66,6 @@ std::size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-char State(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + Str(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
 // How attach is disabled.
 enum class Source { kArgFile, kVmOptionsFile, kFlagsFile, kQuotedToolOptions, kJdkOptionsArgFile };
 
@@ -253,7 +247,7 @@ TEST_P(AttachSignalTest, TriggerFileIsRemovedWhenTheJvmDiesMidAttach) {
     // Stopped, the JVM cannot start its listener: memtrimd creates the
     // trigger, signals, and waits for the socket (3 s) while the JVM dies.
     ::kill(jvm.pid(), SIGSTOP);
-    ASSERT_TRUE(WaitFor([&] { return State(jvm.pid()) == 'T'; }, 10s));
+    ASSERT_TRUE(WaitFor([&] { return ProcessState(jvm.pid()) == 'T'; }, 10s));
     std::vector<std::string> argv = {MemtrimdBin(), command, "--pid", Str(jvm.pid())};
     if (std::string(command) == "jcmd") argv.push_back("VM.version");
     SpawnOptions mo;

@@ -24,34 +24,6 @@ namespace fs = std::filesystem;
 std::string Str(pid_t pid) { return std::to_string(pid); }
 std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
 
-// The state letter of /proc/<pid>/stat ('T' when stopped).
-char State(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + Str(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
-// SIGSTOPs a process and waits until it is stopped; SIGCONTs it when it goes
-// out of scope (if the test did not already), so a failing test leaves no
-// stopped process behind for the handles' SIGKILL.
-class Stopped {
- public:
-  explicit Stopped(pid_t pid) : pid_(pid) {
-    ::kill(pid_, SIGSTOP);
-    stopped_ = WaitFor([&] { return State(pid_) == 'T'; }, 10s);
-  }
-  ~Stopped() { Continue(); }
-  bool ok() const { return stopped_; }
-  void Continue() {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-  bool stopped_ = false;
-};
-
 // Scrapes until `done(series)` holds or `timeout` passes; every scrape must
 // answer 200 with memtrimd's own series in it. Returns whether `done` held.
 bool ScrapeUntil(const Memtrimd& m, const std::function<bool(const Series&)>& done,

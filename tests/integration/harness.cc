@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -113,6 +114,23 @@ bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(20ms);
   }
+}
+
+char ProcessState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+
+Stopped::Stopped(pid_t pid) : pid_(pid) {
+  ::kill(pid_, SIGSTOP);
+  stopped_ = WaitFor([&] { return ProcessState(pid_) == 'T'; }, 10s);
+}
+
+void Stopped::Continue() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+  pid_ = -1;
 }
 
 TempDir::TempDir() {

@@ -52,6 +52,27 @@ class Process {
 // Polls `cond` every 20 ms until it is true or `timeout` passes.
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
+// The state letter of /proc/<pid>/stat ('T' stopped, 'Z' zombie); '?' when
+// the process is gone.
+char ProcessState(pid_t pid);
+
+// SIGSTOPs a process and waits until it is stopped; SIGCONTs it when it goes
+// out of scope (unless Continue() did already), so a failing test leaves no
+// stopped process behind for the handles' SIGKILL.
+class Stopped {
+ public:
+  explicit Stopped(pid_t pid);
+  ~Stopped() { Continue(); }
+  Stopped(const Stopped&) = delete;
+  Stopped& operator=(const Stopped&) = delete;
+  bool ok() const { return stopped_; }
+  void Continue();
+
+ private:
+  pid_t pid_;
+  bool stopped_ = false;
+};
+
 // A fresh directory under the test temp dir, removed by the destructor.
 class TempDir {
  public:

@@ -27,31 +27,6 @@ namespace fs = std::filesystem;
 std::string Str(pid_t pid) { return std::to_string(pid); }
 std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
 
-char State(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + Str(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
-}
-
-// SIGSTOPs a process until it goes out of scope (or Continue).
-class Stopped {
- public:
-  explicit Stopped(pid_t pid) : pid_(pid) {
-    ::kill(pid_, SIGSTOP);
-    stopped_ = WaitFor([&] { return State(pid_) == 'T'; }, 10s);
-  }
-  ~Stopped() { Continue(); }
-  bool ok() const { return stopped_; }
-  void Continue() {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-  bool stopped_ = false;
-};
-
 // SIGKILLs a pid the test learned (a workload's child) when it goes out of
 // scope, however the test ends.
 struct KillOnExit {
@@ -325,7 +300,7 @@ TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
   ASSERT_TRUE(target.ok()) << target.status().message();
 
   ::kill(first_child.pid, SIGKILL);
-  ASSERT_TRUE(WaitFor([&] { return State(first_child.pid) == 'Z'; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return ProcessState(first_child.pid) == 'Z'; }, 10s));
   // Exited: target_up 0 and none of its series, though its pid and start
   // time are still in /proc.
   Series s;
@@ -340,7 +315,8 @@ TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
     EXPECT_EQ(key.find(PidLabel(first_child.pid)), std::string::npos) << key;
   }
   EXPECT_TRUE(LogHas(m.log(), {"target exited", "pid=" + Str(first_child.pid)})) << m.log();
-  EXPECT_EQ(State(first_child.pid), 'Z') << "still a zombie: the exit was seen, not the reaping";
+  EXPECT_EQ(ProcessState(first_child.pid), 'Z')
+      << "still a zombie: the exit was seen, not the reaping";
 
   // A smaps read of the zombie is empty; it is discarded, not published.
   glibc::GlibcHeapOptions g;
