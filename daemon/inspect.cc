@@ -327,15 +327,6 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     if (auto tr = TrimmableEstimate(ts.sample)) w.Key("trimmable_estimate_bytes").Uint(*tr);
     w.EndObject();
   }
-  // malloc statistics, for a JVM (System.native_heap_info) or the agent alike.
-  if (const auto& m = ts.sample.malloc) {
-    w.Key("malloc").BeginObject();
-    w.Key("source").String(m->source);
-    w.Key("arenas").Uint(m->info.arenas.size());
-    w.Key("system_bytes").Uint(m->info.system_current);
-    if (auto tr = TrimmableEstimate(ts.sample)) w.Key("trimmable_estimate_bytes").Uint(*tr);
-    w.EndObject();
-  }
   if (ts.sample.agent_loaded) {
     w.Key("agent").BeginObject();
     w.Key("reachable").Bool(ts.sample.agent_unreachable.empty());

@@ -243,24 +243,33 @@ static int send_all(int fd, const char *buf, size_t n, int64_t deadline) {
  * trim of a large heap can itself take seconds). */
 static int64_t answer_deadline(void) { return now_ms() + WRITE_DEADLINE_MS; }
 
+/* Reads the start of a small /proc file into buf (at most size - 1 bytes,
+ * NUL-terminated) with plain open/read: no stdio, no malloc. Returns the
+ * bytes read, or -1. */
+static ssize_t read_self_file(const char *path, char *buf, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return -1;
+  }
+  ssize_t n;
+  do {
+    n = read(fd, buf, size - 1);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n >= 0) {
+    buf[n] = '\0';
+  }
+  return n;
+}
+
 /* Resident bytes from /proc/self/statm (second field, in pages). Plain
  * open/read into the stack: no stdio, no malloc; the descriptor is in the
  * agent's private table. 0 if unreadable. */
 static uint64_t rss_bytes(void) {
   char buf[256];
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  if (read_self_file("/proc/self/statm", buf, sizeof buf) <= 0) {
     return 0;
   }
-  ssize_t n;
-  do {
-    n = read(fd, buf, sizeof buf - 1);
-  } while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) {
-    return 0;
-  }
-  buf[n] = '\0';
   const char *p = strchr(buf, ' ');
   if (p == NULL) {
     return 0;
@@ -424,19 +433,9 @@ static void complain(const char *what, int err) {
  * unreadable. */
 static uint64_t start_ticks(void) {
   char buf[1024];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  if (read_self_file("/proc/self/stat", buf, sizeof buf) <= 0) {
     return 0;
   }
-  ssize_t n;
-  do {
-    n = read(fd, buf, sizeof buf - 1);
-  } while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) {
-    return 0;
-  }
-  buf[n] = '\0';
   /* comm (field 2) may hold spaces and ')': count from the last ')'. */
   const char *p = strrchr(buf, ')');
   if (p == NULL) {
