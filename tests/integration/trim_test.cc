@@ -80,6 +80,9 @@ TEST_F(TrimTest, TrimmableEstimateIsAnUpperBoundWithAFreeMainArenaTop) {
   const std::string pid = std::to_string(frag.pid());
   RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", pid, "--json"});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  // One malloc object, from the agent.
+  EXPECT_EQ(inspect.out.find("\"malloc\":{\"source\":\"agent\""), inspect.out.rfind("\"malloc\":{"))
+      << inspect.out;
   double estimate = JsonNumber(inspect.out, "trimmable_estimate_bytes");
   ASSERT_FALSE(std::isnan(estimate)) << inspect.out;
   RunResult r = RunCommand({MemtrimdBin(), "trim", "--pid", pid, "--json"});
