@@ -17,7 +17,6 @@
 #include <sstream>
 #include <thread>
 
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -301,20 +300,6 @@ int AcceptQueue(int port) {
   return -1;
 }
 
-// SIGSTOPs a process until it goes out of scope (or Continue).
-class Stopped {
- public:
-  explicit Stopped(pid_t pid) : pid_(pid) { ::kill(pid_, SIGSTOP); }
-  ~Stopped() { Continue(); }
-  void Continue() {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
-
 // A wrong password is refused the same way whether or not the user exists,
 // and password checks take turns: a flood of guesses (bcrypt at cost 12 is
 // about a quarter of a second of one core here) does not take both cores, and
@@ -338,6 +323,7 @@ TEST_F(WebTest, PasswordGuessesAreRefusedAlikeAndTakeTurns) {
   std::vector<int> status(kGuesses);
   std::vector<std::thread> threads;
   Stopped stopped(m.process().pid());
+  ASSERT_TRUE(stopped.ok());
   for (int i = 0; i < kGuesses; ++i) {
     threads.emplace_back([&, i] {
       status[static_cast<std::size_t>(i)] =
