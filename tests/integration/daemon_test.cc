@@ -164,8 +164,8 @@ TEST_F(DaemonTest, AStrayHtpasswdAtTheRootChangesNothing) {
 // An idle keep-alive connection holds one of civetweb's worker threads. With
 // more idle clients than threads, a probe would wait until one timed out
 // (memtrimd once had 4 threads and a 10 s keep-alive, longer than a kubelet
-// probe waits). With the default --web.max-connections (32), 16 idle clients
-// leave room for it.
+// probe waits). With the default --web.max-connections (48), 16 idle clients
+// leave room for it; HttpServerTest has the heavier cases (32 idle, 40 slow).
 TEST_F(DaemonTest, IdleKeepAliveClientsDoNotBlockAProbe) {
   Memtrimd m({"--target.pid=" + std::to_string(getpid())});
   ASSERT_TRUE(m.started()) << m.log();

@@ -404,7 +404,7 @@ TEST_F(FaultTest, HundredTargetRestartsLeaveNoDescriptorsThreadsOrMemoryBehind) 
   const std::string tag = "restart100-" + Str(getpid());
   // Two HTTP workers: each worker that has served keeps its stack pages
   // (about 25 KiB, bounded by --web.max-connections), which over 100 scrapes
-  // would add up to 0.8 MiB with the default 32 and hide what this test
+  // would add up to 0.8 MiB with 32 of them and hide what this test
   // looks for, memory that grows with every target.
   Memtrimd m({"--target.match=fragmenter.*" + tag, "--sample.interval=100ms",
               "--smaps.interval=100ms", "--trim.interval=1s", "--trim.jitter=0",
