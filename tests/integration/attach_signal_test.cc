@@ -36,23 +36,10 @@ struct Jdk {
 
 void PrintTo(const Jdk& j, std::ostream* os) { *os << j.home; }
 
-// Every distinct JDK with a bin/java under /usr/lib/jvm, Debian's 17 first.
+// Every distinct JDK under /usr/lib/jvm, Debian's 17 first.
 std::vector<Jdk> FindJdks() {
   std::vector<Jdk> out;
-  std::set<std::string> seen;
-  std::vector<std::string> homes = {kJava17Home};
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/usr/lib/jvm", ec)) homes.push_back(e.path());
-  for (const std::string& home : homes) {
-    if (!fs::exists(home + "/bin/java")) continue;
-    std::string real = fs::canonical(home + "/bin/java", ec);
-    if (ec || !seen.insert(real).second) continue;
-    Jdk j{home, fs::path(home).filename().string()};
-    for (char& c : j.name) {
-      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    }
-    out.push_back(j);
-  }
+  for (const std::string& home : FindJdkHomes()) out.push_back({home, JdkTestName(home)});
   return out;
 }
 

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -114,6 +117,34 @@ bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(20ms);
   }
+}
+
+std::vector<std::string> FindJdkHomes() {
+  std::vector<std::string> homes = {"/usr/lib/jvm/java-17-openjdk-amd64"};
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/lib/jvm", ec)) {
+    found.push_back(e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  homes.insert(homes.end(), found.begin(), found.end());
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& home : homes) {
+    if (!std::filesystem::exists(home + "/bin/java")) continue;
+    std::string real = std::filesystem::canonical(home + "/bin/java", ec);
+    if (ec || !seen.insert(real).second) continue;
+    out.push_back(home);
+  }
+  return out;
+}
+
+std::string JdkTestName(const std::string& home) {
+  std::string name = std::filesystem::path(home).filename().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
 }
 
 char ProcessState(pid_t pid) {

@@ -52,6 +52,12 @@ class Process {
 // Polls `cond` every 20 ms until it is true or `timeout` passes.
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
+// Every distinct JDK with a bin/java under /usr/lib/jvm (symlinked aliases
+// counted once), Debian's 17 first: the tests run on every JDK found.
+std::vector<std::string> FindJdkHomes();
+// A JDK home's directory name made fit for a gtest parameter name.
+std::string JdkTestName(const std::string& home);
+
 // The state letter of /proc/<pid>/stat ('T' stopped, 'Z' zombie); '?' when
 // the process is gone.
 char ProcessState(pid_t pid);

@@ -38,23 +38,11 @@ int FeatureOf(const std::string& home) {
   return 0;
 }
 
-// Every distinct JDK with a bin/java under /usr/lib/jvm (symlinked aliases
-// counted once), Debian's 17 first.
+// Every distinct JDK under /usr/lib/jvm, Debian's 17 first.
 std::vector<Jdk> FindJdks() {
   std::vector<Jdk> out;
-  std::set<std::string> seen;
-  std::vector<std::string> homes = {"/usr/lib/jvm/java-17-openjdk-amd64"};
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/usr/lib/jvm", ec)) homes.push_back(e.path());
-  for (const std::string& home : homes) {
-    if (!fs::exists(home + "/bin/java")) continue;
-    std::string real = fs::canonical(home + "/bin/java", ec);
-    if (ec || !seen.insert(real).second) continue;
-    Jdk j{home, FeatureOf(home), fs::path(home).filename().string()};
-    for (char& c : j.name) {
-      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-    }
-    out.push_back(j);
+  for (const std::string& home : FindJdkHomes()) {
+    out.push_back({home, FeatureOf(home), JdkTestName(home)});
   }
   return out;
 }

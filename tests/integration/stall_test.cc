@@ -85,17 +85,6 @@ bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
   return false;
 }
 
-// Every JDK under /usr/lib/jvm (its java binary), Debian's 17 first.
-std::vector<std::string> JavaHomes() {
-  std::vector<std::string> homes;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/usr/lib/jvm", ec)) {
-    if (!e.is_symlink() && fs::exists(e.path() / "bin/java")) homes.push_back(e.path().string());
-  }
-  std::sort(homes.begin(), homes.end());
-  return homes;
-}
-
 class StallTest : public ::testing::Test {
  protected:
   Process StartAgentFragmenter() {
@@ -170,7 +159,7 @@ TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
 }
 
 TEST_F(StallTest, JvmWhoseAttachCannotAnswerDelaysNoSample) {
-  std::vector<std::string> homes = JavaHomes();
+  std::vector<std::string> homes = FindJdkHomes();
   if (homes.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm";
   for (const std::string& home : homes) {
     SCOPED_TRACE(home);
