@@ -2,7 +2,8 @@
 //
 // Invariants: sizes are whole kB (the file counts in kB); a status without
 // NSpid gets its Tgid; the fields it understood, written back in the
-// kernel's layout, parse to the same struct.
+// kernel's layout (the name escaped as the kernel escapes it), parse to the
+// same struct.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,13 +17,29 @@ using memtrimd::procfs::ProcStatus;
 
 std::string Kb(uint64_t bytes) { return std::to_string(bytes >> 10) + " kB"; }
 
+// The kernel's escaping of a task name in "Name:" (a backslash doubled, a
+// line break as backslash-n), which the parser undoes.
+std::string EscapeTaskName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string Format(const ProcStatus& s) {
   char masks[64];
   std::snprintf(masks, sizeof(masks), "SigIgn:\t%016llx\nSigCgt:\t%016llx\n",
                 static_cast<unsigned long long>(s.sig_ignored),
                 static_cast<unsigned long long>(s.sig_caught));
   // pid_t/uid_t come from a truncated uint64: write them back unsigned.
-  std::string out = "Name:\t" + s.name + "\n";
+  std::string out = "Name:\t" + EscapeTaskName(s.name) + "\n";
   out += "State:\t" + std::string(1, s.state) + " (x)\n";
   out += "Tgid:\t" + std::to_string(static_cast<uint32_t>(s.tgid)) + "\n";
   out += "NSpid:\t1\t" + std::to_string(static_cast<uint32_t>(s.nspid)) + "\n";
