@@ -45,18 +45,6 @@ bool ScrapeUntil(const Memtrimd& m, const std::function<bool(const Series&)>& do
   return held && all_answered;
 }
 
-// Lines of `log` that contain every one of `parts`.
-bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
-  std::istringstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    bool all = true;
-    for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
-    if (all) return true;
-  }
-  return false;
-}
-
 bool Java17Present() { return fs::exists(std::string(kJava17Home) + "/bin/java"); }
 
 class FaultTest : public ::testing::Test {

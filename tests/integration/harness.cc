@@ -147,6 +147,17 @@ std::string JdkTestName(const std::string& home) {
   return name;
 }
 
+bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    bool all = true;
+    for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
 char ProcessState(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -58,6 +58,9 @@ std::vector<std::string> FindJdkHomes();
 // A JDK home's directory name made fit for a gtest parameter name.
 std::string JdkTestName(const std::string& home);
 
+// Whether one line of `log` contains every one of `parts`.
+bool LogHas(const std::string& log, const std::vector<std::string>& parts);
+
 // The state letter of /proc/<pid>/stat ('T' stopped, 'Z' zombie); '?' when
 // the process is gone.
 char ProcessState(pid_t pid);

@@ -74,17 +74,6 @@ bool SamplesKeepComing(const Memtrimd& m, int more, double* max_age,
   return done && failure.empty();
 }
 
-bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
-  std::istringstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    bool all = true;
-    for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
-    if (all) return true;
-  }
-  return false;
-}
-
 class StallTest : public ::testing::Test {
  protected:
   Process StartAgentFragmenter() {
