@@ -70,6 +70,31 @@ struct JvmSample {
 struct JvmPerf {
   jvm::PerfHeap heap;
   std::string path;
+  std::optional<jvm::PerfGc> gc;  // collectors and causes (absent: no sun.gc counters)
+  // Since this JVM's previous hsperfdata read (absent on the first read):
+  // collections per second, all collectors together, and the share of
+  // wall time spent in them.
+  std::optional<double> gc_per_second;
+  std::optional<double> gc_time_ratio;
+};
+
+// BufferPoolMXBean's figures for one pool.
+struct BufferPool {
+  uint64_t count = 0;           // buffers
+  uint64_t total_capacity = 0;  // bytes the buffers hold
+  uint64_t memory_used = 0;     // bytes reserved for them (page-aligned buffers add a page)
+};
+
+// Read inside the JVM by the preloaded agent (JNI field reads; no Java code
+// runs). The "direct" pool is what -XX:MaxDirectMemorySize limits.
+struct JvmBuffers {
+  BufferPool direct;
+  BufferPool mapped;
+  // The per-thread temporary direct buffer cache (sun.nio.ch.Util), summed
+  // over threads; absent when the agent could not walk it.
+  std::optional<uint64_t> temp_cache_bytes;
+  std::optional<uint64_t> temp_cache_buffers;
+  std::chrono::system_clock::time_point read_at{};
 };
 
 // glibc's malloc_info, from the JVM (System.native_heap_info, JDK 21+) or
@@ -77,6 +102,7 @@ struct JvmPerf {
 struct MallocStats {
   jvm::MallocInfo info;
   std::string source;  // "jvm" or "agent"
+  std::chrono::system_clock::time_point read_at{};
 };
 
 struct TargetSample {
@@ -86,6 +112,12 @@ struct TargetSample {
   std::optional<JvmSample> jvm;
   std::optional<JvmPerf> jvm_perf;
   std::optional<MallocStats> malloc;
+  std::optional<JvmBuffers> jvm_buffers;
+  std::string jvm_buffers_missing;  // why jvm_buffers is absent (JVM targets)
+  // The target's malloc tuning from its initial environment
+  // (MALLOC_ARENA_MAX, MALLOC_*_, GLIBC_TUNABLES), name -> value; absent when
+  // /proc/<pid>/environ could not be read.
+  std::optional<std::map<std::string, std::string, std::less<>>> malloc_env;
   bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
   // Why the loaded agent gave no answer (no socket: it did not start; a
   // socket memtrimd may not use; a deadline); empty when it answered.

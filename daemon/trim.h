@@ -9,9 +9,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
+#include "collectors/glibc/arena_heap.h"
 #include "collectors/jvm/jvm_text.h"
 
 namespace memtrimd {
@@ -30,6 +32,7 @@ struct TrimMeasure {
   uint64_t rss_swap_bytes = 0;
   std::optional<uint64_t> cgroup_usage_bytes;
   std::optional<uint64_t> arena_resident_bytes;
+  std::vector<glibc::ArenaHeap> arena_heaps;  // each heap's start and resident bytes
 };
 
 // The success and failure series of memtrimd_trim_runs_total exist from the

@@ -17,7 +17,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   }
   Result<jvm::MallocInfo> info = jvm::ParseMallocInfo(*xml);
   if (!info.ok()) return info.status();
-  out.malloc = MallocStats{std::move(info).value(), "agent"};
+  out.malloc = MallocStats{std::move(info).value(), "agent", std::chrono::system_clock::now()};
   return Status::Ok();
 }
 

@@ -261,4 +261,8 @@ std::optional<PerfHeap> HeapFromPerfData(const PerfData& data) {
   return heap;
 }
 
+std::optional<PerfGc> GcFromPerfData(const PerfData&) {
+  return std::nullopt;  // TODO: parse sun.gc.collector.*
+}
+
 }  // namespace memtrimd::jvm

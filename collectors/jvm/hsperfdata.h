@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "collectors/common/status.h"
 
@@ -44,6 +45,20 @@ struct PerfHeap {
   uint64_t max_bytes = 0;
 };
 std::optional<PerfHeap> HeapFromPerfData(const PerfData& data);
+
+// Garbage collection counters: sun.gc.collector.<n>.{name,invocations,time}
+// (time in ticks of sun.os.hrt.frequency), sun.gc.cause / sun.gc.lastCause.
+struct PerfGcCollector {
+  std::string name;  // e.g. "G1 young collection pauses"
+  uint64_t invocations = 0;
+  double seconds = 0;
+};
+struct PerfGc {
+  std::vector<PerfGcCollector> collectors;  // by n
+  std::string cause;       // of the collection running now ("No GC" when none)
+  std::string last_cause;  // of the last collection, e.g. "System.gc()"
+};
+std::optional<PerfGc> GcFromPerfData(const PerfData& data);
 
 // Whether the JVM supports attach, as it resolved -XX:+/-DisableAttachMechanism
 // from every source (the first character of sun.rt.jvmCapabilities, which

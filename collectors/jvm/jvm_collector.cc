@@ -104,7 +104,9 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     Result<AttachResponse> r = ExecuteJcmd(t, "System.native_heap_info", options_);
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);
-      if (mi.ok()) sample.malloc = MallocStats{std::move(mi).value(), "jvm"};
+      if (mi.ok()) {
+        sample.malloc = MallocStats{std::move(mi).value(), "jvm", std::chrono::system_clock::now()};
+      }
     }
   }
   Status result = out.command_errors.empty()
@@ -153,7 +155,11 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   if (!data.ok()) return data.status();
   std::optional<PerfHeap> heap = HeapFromPerfData(*data);
   if (!heap) return Status(ErrorCode::kParseError, "hsperfdata: no sun.gc.generation counters");
-  sample.jvm_perf = JvmPerf{*heap, path_};
+  JvmPerf perf;
+  perf.heap = *heap;
+  perf.path = path_;
+  perf.gc = GcFromPerfData(*data);
+  sample.jvm_perf = std::move(perf);
   return Status::Ok();
 }
 
