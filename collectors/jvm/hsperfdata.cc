@@ -1,5 +1,6 @@
 #include "collectors/jvm/hsperfdata.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -261,8 +262,82 @@ std::optional<PerfHeap> HeapFromPerfData(const PerfData& data) {
   return heap;
 }
 
-std::optional<PerfGc> GcFromPerfData(const PerfData&) {
-  return std::nullopt;  // TODO: parse sun.gc.collector.*
+// sun.gc.collector.<n>.name         e.g. "G1 young collection pauses"
+// sun.gc.collector.<n>.invocations  collections so far
+// sun.gc.collector.<n>.time         their time, in ticks of sun.os.hrt.frequency
+//
+// The indices are not dense: ZGC on 17 has only collector 2, generational
+// ZGC on 25 has 0 (minor) and 2 (major). A counter written while it is read
+// may be torn; a negative value counts as 0.
+std::optional<PerfGc> GcFromPerfData(const PerfData& data) {
+  constexpr std::string_view kPrefix = "sun.gc.collector.";
+  // Bounds what a damaged file can make us hold; HotSpot has at most 3.
+  constexpr std::size_t kMaxCollectors = 16;
+  constexpr std::size_t kMaxIndexDigits = 4;
+  std::map<unsigned, PerfGcCollector> by_index;
+  std::map<unsigned, int64_t> ticks;
+  for (auto it = data.entries.lower_bound(kPrefix);
+       it != data.entries.end() && StartsWith(it->first, kPrefix); ++it) {
+    std::string_view rest = std::string_view(it->first).substr(kPrefix.size());
+    std::string_view digits = rest;
+    if (!SkipIndex(rest)) continue;
+    digits = digits.substr(0, digits.size() - rest.size());
+    if (digits.size() > kMaxIndexDigits) continue;
+    unsigned n = 0;
+    for (char c : digits) n = n * 10 + static_cast<unsigned>(c - '0');
+    if (rest != ".name" && rest != ".invocations" && rest != ".time") continue;
+    if (!by_index.count(n) && by_index.size() >= kMaxCollectors) continue;
+    PerfGcCollector& c = by_index[n];
+    const int64_t* value = std::get_if<int64_t>(&it->second);
+    if (rest == ".name") {
+      if (const std::string* s = std::get_if<std::string>(&it->second)) c.name = *s;
+    } else if (rest == ".invocations" && value != nullptr) {
+      c.invocations = *value > 0 ? static_cast<uint64_t>(*value) : 0;
+    } else if (rest == ".time" && value != nullptr) {
+      ticks[n] = *value;
+    }
+  }
+  std::optional<std::string> cause = data.String("sun.gc.cause");
+  std::optional<std::string> last_cause = data.String("sun.gc.lastCause");
+  if (by_index.empty() && !cause && !last_cause) return std::nullopt;
+  // Without a frequency the time cannot be converted: it stays 0.
+  std::optional<int64_t> frequency = data.Long("sun.os.hrt.frequency");
+  PerfGc gc;
+  for (auto& [n, c] : by_index) {
+    auto t = ticks.find(n);
+    if (frequency && *frequency > 0 && t != ticks.end() && t->second > 0) {
+      c.seconds = static_cast<double>(t->second) / static_cast<double>(*frequency);
+    }
+    gc.collectors.push_back(std::move(c));
+  }
+  gc.cause = cause.value_or("");
+  gc.last_cause = last_cause.value_or("");
+  return gc;
+}
+
+std::optional<GcRates> GcRatesBetween(const PerfGc& before, const PerfGc& after,
+                                      double wall_seconds, double min_wall_seconds) {
+  if (!(wall_seconds >= min_wall_seconds) || wall_seconds <= 0) return std::nullopt;
+  uint64_t count_before = 0;
+  uint64_t count_after = 0;
+  double time_before = 0;
+  double time_after = 0;
+  for (const PerfGcCollector& c : before.collectors) {
+    count_before += c.invocations;
+    time_before += c.seconds;
+  }
+  for (const PerfGcCollector& c : after.collectors) {
+    count_after += c.invocations;
+    time_after += c.seconds;
+  }
+  // Counters only grow in one JVM: a decrease is a torn read or another JVM.
+  if (count_after < count_before || time_after < time_before) return std::nullopt;
+  GcRates r;
+  r.per_second = static_cast<double>(count_after - count_before) / wall_seconds;
+  // Pauses do not overlap, so the share is at most 1; a torn counter could
+  // say more.
+  r.time_ratio = std::min(1.0, (time_after - time_before) / wall_seconds);
+  return r;
 }
 
 }  // namespace memtrimd::jvm

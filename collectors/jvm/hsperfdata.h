@@ -55,10 +55,23 @@ struct PerfGcCollector {
 };
 struct PerfGc {
   std::vector<PerfGcCollector> collectors;  // by n
-  std::string cause;       // of the collection running now ("No GC" when none)
-  std::string last_cause;  // of the last collection, e.g. "System.gc()"
+  std::string cause;                        // of the collection running now ("No GC" when none)
+  std::string last_cause;                   // of the last collection, e.g. "System.gc()"
 };
+// Absent when the file has neither collector nor cause counters.
 std::optional<PerfGc> GcFromPerfData(const PerfData& data);
+
+// Pure: collections per second (all collectors together) and the share of
+// wall time spent in them, between two readings of the same JVM
+// `wall_seconds` apart. Absent when the window is shorter than
+// `min_wall_seconds` (a rate over a few milliseconds is noise) or a counter
+// went down.
+struct GcRates {
+  double per_second = 0;
+  double time_ratio = 0;
+};
+std::optional<GcRates> GcRatesBetween(const PerfGc& before, const PerfGc& after,
+                                      double wall_seconds, double min_wall_seconds = 1.0);
 
 // Whether the JVM supports attach, as it resolved -XX:+/-DisableAttachMechanism
 // from every source (the first character of sun.rt.jvmCapabilities, which

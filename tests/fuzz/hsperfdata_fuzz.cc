@@ -1,11 +1,14 @@
-// Fuzz target: hsperfdata files (jvm::ParsePerfData, HeapFromPerfData).
+// Fuzz target: hsperfdata files (jvm::ParsePerfData, HeapFromPerfData,
+// GcFromPerfData, GcRatesBetween).
 //
 // Invariants: entry names are non-empty and hold no NUL, string values
 // hold no NUL; the entries written back as a little-endian hsperfdata file
 // (prologue, then one 'J' or 'B' entry each, as HotSpot lays them out)
 // parse to the same entries; the heap figures do not depend on entry order
 // (they are computed from the map) and are present exactly when a
-// generation capacity counter is.
+// generation capacity counter is. GC counters: at most 16 collectors, none
+// with negative or NaN figures, present when a collector or cause counter
+// is; a reading against itself is a rate of 0.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -105,6 +108,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto heap = HeapFromPerfData(*perf);
   FUZZ_CHECK(heap.has_value() == has_capacity);
+
+  auto gc = memtrimd::jvm::GcFromPerfData(*perf);
+  if (perf->entries.count("sun.gc.cause") && perf->String("sun.gc.cause")) {
+    FUZZ_CHECK(gc.has_value());
+  }
+  if (gc) {
+    FUZZ_CHECK(gc->collectors.size() <= 16);
+    for (const auto& c : gc->collectors) FUZZ_CHECK(c.seconds >= 0);
+    auto same = memtrimd::jvm::GcRatesBetween(*gc, *gc, 1.0);
+    FUZZ_CHECK(same.has_value() && same->per_second == 0 && same->time_ratio == 0);
+    FUZZ_CHECK(!memtrimd::jvm::GcRatesBetween(*gc, *gc, 0.5).has_value());
+  }
 
   auto again = ParsePerfData(Format(*perf));
   FUZZ_CHECK(again.ok());
