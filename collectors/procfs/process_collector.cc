@@ -15,6 +15,17 @@ Status ProcessCollector::Collect(const Target& target, TargetSample& out) {
     return Status(ErrorCode::kNotFound, "process has no memory (exited, now a zombie)");
   }
   out.process = std::move(st).value();
+  if (!env_read_ || env_pid_ != target.pid || env_start_ticks_ != target.start_ticks) {
+    env_read_ = true;
+    env_pid_ = target.pid;
+    env_start_ticks_ = target.start_ticks;
+    env_.reset();
+    // Another user's environ needs ptrace-read access; without it the
+    // settings are unknown (absent), not "none set".
+    Result<std::string> environ = ReadSmallFile(target.proc_dir + "/environ", 1u << 20);
+    if (environ.ok()) env_ = MallocEnvFrom(*environ);
+  }
+  out.malloc_env = env_;
   return Status::Ok();
 }
 

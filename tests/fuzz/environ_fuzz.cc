@@ -7,11 +7,15 @@
 // Invariants: a value found holds no NUL and is preceded in the block by
 // "<name>=" at the start of an entry; the first matching entry wins; an
 // entry appended after the block is found when nothing matched before.
+// MallocEnvFrom: only the malloc names, bounded values without NUL, equal to
+// EnvValue's (cut to the bound), GLIBC_TUNABLES starting with it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "collectors/common/private_socket.h"
+#include "collectors/procfs/malloc_env.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -41,6 +45,25 @@ void Check(std::string_view environ, std::string_view name) {
   }
 }
 
+void CheckMallocEnv(std::string_view environ) {
+  using memtrimd::procfs::kMallocEnvNames;
+  using memtrimd::procfs::kMallocEnvValueMax;
+  for (const auto& [name, value] : memtrimd::procfs::MallocEnvFrom(environ)) {
+    FUZZ_CHECK(std::find(std::begin(kMallocEnvNames), std::end(kMallocEnvNames), name) !=
+               std::end(kMallocEnvNames));
+    FUZZ_CHECK(value.size() <= kMallocEnvValueMax);
+    FUZZ_CHECK(value.find('\0') == std::string::npos);
+    auto v = memtrimd::EnvValue(environ, name);
+    FUZZ_CHECK(v.has_value());
+    std::string_view cut = v->substr(0, kMallocEnvValueMax);
+    if (name == "GLIBC_TUNABLES") {
+      FUZZ_CHECK(std::string_view(value).substr(0, cut.size()) == cut);
+    } else {
+      FUZZ_CHECK(value == cut);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -50,5 +73,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(environ, "MEMTRIMD_AGENT_SOCKET");
   Check(environ, "JAVA_TOOL_OPTIONS");
   Check(environ, "_JAVA_OPTIONS");
+  CheckMallocEnv(environ);
   return 0;
 }
