@@ -122,6 +122,8 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
     pid_ = t.pid;
     start_ticks_ = t.start_ticks;
     path_.clear();
+    gc_base_.reset();
+    gc_rates_.reset();
   }
   if (path_.empty()) {
     // /tmp/hsperfdata_<user>/<nspid> in the JVM's mount namespace; the user
@@ -159,8 +161,36 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   perf.heap = *heap;
   perf.path = path_;
   perf.gc = GcFromPerfData(*data);
+  UpdateGcRates(perf);
   sample.jvm_perf = std::move(perf);
   return Status::Ok();
+}
+
+// The window starts at a baseline reading and ends at the first reading at
+// least kGcWindow later, which becomes the next baseline; readings in
+// between report the last finished window, so the series does not come and
+// go with a sample interval shorter than the window.
+void JvmPerfCollector::UpdateGcRates(JvmPerf& perf) {
+  constexpr double kGcWindowSeconds = 1.0;
+  const auto now = std::chrono::steady_clock::now();
+  if (!perf.gc) {
+    gc_base_.reset();
+    gc_rates_.reset();
+    return;
+  }
+  if (!gc_base_) {
+    gc_base_ = GcBase{*perf.gc, now};
+  } else {
+    const double wall = std::chrono::duration<double>(now - gc_base_->at).count();
+    if (wall >= kGcWindowSeconds) {
+      gc_rates_ = GcRatesBetween(gc_base_->gc, *perf.gc, wall, kGcWindowSeconds);
+      gc_base_ = GcBase{*perf.gc, now};
+    }
+  }
+  if (gc_rates_) {
+    perf.gc_per_second = gc_rates_->per_second;
+    perf.gc_time_ratio = gc_rates_->time_ratio;
+  }
 }
 
 }  // namespace memtrimd::jvm

@@ -19,11 +19,13 @@
 #include "collectors/common/collector.h"
 
 #include "collectors/jvm/attach_client.h"
+#include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/jvm_text.h"
 
 namespace memtrimd {
 struct JvmSample;
-}
+struct JvmPerf;
+}  // namespace memtrimd
 
 namespace memtrimd::jvm {
 
@@ -66,9 +68,18 @@ class JvmPerfCollector : public Collector {
   Status Collect(const Target& target, TargetSample& out) override;
 
  private:
+  void UpdateGcRates(JvmPerf& perf);
+
   pid_t pid_ = 0;
   uint64_t start_ticks_ = 0;
   std::string path_;  // found once per target
+  // GC counters of this target at the start of the current rate window.
+  struct GcBase {
+    PerfGc gc;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::optional<GcBase> gc_base_;
+  std::optional<GcRates> gc_rates_;  // of the last finished window
 };
 
 }  // namespace memtrimd::jvm
