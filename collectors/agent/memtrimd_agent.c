@@ -14,8 +14,8 @@
  *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").
- *   ask    one line per connection: "trim", "malloc_info", "mallinfo2" or
- *          "ping", ending in '\n'.
+ *   ask    one line per connection: "trim", "malloc_info", "mallinfo2",
+ *          "jvm_buffers" or "ping", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
  *          1 = error (the body says why).
  *          trim        duration_ns, rss_before, rss_after (bytes, from
@@ -23,10 +23,18 @@
  *          malloc_info the XML of malloc_info(0, ...)
  *          mallinfo2   arena ordblks smblks hblks hblkhd usmblks fsmblks
  *                      uordblks fordblks keepcost
+ *          jvm_buffers in a JVM: direct_count, direct_capacity, direct_used,
+ *                      mapped_count, mapped_capacity, mapped_used (the
+ *                      BufferPoolMXBean figures) and, when the walk could be
+ *                      made, temp_cache_bytes and temp_cache_buffers; status
+ *                      1 with the reason in any other program, or with
+ *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
  *          ping        pid, version (1), refused (connections refused)
  *          Bodies other than malloc_info are "key=value\n" lines.
  *
  * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
+ * MEMTRIMD_AGENT_JVM=0 keeps it out of a JVM's Java state (jvm_buffers then
+ * answers status 1); malloc_info and trim still work.
  *
  * Invisible to the program. Servers close every descriptor they did not
  * open themselves (closefrom(3), os.closerange) and then open their own; a
@@ -80,6 +88,10 @@
  * an arena (creating one, with up to 64 MiB of address space) and a trim must
  * not add to the heap it is trimming. Everything it needs is static or on its
  * stack; the one stdio stream (for malloc_info) is set up by the constructor.
+ * The exception is jvm_buffers in a JVM: attaching the thread to the JVM
+ * mallocs (the JVM's own thread state), so from the first such request on the
+ * agent thread has an arena; a JVM is trimmed through its attach socket, not
+ * through the agent.
  */
 #define _GNU_SOURCE
 
@@ -104,6 +116,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "agent_jvm.h"
 
 #define AGENT_VERSION 1
 /* A client gets this long to send its one line, so a silent client cannot
@@ -345,6 +359,20 @@ static void do_malloc_info(int fd) {
   }
 }
 
+static void do_jvm_buffers(int fd) {
+  char body[512];
+  char why[160];
+  long len = agent_jvm_buffers(body, sizeof body, why, sizeof why);
+  if (len < 0) {
+    answer_error(fd, why);
+    return;
+  }
+  const int64_t deadline = answer_deadline();
+  if (send_all(fd, "0\n", 2, deadline) == 0) {
+    send_all(fd, body, (size_t)len, deadline);
+  }
+}
+
 static void do_ping(int fd) {
   char buf[128];
   struct out o = {buf, 0, sizeof buf, 0};
@@ -402,6 +430,8 @@ static void serve(int fd) {
     do_malloc_info(fd);
   } else if (strcmp(req, "mallinfo2") == 0) {
     do_mallinfo2(fd);
+  } else if (strcmp(req, "jvm_buffers") == 0) {
+    do_jvm_buffers(fd);
   } else if (strcmp(req, "ping") == 0) {
     do_ping(fd);
   } else {
@@ -724,6 +754,7 @@ __attribute__((constructor)) static void agent_start(void) {
     return;
   }
   g_pid = getpid();
+  agent_jvm_configure();
   const char *env = getenv("MEMTRIMD_AGENT_SOCKET");
   if (env != NULL) {
     size_t n = strlen(env);

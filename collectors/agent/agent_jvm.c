@@ -1,0 +1,514 @@
+/*
+ * "jvm_buffers": BufferPoolMXBean's figures for the "direct" and "mapped"
+ * pools, and the size of sun.nio.ch.Util's per-thread temporary direct
+ * buffer cache, read inside a JVM that runs with libmemtrimd_agent.so
+ * preloaded. docs/buffer-pools.md says why this way and what it costs.
+ *
+ * What runs in the JVM. The agent thread attaches itself for one request
+ * (AttachCurrentThreadAsDaemon, named "memtrimd-agent": a daemon thread never
+ * holds up the JVM's exit), reads fields, and detaches before it answers, so
+ * a thread dump between requests never shows it. Attaching and detaching run
+ * the JDK's own bookkeeping (the java.lang.Thread constructor, Thread.exit)
+ * as for any native thread that attaches; memtrimd's code calls no Java
+ * method. It only reads fields (Get*Field, array elements) and asks JVMTI
+ * (an environment without capabilities) for the live threads and the classes
+ * the boot loader has loaded.
+ *
+ * No class is loaded or initialised on memtrimd's behalf: JNI's FindClass
+ * would load through the application class loader (its Java loadClass) and
+ * initialise the class, and Get(Static)FieldID initialises the class too
+ * (sun.nio.ch.Util's initialiser loads native libraries). So the classes are
+ * taken from the boot loader's loaded classes and a field is looked up only
+ * in a class JVMTI reports initialised. A class that is not initialised has
+ * no instances and its counters were never touched: its figures are 0.
+ *
+ * The figures, as BufferPoolMXBean computes them (javap on JDK 17 and 25):
+ *   direct  java.nio.Bits: static final AtomicLong COUNT, TOTAL_CAPACITY,
+ *           RESERVED_MEMORY (memory used); each AtomicLong's long "value".
+ *   mapped  sun.nio.ch.FileChannelImpl$DefaultUnmapper: static int count,
+ *           long totalCapacity, long totalSize (memory used).
+ *   cache   every live platform thread's thread-local maps: Thread.threadLocals
+ *           and, on JDK 19+, Thread.holder.terminatingThreadLocals (where
+ *           TerminatingThreadLocal values such as the buffer cache live; a
+ *           virtual thread's cache is its carrier's, so walking platform
+ *           threads covers carriers too). Each map's Entry[] table holds
+ *           entries whose "value" may be a sun.nio.ch.Util$BufferCache, with
+ *           ByteBuffer[] buffers, int count and int start (a ring); the
+ *           cached bytes are the buffers' java.nio.Buffer.capacity.
+ * The counters are read one field at a time while the JVM runs, as the
+ * MXBean reads them; a thread changing its cache during the walk may be
+ * counted with one buffer more or less.
+ *
+ * Bounded: the walk is O(threads + cache entries) JNI reads and stops
+ * counting the cache (and leaves it out of the answer) past MAX_THREADS
+ * threads. Memory: JNI local references inside one local frame, each
+ * released as soon as it is read; the JVM mallocs for the attached thread.
+ */
+#define _GNU_SOURCE
+
+#include "agent_jvm.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MEMTRIMD_AGENT_NO_JNI
+
+void agent_jvm_configure(void) {}
+
+long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
+  (void)buf;
+  (void)cap;
+  snprintf(why, why_cap, "agent built without jni.h: no JVM support");
+  return -1;
+}
+
+#else
+
+#include <jni.h>
+#include <jvmti.h>
+
+/* Beyond this many live threads the cache walk is skipped (its keys are left
+ * out): the pools are still read. */
+#define MAX_THREADS 100000
+
+static int g_enabled = 1;
+
+void agent_jvm_configure(void) {
+  const char *v = getenv("MEMTRIMD_AGENT_JVM");
+  g_enabled = !(v != NULL && strcmp(v, "0") == 0);
+}
+
+/* ---- Finding the JVM ---- */
+
+static char g_libjvm[PATH_MAX];
+
+static int find_libjvm(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  (void)data;
+  const char *name = info->dlpi_name;
+  size_t n = name != NULL ? strlen(name) : 0;
+  static const char suffix[] = "/libjvm.so";
+  if (n >= sizeof suffix - 1 && n < sizeof g_libjvm &&
+      strcmp(name + n - (sizeof suffix - 1), suffix) == 0) {
+    memcpy(g_libjvm, name, n + 1);
+    return 1;
+  }
+  return 0;
+}
+
+/* The created JavaVM, or NULL with the reason. The library list is checked
+ * first: in a program without libjvm.so, a failing dlsym would malloc its
+ * error text on the agent thread, which never mallocs (memtrimd_agent.c). */
+static JavaVM *created_vm(char *why, size_t why_cap) {
+  g_libjvm[0] = '\0';
+  if (dl_iterate_phdr(find_libjvm, NULL) == 0) {
+    snprintf(why, why_cap, "not a JVM (libjvm.so is not loaded)");
+    return NULL;
+  }
+  /* The java launcher loads libjvm.so RTLD_GLOBAL, but an embedding program
+   * may not: ask the library itself. NOLOAD: never load anything. */
+  void *lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == NULL) {
+    snprintf(why, why_cap, "not a JVM (libjvm.so cannot be opened)");
+    return NULL;
+  }
+  typedef jint(JNICALL * created_fn)(JavaVM **, jsize, jsize *);
+  created_fn created = (created_fn)dlsym(lib, "JNI_GetCreatedJavaVMs");
+  JavaVM *vm = NULL;
+  jsize n = 0;
+  if (created == NULL || created(&vm, 1, &n) != JNI_OK || n < 1) {
+    vm = NULL;
+    snprintf(why, why_cap, "not a JVM (no Java VM created yet)");
+  }
+  /* The launcher's own reference keeps libjvm.so loaded. */
+  dlclose(lib);
+  return vm;
+}
+
+/* ---- Classes ---- */
+
+enum {
+  K_BITS,
+  K_UNMAPPER,
+  K_THREAD,
+  K_HOLDER,
+  K_MAP,
+  K_ENTRY,
+  K_CACHE,
+  K_BUFFER,
+  K_COUNT
+};
+
+static const char *const k_signatures[K_COUNT] = {
+    "Ljava/nio/Bits;",
+    "Lsun/nio/ch/FileChannelImpl$DefaultUnmapper;",
+    "Ljava/lang/Thread;",
+    "Ljava/lang/Thread$FieldHolder;",
+    "Ljava/lang/ThreadLocal$ThreadLocalMap;",
+    "Ljava/lang/ThreadLocal$ThreadLocalMap$Entry;",
+    "Lsun/nio/ch/Util$BufferCache;",
+    "Ljava/nio/Buffer;",
+};
+
+/* Global references, kept across requests: the boot loader never unloads a
+ * class, so a found class stays valid for the life of the JVM. */
+static jclass g_class[K_COUNT];
+static jvmtiEnv *g_jvmti;
+
+/* Fills the missing g_class entries from the boot loader's classes. */
+static void find_classes(JNIEnv *env) {
+  int missing = 0;
+  for (int i = 0; i < K_COUNT; ++i) {
+    missing |= g_class[i] == NULL;
+  }
+  if (!missing) {
+    return;
+  }
+  jint n = 0;
+  jclass *classes = NULL;
+  if ((*g_jvmti)->GetClassLoaderClasses(g_jvmti, NULL, &n, &classes) != JVMTI_ERROR_NONE) {
+    return;
+  }
+  for (jint c = 0; c < n; ++c) {
+    char *sig = NULL;
+    if ((*g_jvmti)->GetClassSignature(g_jvmti, classes[c], &sig, NULL) == JVMTI_ERROR_NONE &&
+        sig != NULL) {
+      for (int i = 0; i < K_COUNT; ++i) {
+        if (g_class[i] == NULL && strcmp(sig, k_signatures[i]) == 0) {
+          g_class[i] = (jclass)(*env)->NewGlobalRef(env, classes[c]);
+        }
+      }
+      (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)sig);
+    }
+    (*env)->DeleteLocalRef(env, classes[c]);
+  }
+  (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)classes);
+}
+
+/* 1: loaded and initialised (fields may be looked up without running its
+ * initialiser); 0: not (yet) initialised, so no instance exists and its
+ * statics were never changed; -1: its initialiser failed. */
+static int initialised(int k) {
+  if (g_class[k] == NULL) {
+    return 0;
+  }
+  jint status = 0;
+  if ((*g_jvmti)->GetClassStatus(g_jvmti, g_class[k], &status) != JVMTI_ERROR_NONE) {
+    return 0;
+  }
+  if (status & JVMTI_CLASS_STATUS_ERROR) {
+    return -1;
+  }
+  return (status & JVMTI_CLASS_STATUS_INITIALIZED) != 0;
+}
+
+/* A missing field (another JDK's layout) throws NoSuchFieldError: clear it
+ * and say which. */
+static jfieldID field(JNIEnv *env, int k, int is_static, const char *name, const char *sig,
+                      const char **missing) {
+  jfieldID id = is_static ? (*env)->GetStaticFieldID(env, g_class[k], name, sig)
+                          : (*env)->GetFieldID(env, g_class[k], name, sig);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    id = NULL;
+  }
+  if (id == NULL && *missing == NULL) {
+    *missing = name;
+  }
+  return id;
+}
+
+/* ---- Pools ---- */
+
+struct pool {
+  uint64_t count, capacity, used;
+};
+
+static uint64_t nonneg(jlong v) { return v < 0 ? 0 : (uint64_t)v; }
+
+/* AtomicLong static `name` of Bits: its "value". */
+static int atomic_static(JNIEnv *env, const char *name, uint64_t *out, const char **missing) {
+  jfieldID id = field(env, K_BITS, 1, name, "Ljava/util/concurrent/atomic/AtomicLong;", missing);
+  if (id == NULL) {
+    return -1;
+  }
+  jobject atomic = (*env)->GetStaticObjectField(env, g_class[K_BITS], id);
+  if (atomic == NULL) {
+    *missing = name;
+    return -1;
+  }
+  jclass atomic_class = (*env)->GetObjectClass(env, atomic);
+  jfieldID value = (*env)->GetFieldID(env, atomic_class, "value", "J");
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    value = NULL;
+  }
+  if (value != NULL) {
+    *out = nonneg((*env)->GetLongField(env, atomic, value));
+  } else {
+    *missing = "AtomicLong.value";
+  }
+  (*env)->DeleteLocalRef(env, atomic_class);
+  (*env)->DeleteLocalRef(env, atomic);
+  return value != NULL ? 0 : -1;
+}
+
+static int read_direct(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
+  memset(p, 0, sizeof *p);
+  int init = initialised(K_BITS);
+  if (init < 0) {
+    snprintf(why, why_cap, "java.nio.Bits failed to initialise");
+    return -1;
+  }
+  if (init == 0) {
+    return 0; /* no direct buffer was ever made */
+  }
+  const char *missing = NULL;
+  if (atomic_static(env, "COUNT", &p->count, &missing) != 0 ||
+      atomic_static(env, "TOTAL_CAPACITY", &p->capacity, &missing) != 0 ||
+      atomic_static(env, "RESERVED_MEMORY", &p->used, &missing) != 0) {
+    snprintf(why, why_cap, "direct pool: java.nio.Bits has no %s on this JDK", missing);
+    return -1;
+  }
+  return 0;
+}
+
+static int read_mapped(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
+  memset(p, 0, sizeof *p);
+  int init = initialised(K_UNMAPPER);
+  if (init < 0) {
+    snprintf(why, why_cap, "FileChannelImpl$DefaultUnmapper failed to initialise");
+    return -1;
+  }
+  if (init == 0) {
+    return 0; /* nothing was ever mapped */
+  }
+  const char *missing = NULL;
+  jfieldID count = field(env, K_UNMAPPER, 1, "count", "I", &missing);
+  jfieldID capacity = field(env, K_UNMAPPER, 1, "totalCapacity", "J", &missing);
+  jfieldID size = field(env, K_UNMAPPER, 1, "totalSize", "J", &missing);
+  if (missing != NULL) {
+    snprintf(why, why_cap, "mapped pool: FileChannelImpl$DefaultUnmapper has no %s on this JDK",
+             missing);
+    return -1;
+  }
+  jint c = (*env)->GetStaticIntField(env, g_class[K_UNMAPPER], count);
+  p->count = c < 0 ? 0 : (uint64_t)c;
+  p->capacity = nonneg((*env)->GetStaticLongField(env, g_class[K_UNMAPPER], capacity));
+  p->used = nonneg((*env)->GetStaticLongField(env, g_class[K_UNMAPPER], size));
+  return 0;
+}
+
+/* ---- The temporary buffer cache ---- */
+
+struct cache_fields {
+  jfieldID thread_locals, holder, terminating, table, value, buffers, count, start, capacity;
+};
+
+/* Adds one BufferCache's buffers. */
+static void add_cache(JNIEnv *env, const struct cache_fields *f, jobject cache, uint64_t *bytes,
+                      uint64_t *buffers) {
+  jobjectArray ring = (jobjectArray)(*env)->GetObjectField(env, cache, f->buffers);
+  if (ring == NULL) {
+    return;
+  }
+  jsize len = (*env)->GetArrayLength(env, ring);
+  jint count = (*env)->GetIntField(env, cache, f->count);
+  jint start = (*env)->GetIntField(env, cache, f->start);
+  if (len > 0 && count > 0 && start >= 0) {
+    if (count > len) {
+      count = len;
+    }
+    for (jint i = 0; i < count; ++i) {
+      jobject b = (*env)->GetObjectArrayElement(env, ring, (jsize)((start + i) % len));
+      if (b == NULL) {
+        continue; /* the owner took it out meanwhile */
+      }
+      jint capacity = (*env)->GetIntField(env, b, f->capacity);
+      if (capacity > 0) {
+        *bytes += (uint64_t)capacity;
+      }
+      *buffers += 1;
+      (*env)->DeleteLocalRef(env, b);
+    }
+  }
+  (*env)->DeleteLocalRef(env, ring);
+}
+
+/* Adds the buffer caches found in one ThreadLocalMap. */
+static void walk_map(JNIEnv *env, const struct cache_fields *f, jobject map, uint64_t *bytes,
+                     uint64_t *buffers) {
+  jobjectArray table = (jobjectArray)(*env)->GetObjectField(env, map, f->table);
+  if (table == NULL) {
+    return;
+  }
+  jsize len = (*env)->GetArrayLength(env, table);
+  for (jsize i = 0; i < len; ++i) {
+    jobject entry = (*env)->GetObjectArrayElement(env, table, i);
+    if (entry == NULL) {
+      continue;
+    }
+    jobject value = (*env)->GetObjectField(env, entry, f->value);
+    if (value != NULL && (*env)->IsInstanceOf(env, value, g_class[K_CACHE])) {
+      add_cache(env, f, value, bytes, buffers);
+    }
+    if (value != NULL) {
+      (*env)->DeleteLocalRef(env, value);
+    }
+    (*env)->DeleteLocalRef(env, entry);
+  }
+  (*env)->DeleteLocalRef(env, table);
+}
+
+/* 0 and the sums, or -1 when the cache cannot be read on this JDK (or the
+ * thread cap was passed): the answer then leaves the cache out. */
+static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
+  *bytes = 0;
+  *buffers = 0;
+  int init = initialised(K_CACHE);
+  if (init < 0) {
+    return -1;
+  }
+  if (init == 0) {
+    return 0; /* no thread ever cached a temporary buffer */
+  }
+  if (initialised(K_THREAD) != 1 || initialised(K_MAP) != 1 || initialised(K_ENTRY) != 1 ||
+      initialised(K_BUFFER) != 1) {
+    return -1;
+  }
+  const char *missing = NULL;
+  struct cache_fields f;
+  memset(&f, 0, sizeof f);
+  f.thread_locals =
+      field(env, K_THREAD, 0, "threadLocals", "Ljava/lang/ThreadLocal$ThreadLocalMap;", &missing);
+  f.table = field(env, K_MAP, 0, "table", "[Ljava/lang/ThreadLocal$ThreadLocalMap$Entry;", &missing);
+  f.value = field(env, K_ENTRY, 0, "value", "Ljava/lang/Object;", &missing);
+  f.buffers = field(env, K_CACHE, 0, "buffers", "[Ljava/nio/ByteBuffer;", &missing);
+  f.count = field(env, K_CACHE, 0, "count", "I", &missing);
+  f.start = field(env, K_CACHE, 0, "start", "I", &missing);
+  f.capacity = field(env, K_BUFFER, 0, "capacity", "I", &missing);
+  if (missing != NULL) {
+    return -1;
+  }
+  /* JDK 19+: TerminatingThreadLocal values (the buffer cache among them)
+   * live in Thread.holder.terminatingThreadLocals, not threadLocals. */
+  if (initialised(K_HOLDER) == 1) {
+    const char *absent = NULL;
+    f.holder = field(env, K_THREAD, 0, "holder", "Ljava/lang/Thread$FieldHolder;", &absent);
+    f.terminating = field(env, K_HOLDER, 0, "terminatingThreadLocals",
+                          "Ljava/lang/ThreadLocal$ThreadLocalMap;", &absent);
+    if (absent != NULL) {
+      f.holder = NULL;
+      f.terminating = NULL;
+    }
+  }
+
+  jint n = 0;
+  jthread *threads = NULL;
+  if ((*g_jvmti)->GetAllThreads(g_jvmti, &n, &threads) != JVMTI_ERROR_NONE) {
+    return -1;
+  }
+  int rc = n > MAX_THREADS ? -1 : 0;
+  for (jint t = 0; t < n; ++t) {
+    if (rc == 0) {
+      jobject map = (*env)->GetObjectField(env, threads[t], f.thread_locals);
+      if (map != NULL) {
+        walk_map(env, &f, map, bytes, buffers);
+        (*env)->DeleteLocalRef(env, map);
+      }
+      if (f.terminating != NULL) {
+        jobject holder = (*env)->GetObjectField(env, threads[t], f.holder);
+        if (holder != NULL) {
+          jobject tmap = (*env)->GetObjectField(env, holder, f.terminating);
+          if (tmap != NULL) {
+            walk_map(env, &f, tmap, bytes, buffers);
+            (*env)->DeleteLocalRef(env, tmap);
+          }
+          (*env)->DeleteLocalRef(env, holder);
+        }
+      }
+    }
+    (*env)->DeleteLocalRef(env, threads[t]);
+  }
+  (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)threads);
+  return rc;
+}
+
+/* ---- The command ---- */
+
+static long format(char *buf, size_t cap, const struct pool *direct, const struct pool *mapped,
+                   int cache_ok, uint64_t cache_bytes, uint64_t cache_buffers) {
+  int n = snprintf(buf, cap,
+                   "direct_count=%llu\ndirect_capacity=%llu\ndirect_used=%llu\n"
+                   "mapped_count=%llu\nmapped_capacity=%llu\nmapped_used=%llu\n",
+                   (unsigned long long)direct->count, (unsigned long long)direct->capacity,
+                   (unsigned long long)direct->used, (unsigned long long)mapped->count,
+                   (unsigned long long)mapped->capacity, (unsigned long long)mapped->used);
+  if (n < 0 || (size_t)n >= cap) {
+    return -1;
+  }
+  if (cache_ok) {
+    int m = snprintf(buf + n, cap - (size_t)n, "temp_cache_bytes=%llu\ntemp_cache_buffers=%llu\n",
+                     (unsigned long long)cache_bytes, (unsigned long long)cache_buffers);
+    if (m < 0 || (size_t)m >= cap - (size_t)n) {
+      return -1;
+    }
+    n += m;
+  }
+  return n;
+}
+
+long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
+  if (!g_enabled) {
+    snprintf(why, why_cap, "JVM reads are switched off in the target (MEMTRIMD_AGENT_JVM=0)");
+    return -1;
+  }
+  JavaVM *vm = created_vm(why, why_cap);
+  if (vm == NULL) {
+    return -1;
+  }
+  JNIEnv *env = NULL;
+  JavaVMAttachArgs args = {JNI_VERSION_1_8, (char *)"memtrimd-agent", NULL};
+  jint rc = (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args);
+  if (rc != JNI_OK || env == NULL) {
+    snprintf(why, why_cap, "cannot attach to the JVM (JNI error %d; is it shutting down?)", (int)rc);
+    return -1;
+  }
+  long len = -1;
+  /* One JVMTI environment for the life of the process: each GetEnv makes a
+   * new one. No capabilities are added; GetAllThreads, GetClassLoaderClasses
+   * and GetClassStatus need none. */
+  if (g_jvmti == NULL && (*vm)->GetEnv(vm, (void **)&g_jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
+    g_jvmti = NULL;
+    snprintf(why, why_cap, "the JVM offers no JVMTI environment");
+  } else if ((*env)->PushLocalFrame(env, 64) != 0) {
+    (*env)->ExceptionClear(env);
+    snprintf(why, why_cap, "the JVM is out of memory for JNI references");
+  } else {
+    find_classes(env);
+    struct pool direct, mapped;
+    uint64_t cache_bytes = 0, cache_buffers = 0;
+    if (read_direct(env, &direct, why, why_cap) == 0 &&
+        read_mapped(env, &mapped, why, why_cap) == 0) {
+      int cache_ok = read_cache(env, &cache_bytes, &cache_buffers) == 0;
+      len = format(buf, cap, &direct, &mapped, cache_ok, cache_bytes, cache_buffers);
+      if (len < 0) {
+        snprintf(why, why_cap, "answer larger than buffer");
+      }
+    }
+    if ((*env)->ExceptionCheck(env)) {
+      (*env)->ExceptionClear(env);
+    }
+    (*env)->PopLocalFrame(env, NULL);
+  }
+  /* Never stay attached: between requests no thread dump shows memtrimd. */
+  (*vm)->DetachCurrentThread(vm);
+  return len;
+}
+
+#endif
