@@ -15,6 +15,6 @@ void agent_jvm_configure(void);
 /* Writes the "key=value\n" body of a status-0 answer into buf (at most cap
  * bytes) and returns its length; or returns -1 with a one-line reason in
  * why (NUL-terminated, at most why_cap bytes). Runs on the agent thread. */
-long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap);
+long agent_jvm_buffers(char* buf, size_t cap, char* why, size_t why_cap);
 
 #endif
