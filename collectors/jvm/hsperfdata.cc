@@ -271,6 +271,7 @@ std::optional<PerfHeap> HeapFromPerfData(const PerfData& data) {
 // may be torn; a negative value counts as 0.
 std::optional<PerfGc> GcFromPerfData(const PerfData& data) {
   constexpr std::string_view kPrefix = "sun.gc.collector.";
+  constexpr std::string_view kNoGc = "No GC";
   // Bounds what a damaged file can make us hold; HotSpot has at most 3.
   constexpr std::size_t kMaxCollectors = 16;
   constexpr std::size_t kMaxIndexDigits = 4;
@@ -312,6 +313,11 @@ std::optional<PerfGc> GcFromPerfData(const PerfData& data) {
   }
   gc.cause = cause.value_or("");
   gc.last_cause = last_cause.value_or("");
+  // HotSpot moves the cause into lastCause when it changes, so while a
+  // collection runs lastCause holds the "No GC" before it. With collections
+  // back to back (a System.gc() storm) a reading is often taken then: the
+  // collection running now is the latest one.
+  if (gc.last_cause == kNoGc && !gc.cause.empty() && gc.cause != kNoGc) gc.last_cause = gc.cause;
   return gc;
 }
 

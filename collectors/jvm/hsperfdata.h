@@ -56,7 +56,9 @@ struct PerfGcCollector {
 struct PerfGc {
   std::vector<PerfGcCollector> collectors;  // by n
   std::string cause;                        // of the collection running now ("No GC" when none)
-  std::string last_cause;                   // of the last collection, e.g. "System.gc()"
+  // Of the last collection, e.g. "System.gc()"; the running one's while a
+  // collection runs (see GcFromPerfData).
+  std::string last_cause;
 };
 // Absent when the file has neither collector nor cause counters.
 std::optional<PerfGc> GcFromPerfData(const PerfData& data);

@@ -106,6 +106,14 @@ TEST(GcCountersTest, AbsentAndDamagedCounters) {
   d.entries["sun.os.hrt.frequency"] = int64_t{1000};
   EXPECT_DOUBLE_EQ(GcFromPerfData(d)->collectors[0].seconds, 0.5);
 
+  // Read while a collection runs: HotSpot has moved "No GC" into lastCause.
+  PerfData running;
+  running.entries["sun.gc.cause"] = std::string("System.gc()");
+  running.entries["sun.gc.lastCause"] = std::string("No GC");
+  EXPECT_EQ(GcFromPerfData(running)->last_cause, "System.gc()");
+  running.entries["sun.gc.cause"] = std::string("No GC");
+  EXPECT_EQ(GcFromPerfData(running)->last_cause, "No GC");  // nothing ran yet
+
   PerfData many;
   for (int i = 0; i < 100; ++i) {
     many.entries["sun.gc.collector." + std::to_string(i) + ".invocations"] = int64_t{1};
