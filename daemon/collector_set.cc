@@ -59,6 +59,8 @@ void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to
   if (name == "agent") {
     to.agent_loaded = from.agent_loaded;
     to.agent_unreachable = from.agent_unreachable;
+    to.jvm_buffers = from.jvm_buffers;
+    to.jvm_buffers_missing = from.jvm_buffers_missing;
     if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
   }
   if (name == "hsperfdata") to.jvm_perf = from.jvm_perf;

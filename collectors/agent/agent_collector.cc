@@ -1,14 +1,62 @@
 #include "collectors/agent/agent_collector.h"
 
+#include "collectors/agent/jvm_buffers.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::agent {
 
+namespace {
+
+// jvm_buffers through the agent: fills out.jvm_buffers, or says in
+// out.jvm_buffers_missing why not. False when the agent is unreachable
+// (nothing else will answer either).
+bool ReadJvmBuffers(const Target& target, const AgentOptions& options, TargetSample& out,
+                    Status& status) {
+  AgentFailure failure = AgentFailure::kNone;
+  Result<std::string> body = AgentCommand(target, "jvm_buffers", options, &failure);
+  if (!body.ok()) {
+    if (failure == AgentFailure::kUnreachable) {
+      out.agent_unreachable = body.status().message();
+      out.jvm_buffers_missing = "agent unreachable: " + body.status().message();
+      status = body.status();
+      return false;
+    }
+    // The agent answered why not (MEMTRIMD_AGENT_JVM=0, a JDK whose fields
+    // differ, a JVM shutting down): a fact about the target, not a failure
+    // of this collector.
+    out.jvm_buffers_missing = body.status().message();
+    return true;
+  }
+  Result<JvmBuffers> buffers = ParseJvmBuffers(*body);
+  if (!buffers.ok()) {
+    out.jvm_buffers_missing = buffers.status().message();
+    status = buffers.status();
+    return true;
+  }
+  out.jvm_buffers = std::move(buffers).value();
+  out.jvm_buffers->read_at = std::chrono::system_clock::now();
+  return true;
+}
+
+}  // namespace
+
 Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
-  if (target.runtime == Runtime::kJvm) return Status::Ok();
+  const bool jvm = target.runtime == Runtime::kJvm;
   out.agent_loaded = HasAgent(target);
-  if (!out.agent_loaded) return Status::Ok();
+  if (!out.agent_loaded) {
+    if (jvm) {
+      out.jvm_buffers_missing =
+          "libmemtrimd_agent.so is not preloaded into the JVM (LD_PRELOAD it to read the buffer "
+          "pools)";
+    }
+    return Status::Ok();
+  }
+  Status status = Status::Ok();
+  if (jvm && !ReadJvmBuffers(target, options_, out, status)) return status;
+  // In a JVM too: JDK 17 has no System.native_heap_info, so the agent is the
+  // only source of its malloc statistics (on 21+ the jvm collector's fresher
+  // answer takes precedence when both ran).
   AgentFailure failure = AgentFailure::kNone;
   Result<std::string> xml = AgentCommand(target, "malloc_info", options_, &failure);
   if (!xml.ok()) {
@@ -18,7 +66,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   Result<jvm::MallocInfo> info = jvm::ParseMallocInfo(*xml);
   if (!info.ok()) return info.status();
   out.malloc = MallocStats{std::move(info).value(), "agent", std::chrono::system_clock::now()};
-  return Status::Ok();
+  return status;
 }
 
 }  // namespace memtrimd::agent

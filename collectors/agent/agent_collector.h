@@ -1,8 +1,10 @@
 // Collector "agent": for a glibc program with libmemtrimd_agent.so loaded,
 // malloc_info through the agent, on --smaps.interval (it takes every arena's
 // lock, like the JVM's System.native_heap_info). The same MallocStats the
-// JVM collector fills, so both feed the same metrics. Does nothing (and
-// succeeds) for JVMs and for programs without the agent.
+// JVM collector fills, so both feed the same metrics. In a JVM with the agent
+// preloaded it also asks jvm_buffers (the buffer pools; see agent_jvm.c); for
+// a JVM without it, it says so in jvm_buffers_missing. Does nothing (and
+// succeeds) for other programs without the agent.
 #pragma once
 
 #include "collectors/agent/agent_client.h"
