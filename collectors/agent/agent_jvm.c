@@ -4,6 +4,8 @@
  * buffer cache, read inside a JVM that runs with libmemtrimd_agent.so
  * preloaded. docs/buffer-pools.md says why this way and what it costs.
  *
+ * Only a JVM that has finished starting is attached to (vm_started below).
+ *
  * What runs in the JVM. The agent thread attaches itself for one request
  * (AttachCurrentThreadAsDaemon, named "memtrimd-agent": a daemon thread never
  * holds up the JVM's exit), reads fields, and detaches before it answers, so
@@ -49,12 +51,15 @@
 #include "agent_jvm.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef MEMTRIMD_AGENT_NO_JNI
 
@@ -128,6 +133,176 @@ static JavaVM *created_vm(char *why, size_t why_cap) {
   /* The launcher's own reference keeps libjvm.so loaded. */
   dlclose(lib);
   return vm;
+}
+
+/* ---- Whether the JVM has finished starting ----
+ *
+ * Before JDK 21 (JDK-8308341) JNI_GetCreatedJavaVMs returns the VM as soon
+ * as its creation has begun, and attaching to a half-created VM can crash
+ * it: the first sample of a sidecar lands right there, and a JVM that
+ * pre-touches a large heap stays there for seconds. The JVM's own mark of a
+ * finished start is the hsperfdata counter sun.rt.createVmEndTime (what
+ * jstat reads), in the file the JVM maps into itself. Without hsperfdata
+ * (-XX:-UsePerfData, -XX:+PerfDisableSharedMem) only JDK 21+ is trusted,
+ * told by the "release" file of the libjvm.so's JDK. */
+
+/* Reads /proc/self/maps with a fixed buffer and finds the mapping of the
+ * JVM's hsperfdata file (.../hsperfdata_<user>/<pid>). 0 when found. */
+static int find_perfdata(uintptr_t *start, size_t *size) {
+  char name[32];
+  snprintf(name, sizeof name, "/%d", (int)getpid());
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return -1;
+  }
+  char buf[8192];
+  size_t have = 0;
+  int found = -1;
+  for (;;) {
+    ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    have += (size_t)n;
+    buf[have] = '\0';
+    char *line = buf;
+    char *nl;
+    while ((nl = strchr(line, '\n')) != NULL) {
+      *nl = '\0';
+      const char *dir = strstr(line, "/hsperfdata_");
+      size_t len = (size_t)(nl - line);
+      size_t nlen = strlen(name);
+      if (found != 0 && dir != NULL && len > nlen && strcmp(nl - nlen, name) == 0) {
+        unsigned long lo = 0, hi = 0;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi > lo) {
+          *start = (uintptr_t)lo;
+          *size = (size_t)(hi - lo);
+          found = 0;
+        }
+      }
+      line = nl + 1;
+    }
+    have = strlen(line);
+    if (have == sizeof buf - 1) {
+      have = 0; /* a line longer than the buffer: not a path we look for */
+    } else {
+      memmove(buf, line, have);
+    }
+  }
+  close(fd);
+  return found;
+}
+
+static int32_t i32_at(const unsigned char *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* 1: sun.rt.createVmEndTime is set; 0: not (yet); -1: no usable
+ * hsperfdata. The JVM appends entries while it starts: every read is
+ * bounded by the mapping and the prologue's "used", so a half-written entry
+ * is at worst not found (the next request asks again). */
+static int perfdata_vm_created(void) {
+  uintptr_t start;
+  size_t size;
+  if (find_perfdata(&start, &size) != 0 || size < 32) {
+    return -1;
+  }
+  const unsigned char *base = (const unsigned char *)start;
+  /* Magic 0xCAFEC0C0 (big-endian bytes), little-endian data. */
+  if (base[0] != 0xCA || base[1] != 0xFE || base[2] != 0xC0 || base[3] != 0xC0 || base[4] != 1) {
+    return -1;
+  }
+  int32_t used = i32_at(base + 8);
+  int32_t offset = i32_at(base + 24);
+  int32_t entries = i32_at(base + 28);
+  size_t limit = used > 0 && (size_t)used < size ? (size_t)used : size;
+  static const char wanted[] = "sun.rt.createVmEndTime";
+  for (int32_t i = 0; i < entries && offset > 0 && (size_t)offset + 20 <= limit; ++i) {
+    const unsigned char *e = base + offset;
+    int32_t length = i32_at(e);
+    int32_t name_at = i32_at(e + 4);
+    int32_t vector = i32_at(e + 8);
+    int32_t data_at = i32_at(e + 16);
+    if (length < 20 || (size_t)offset + (size_t)length > limit) {
+      return 0;
+    }
+    if (vector == 0 && e[12] == 'J' && name_at > 0 && name_at < length &&
+        (size_t)name_at + sizeof wanted <= (size_t)length &&
+        memcmp(e + name_at, wanted, sizeof wanted) == 0 && data_at > 0 &&
+        (size_t)data_at + 8 <= (size_t)length) {
+      int64_t v;
+      memcpy(&v, e + data_at, sizeof v);
+      return v != 0;
+    }
+    offset += length;
+  }
+  return 0;
+}
+
+/* The feature version (17, 21, 25) from JAVA_VERSION in the "release" file
+ * of the JDK whose libjvm.so is loaded (<home>/lib/server/libjvm.so); 0 if
+ * unknown. */
+static int jdk_feature(void) {
+  char path[PATH_MAX];
+  size_t n = strlen(g_libjvm);
+  memcpy(path, g_libjvm, n + 1);
+  for (int up = 0; up < 3; ++up) { /* libjvm.so, server, lib */
+    char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+      return 0;
+    }
+    *slash = '\0';
+  }
+  if (strlen(path) + sizeof "/release" > sizeof path) {
+    return 0;
+  }
+  strcat(path, "/release");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return 0;
+  }
+  char buf[4096];
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0) {
+    return 0;
+  }
+  buf[got] = '\0';
+  const char *v = strstr(buf, "JAVA_VERSION=\"");
+  if (v == NULL) {
+    return 0;
+  }
+  v += strlen("JAVA_VERSION=\"");
+  if (strncmp(v, "1.", 2) == 0) {
+    v += 2; /* 1.8.0 and older */
+  }
+  return atoi(v);
+}
+
+/* 0 when the VM may be attached; else -1 with the reason. */
+static int vm_started(char *why, size_t why_cap) {
+  int created = perfdata_vm_created();
+  if (created == 1) {
+    return 0;
+  }
+  if (created == 0) {
+    snprintf(why, why_cap, "the JVM is still starting (sun.rt.createVmEndTime not set)");
+    return -1;
+  }
+  int feature = jdk_feature();
+  if (feature >= 21) {
+    return 0;
+  }
+  snprintf(why, why_cap,
+           "cannot tell whether the JVM has finished starting: no hsperfdata (-XX:-UsePerfData) "
+           "on JDK %d",
+           feature);
+  return -1;
 }
 
 /* ---- Classes ---- */
@@ -469,7 +644,7 @@ long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
     return -1;
   }
   JavaVM *vm = created_vm(why, why_cap);
-  if (vm == NULL) {
+  if (vm == NULL || vm_started(why, why_cap) != 0) {
     return -1;
   }
   JNIEnv *env = NULL;

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -208,6 +209,85 @@ TEST_P(AgentJvmTest, JvmWithoutTheAgentSaysWhatGivesThePools) {
   EXPECT_FALSE(sample.jvm_buffers.has_value());
   EXPECT_NE(sample.jvm_buffers_missing.find("LD_PRELOAD"), std::string::npos)
       << sample.jvm_buffers_missing;
+}
+
+// Asked again and again from the moment the agent's socket appears, while
+// the JVM starts: every answer before the first full one says the JVM is not
+// there yet (never a half-created VM attached to), and the JVM starts
+// normally.
+TEST_P(AgentJvmTest, AskedWhileTheJvmStarts) {
+  std::vector<std::string> argv = {GetParam() + "/bin/java",
+                                   "-cp",
+                                   JAVA_WORKLOADS_CLASSPATH,
+                                   "BufferPools",
+                                   "--ready-file",
+                                   dir_ / "starting.ready",
+                                   "--direct",
+                                   "1",
+                                   "--direct-bytes",
+                                   "4096"};
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  o.stderr_path = dir_ / "starting.stderr";
+  Process jvm(argv, o);
+  started_.push_back(jvm.pid());
+  std::map<std::string, int> early;
+  bool answered = false;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (!jvm.running()) return true;
+        Result<Target> t = procfs::ReadTarget("/proc", jvm.pid());
+        if (!t.ok()) return false;
+        agent::AgentFailure failure = agent::AgentFailure::kNone;
+        Result<std::string> body = AgentCommand(*t, "jvm_buffers", {}, &failure);
+        if (body.ok()) {
+          answered = agent::ParseJvmBuffers(*body).ok();
+          return true;
+        }
+        if (failure == agent::AgentFailure::kAnswer) ++early[body.status().message()];
+        return false;
+      },
+      90s));
+  for (const auto& [why, n] : early) {
+    EXPECT_TRUE(why.find("not a JVM") != std::string::npos ||
+                why.find("still starting") != std::string::npos)
+        << why << " (" << n << " times)";
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_TRUE(WaitFor([&] { return fs::exists(dir_ / "starting.ready") || !jvm.running(); }, 90s));
+  EXPECT_TRUE(jvm.running()) << ReadFile(dir_ / "starting.stderr");
+}
+
+// Without hsperfdata the agent cannot see the JVM's own "started" mark; it
+// trusts JNI_GetCreatedJavaVMs only where the JDK returns finished VMs alone
+// (21+, JDK-8308341) and otherwise says why it does not attach.
+TEST_P(AgentJvmTest, WithoutHsperfdataOnlyJdk21AndLaterAreTrusted) {
+  std::ifstream release(GetParam() + "/release");
+  std::string text((std::istreambuf_iterator<char>(release)), std::istreambuf_iterator<char>());
+  std::size_t at = text.find("JAVA_VERSION=\"");
+  ASSERT_NE(at, std::string::npos);
+  const int feature = std::stoi(text.substr(at + 14));
+  ready_ = dir_ / "noperf.ready";
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process jvm({GetParam() + "/bin/java", "-XX:-UsePerfData", "-cp", JAVA_WORKLOADS_CLASSPATH,
+               "BufferPools", "--ready-file", ready_, "--direct", "2", "--direct-bytes", "4096"},
+              o);
+  started_.push_back(jvm.pid());
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready_) || !jvm.running(); }, 90s) &&
+              fs::exists(ready_));
+  Result<std::string> body = AgentCommand(TargetOf(jvm.pid()), "jvm_buffers");
+  if (feature >= 21) {
+    ASSERT_TRUE(body.ok()) << body.status().message();
+    Result<JvmBuffers> b = agent::ParseJvmBuffers(*body);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    EXPECT_EQ(b->direct.count, ReadKeyValues(ready_)["pool.direct.count"]);
+  } else {
+    ASSERT_FALSE(body.ok()) << *body;
+    EXPECT_NE(body.status().message().find("-XX:-UsePerfData"), std::string::npos)
+        << body.status().message();
+  }
+  EXPECT_TRUE(jvm.running());
 }
 
 INSTANTIATE_TEST_SUITE_P(Jdks, AgentJvmTest, ::testing::ValuesIn(FindJdkHomes()),
