@@ -11,8 +11,16 @@ bool HeapInfoConsistent(const HeapInfo& info, const ArenaHeap& heap, uint64_t he
   if (info.size == 0 || info.size > info.mprotect_size || info.mprotect_size > heap_size) {
     return false;
   }
-  // glibc grows the rw-p part with mprotect, so its length is mprotect_size.
-  if (info.mprotect_size != heap.usable_bytes) return false;
+  // mprotect_size is not compared with the rw-p length smaps showed: the
+  // header is read after the smaps walk, and the two differ in both
+  // directions while the heap changes. grow_heap runs mprotect and only
+  // then stores the new mprotect_size (seen: the header 16 KiB behind the
+  // mapping, still behind on an immediate re-read while the growing thread
+  // was off the CPU), and a heap that grew after the walk shows a larger
+  // one; shrink_heap keeps it (MADV_DONTNEED), or lowers it after re-mapping
+  // PROT_NONE (strict overcommit). What tells a glibc heap from another
+  // aligned rw-p mapping (a JVM's -Xmx64m heap) is the rest: sizes that fit
+  // the heap and links to arenas.
   if (info.pagesize == 0 || (info.pagesize & (info.pagesize - 1)) != 0) return false;
   if (info.prev == 0) {
     // An arena's first heap holds the arena itself right after heap_info.
@@ -44,8 +52,14 @@ void ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_s
       h.check = HeapCheck::kShapeOnly;  // e.g. unmapped since smaps was read
       continue;
     }
-    h.check =
-        HeapInfoConsistent(*info, h, heap_size) ? HeapCheck::kConfirmed : HeapCheck::kRejected;
+    bool consistent = HeapInfoConsistent(*info, h, heap_size);
+    if (!consistent) {
+      // A heap caught while glibc creates it has a header not yet (fully)
+      // written: a second read usually finds it done.
+      Result<HeapInfo> again = ReadHeapInfo(pid, h.start);
+      consistent = again.ok() && HeapInfoConsistent(*again, h, heap_size);
+    }
+    h.check = consistent ? HeapCheck::kConfirmed : HeapCheck::kRejected;
   }
 }
 

@@ -24,7 +24,10 @@ struct HeapInfo {
 // arena's first heap.
 inline constexpr uint64_t kHeapInfoSize = 48;
 
-// Pure: does the header agree with what smaps showed for `heap`?
+// Pure: does the header agree with what smaps showed for `heap`? Its
+// numbers must fit a heap of `heap_size` and its links must point to glibc
+// arenas. mprotect_size may differ from the rw-p length smaps saw: the heap
+// may have grown or shrunk between the two reads.
 bool HeapInfoConsistent(const HeapInfo& info, const ArenaHeap& heap, uint64_t heap_size);
 
 // Reads the header at `address` of process `pid`. Needs ptrace-read access
@@ -32,8 +35,9 @@ bool HeapInfoConsistent(const HeapInfo& info, const ArenaHeap& heap, uint64_t he
 // otherwise. Never blocks on the target.
 Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address);
 
-// Reads and checks every heap; sets each heap's `check`. Stops reading after
-// the first permission error (the rest would fail the same way).
+// Reads and checks every heap; sets each heap's `check`. A header that
+// disagrees is read once more before the heap is rejected. Stops reading
+// after the first permission error (the rest would fail the same way).
 void ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size);
 
 }  // namespace memtrimd::glibc

@@ -345,14 +345,51 @@ TEST(HeapInfoConsistent, SizeBeyondMprotectSizeIsRejected) {
   EXPECT_FALSE(HeapInfoConsistent(info, h, kHeap));
 }
 
-TEST(HeapInfoConsistent, MprotectSizeMustEqualUsableBytes) {
+TEST(HeapInfoConsistent, HeaderBehindTheMappingAgrees) {
+  // grow_heap has run mprotect but not yet stored the new length (or a
+  // shrink re-mapped PROT_NONE after the smaps walk): the header says less
+  // than the mapping smaps showed.
+  ArenaHeap h = HeapAt(kBase, 1859584);
+  HeapInfo info = FirstHeapInfo(h);
+  info.mprotect_size = 1843200;  // as read from a growing arena_grower
+  info.size = 1843200;
+  EXPECT_TRUE(HeapInfoConsistent(info, h, kHeap));
+}
+
+TEST(HeapInfoConsistent, HeaderNotYetWrittenIsRejected) {
+  // A heap caught between its mprotect and glibc writing its header.
+  ArenaHeap h = HeapAt(kBase, 132 * 1024);
+  EXPECT_FALSE(HeapInfoConsistent(HeapInfo{}, h, kHeap));
+  HeapInfo sized;
+  sized.size = sized.mprotect_size = 132 * 1024;
+  sized.pagesize = 4096;  // ar_ptr not yet set
+  EXPECT_FALSE(HeapInfoConsistent(sized, h, kHeap));
+}
+
+TEST(HeapInfoConsistent, HeapThatGrewAfterTheSmapsWalkAgrees) {
+  // smaps saw 2 MiB; by the time the header was read glibc had grown the
+  // heap (mprotect, then mprotect_size and size), up to the whole heap.
   ArenaHeap h = HeapAt(kBase, 2 * kMiB);
   HeapInfo info = FirstHeapInfo(h);
   info.mprotect_size = h.usable_bytes + 4096;
-  EXPECT_FALSE(HeapInfoConsistent(info, h, kHeap));
-  info.mprotect_size = h.usable_bytes - 4096;
+  EXPECT_TRUE(HeapInfoConsistent(info, h, kHeap));
   info.size = info.mprotect_size;
+  EXPECT_TRUE(HeapInfoConsistent(info, h, kHeap));
+  info.mprotect_size = kHeap;
+  info.size = kHeap - 4096;
+  EXPECT_TRUE(HeapInfoConsistent(info, h, kHeap));
+  // Past the heap's end is no heap of this size.
+  info.mprotect_size = kHeap + 4096;
   EXPECT_FALSE(HeapInfoConsistent(info, h, kHeap));
+}
+
+TEST(HeapInfoConsistent, HeapShrunkWithoutRemapAgrees) {
+  // shrink_heap gives pages back with MADV_DONTNEED and keeps mprotect_size:
+  // size drops below it, the mapping stays as it was.
+  ArenaHeap h = HeapAt(kBase, 8 * kMiB);
+  HeapInfo info = FirstHeapInfo(h);
+  info.size = 1 * kMiB;
+  EXPECT_TRUE(HeapInfoConsistent(info, h, kHeap));
 }
 
 TEST(HeapInfoConsistent, MprotectSizeBeyondTheHeapIsRejected) {
