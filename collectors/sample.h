@@ -118,6 +118,10 @@ struct TargetSample {
   // (MALLOC_ARENA_MAX, MALLOC_*_, GLIBC_TUNABLES), name -> value; absent when
   // /proc/<pid>/environ could not be read.
   std::optional<std::map<std::string, std::string, std::less<>>> malloc_env;
+  // When memtrimd last trimmed this target successfully (scheduled or
+  // manual); set by the scheduler, so that figures read before it (malloc
+  // statistics) are shown as such.
+  std::optional<std::chrono::system_clock::time_point> last_trim_at;
   bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
   // Why the loaded agent gave no answer (no socket: it did not start; a
   // socket memtrimd may not use; a deadline); empty when it answered.

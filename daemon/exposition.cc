@@ -16,6 +16,7 @@
 #include "daemon/collector_set.h"
 #include "daemon/findings.h"
 #include "daemon/metric_table.h"
+#include "daemon/rss_account.h"
 #include "daemon/trim_engine.h"
 
 namespace memtrimd {
@@ -101,7 +102,11 @@ void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
     b.Add(kMallocFree, {pid, "fast"}, D(mi.total_fast_bytes));
     b.Add(kMallocFree, {pid, "rest"}, D(mi.total_rest_bytes));
   }
-  if (auto t = TrimmableEstimate(s)) b.Add(kTrimmableEstimate, {pid}, D(*t));
+  // Read before the last trim, the estimate says what that trim could take;
+  // it is left out until the statistics are read again.
+  if (auto t = TrimmableEstimate(s); t && !MallocStatsStale(s)) {
+    b.Add(kTrimmableEstimate, {pid}, D(*t));
+  }
   if (s.jvm) {
     b.Add(kJvmAttachable, {pid}, s.jvm->attachable ? 1 : 0);
     for (const auto& [name, value] : s.jvm->settings) b.Add(kJvmSettingInfo, {pid, name, value}, 1);
@@ -117,11 +122,27 @@ void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
       if (c.malloc_bytes) b.Add(kNmtMalloc, {pid, c.name}, D(*c.malloc_bytes));
     }
   }
-  if (auto gap = NmtGapBytes(s)) b.Add(kNmtGap, {pid}, static_cast<double>(*gap));
   DirectMemory d = DirectMemoryOf(s);
   if (d.used_bytes) b.Add(kDirectMemory, {pid}, D(*d.used_bytes));
   if (d.limit_bytes) b.Add(kDirectMemoryLimit, {pid}, D(*d.limit_bytes));
   if (d.ratio) b.Add(kDirectMemoryRatio, {pid}, *d.ratio);
+  if (s.jvm_buffers) {
+    for (const auto& [pool, p] :
+         {std::pair<const char*, const BufferPool&>{"direct", s.jvm_buffers->direct},
+          {"mapped", s.jvm_buffers->mapped}}) {
+      b.Add(kBufferPoolUsed, {pid, pool}, D(p.memory_used));
+      b.Add(kBufferPoolCapacity, {pid, pool}, D(p.total_capacity));
+      b.Add(kBufferPoolBuffers, {pid, pool}, D(p.count));
+    }
+  }
+  if (auto cache = TempBufferCacheOf(s))
+    b.Add(kTempBufferCache, {pid, cache->source}, D(cache->bytes));
+  if (s.jvm_perf && s.jvm_perf->gc) {
+    for (const jvm::PerfGcCollector& c : s.jvm_perf->gc->collectors) {
+      b.Add(kGcCollections, {pid, c.name}, D(c.invocations));
+      b.Add(kGcSeconds, {pid, c.name}, c.seconds);
+    }
+  }
   for (const RiskFinding& f : AssessJvmRisks(s)) b.Add(kJvmRisk, {pid, f.check}, f.at_risk ? 1 : 0);
 }
 
@@ -164,6 +185,12 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
     b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
     b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(r.other_anonymous));
+  }
+  if (std::optional<RssAccount> a = AccountRss(smp)) {
+    for (const auto& [part, bytes] : AccountParts(*a)) b.Add(kRssAccount, {pid, part}, D(bytes));
+  }
+  if (smp.malloc_env) {
+    for (const auto& [name, value] : *smp.malloc_env) b.Add(kMallocSetting, {pid, name, value}, 1);
   }
   AddJvm(b, pid, smp);
 }

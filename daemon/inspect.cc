@@ -7,6 +7,7 @@
 
 #include "daemon/findings.h"
 #include "daemon/json_writer.h"
+#include "daemon/rss_account.h"
 #include "daemon/units.h"
 
 namespace memtrimd {
@@ -41,6 +42,19 @@ std::string Percent(double ratio) {
   return buf;
 }
 
+double UnixSeconds(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration<double>(at.time_since_epoch()).count();
+}
+
+std::string TimeOfDay(std::chrono::system_clock::time_point at) {
+  std::time_t t = std::chrono::system_clock::to_time_t(at);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[24];
+  std::strftime(buf, sizeof(buf), "%H:%M:%S UTC", &tm);
+  return buf;
+}
+
 std::string Utc(double seconds) {
   std::time_t t = static_cast<std::time_t>(seconds);
   std::tm tm;
@@ -64,6 +78,10 @@ void ExplainFailure(Table& t, const TargetSnapshot& ts, std::string_view name) {
   } else if (!o->success) {
     t.Say("could not read: " + o->error);
   }
+}
+
+std::string PoolLine(const BufferPool& p) {
+  return std::to_string(p.count) + " buffers, capacity " + Bytes(p.total_capacity);
 }
 
 void RenderJvm(Table& t, const TargetSnapshot& ts) {
@@ -90,7 +108,8 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
           "Native Memory Tracking is off: start the JVM with "
           "-XX:NativeMemoryTracking=summary to see its native memory by category");
     } else {
-      t.Row("NMT committed", Bytes(n.total_committed), "everything the JVM accounts for");
+      t.Row("NMT committed", Bytes(n.total_committed),
+            "everything the JVM accounts for (committed, not all of it touched)");
       std::vector<const jvm::NmtCategory*> cats;
       for (const jvm::NmtCategory& c : n.categories) cats.push_back(&c);
       std::sort(cats.begin(), cats.end(),
@@ -98,22 +117,52 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
       for (std::size_t i = 0; i < cats.size() && i < 8; ++i) {
         if (cats[i]->committed == 0) break;
         t.Row("  " + cats[i]->name, Bytes(cats[i]->committed),
-              cats[i]->name == "Other" ? "direct ByteBuffers and the temporary buffer cache" : "");
+              cats[i]->name == "Other"
+                  ? "direct buffers, temporary buffer cache, FFM and Unsafe allocations"
+                  : "");
       }
     }
   }
   DirectMemory d = DirectMemoryOf(s);
-  if (d.used_bytes && d.limit_bytes) {
-    t.Row("direct memory", Bytes(*d.used_bytes),
-          "of " + Bytes(*d.limit_bytes) +
+  if (s.jvm_buffers) {
+    const JvmBuffers& b = *s.jvm_buffers;
+    std::string limit;
+    if (d.limit_bytes) {
+      limit = "of " + Bytes(*d.limit_bytes) +
               (d.limit_is_max_heap ? " (max heap: MaxDirectMemorySize unset)" : "") +
-              (d.ratio ? ", " + Percent(*d.ratio) : ""));
+              (d.ratio ? ", " + Percent(*d.ratio) : "") + "; ";
+    }
+    t.Row("direct buffer pool", Bytes(b.direct.memory_used), limit + PoolLine(b.direct));
+    t.Row("mapped buffer pool", Bytes(b.mapped.memory_used),
+          PoolLine(b.mapped) + " (file-backed: page cache, not native memory)");
+  } else if (d.limit_bytes) {
+    t.Row("direct memory limit", Bytes(*d.limit_bytes),
+          d.limit_is_max_heap ? "the max heap (MaxDirectMemorySize unset)" : "MaxDirectMemorySize");
   }
-  if (auto gap = NmtGapBytes(s)) {
-    t.Row("outside NMT", FormatBytes(static_cast<double>(*gap)),
-          "RSS minus NMT committed: native libraries, glibc's retained free memory");
+  if (auto cache = TempBufferCacheOf(s)) {
+    std::string note =
+        std::string(cache->source) == "agent"
+            ? (cache->buffers ? std::to_string(*cache->buffers) + " buffers, " : "") +
+                  "summed over threads"
+            : "at most: NMT Other minus the direct pool (also holds FFM, Unsafe)";
+    if (auto counts = TempBuffersCountAgainstLimit(s)) {
+      note += *counts ? "; inside the direct pool on this JDK" : "; outside the direct pool";
+    }
+    t.Row("temporary buffer cache", Bytes(cache->bytes), note);
   }
-
+  if (s.jvm_perf && s.jvm_perf->gc) {
+    const jvm::PerfGc& gc = *s.jvm_perf->gc;
+    uint64_t n = 0;
+    for (const jvm::PerfGcCollector& c : gc.collectors) n += c.invocations;
+    std::string rate;
+    if (s.jvm_perf->gc_per_second) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%.1f/s lately, %.1f %% of the time; ",
+                    *s.jvm_perf->gc_per_second, s.jvm_perf->gc_time_ratio.value_or(0) * 100);
+      rate = buf;
+    }
+    t.Row("GC collections", std::to_string(n), rate + "last cause: " + gc.last_cause);
+  }
   if (s.jvm && !s.jvm->settings.empty()) {
     std::string line;
     for (const auto& [name, value] : s.jvm->settings) {
@@ -129,11 +178,52 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
   }
 }
 
-void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
+void RenderAccount(Table& t, const TargetSnapshot& ts) {
+  const TargetSample& s = ts.sample;
+  std::optional<RssAccount> a = AccountRss(s);
+  if (!a) return;
+  t.Heading(std::string("Who holds the RSS (one smaps read") + (a->nmt ? ", NMT" : "") +
+            (s.malloc ? ", malloc statistics" : "") + ")");
+  t.Row("file-backed", Bytes(a->file), "code and mapped files: not native memory");
+  if (a->java_heap) t.Row("Java heap", Bytes(*a->java_heap), "touched pages of the Java heap");
+  if (a->nmt) {
+    const NmtKnown& n = *a->nmt;
+    t.Row("NMT-known native", Bytes(n.total()), "resident memory the JVM accounts for");
+    t.Row("  buffers (NMT Other)", Bytes(n.buffers),
+          "direct buffers, temporary buffer cache, FFM, Unsafe");
+    t.Row("  metaspace", Bytes(n.metaspace), "class metadata");
+    t.Row("  code", Bytes(n.code), "the JIT's code cache");
+    t.Row("  threads", Bytes(n.threads), "stacks and thread structures");
+    t.Row("  GC", Bytes(n.gc), "card tables, remembered sets, mark bitmaps");
+    t.Row("  other JVM", Bytes(n.jvm_other), "symbols, compiler, internal, ...");
+  }
+  if (a->glibc_free) {
+    t.Row("glibc free kept", Bytes(*a->glibc_free),
+          "free pages malloc keeps resident: a trim gives most of them back" +
+              std::string(MallocStatsStale(s) ? " (malloc statistics from before the last trim)"
+                                              : ""));
+  }
+  std::string rest_note = a->nmt
+                              ? "JNI and native libraries (zlib, TLS, ...), glibc's own structures"
+                              : (a->is_jvm ? "all native memory (no NMT to split it)"
+                                           : "the program's malloc'd and mapped memory");
+  if (!a->glibc_free) rest_note += "; glibc's free memory is in here (no malloc statistics)";
+  if (a->outside_is_lower_bound && a->nmt) rest_note += "; at least this much";
+  t.Row(a->nmt ? "native outside NMT" : "native", Bytes(a->outside), rest_note);
+  std::string eq = a->Equation();
+  if (s.cgroup && s.cgroup->limit_bytes) eq += " (limit " + Bytes(*s.cgroup->limit_bytes) + ")";
+  t.Say(eq);
+  if (a->nmt_committed_untouched > 0) {
+    t.Say("(NMT also counts " + Bytes(a->nmt_committed_untouched) +
+          " committed but never touched, e.g. GC bitmaps of an untouched heap: not RSS)");
+  }
+}
+
+void RenderBreakdown(Table& t, const TargetSnapshot& ts) {
   const TargetSample& s = ts.sample;
   if (!s.glibc) return;
   const glibc::RssBreakdown& b = s.glibc->breakdown;
-  t.Heading("Where the RSS is (one smaps read: " + Bytes(b.total) + ")");
+  t.Heading("Where the RSS is, by mapping (one smaps read: " + Bytes(b.total) + ")");
   t.Row("file-backed and shared", Bytes(b.file_and_shared),
         "code, mapped files, shmem; the kernel can drop clean pages");
   if (s.glibc->java_heap_known) {
@@ -143,23 +233,17 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts, uint64_t status_rss) {
         "threads' malloc arenas: live native data plus freed memory glibc keeps");
   t.Row("glibc main arena", Bytes(b.main_arena), "[heap]: the main thread's malloc arena");
   t.Row("other anonymous", Bytes(b.other_anonymous),
-        s.jvm || s.jvm_perf ? "metaspace, code cache, GC structures, stacks, large malloc chunks"
-                            : "stacks, large malloc chunks (mmapped), other anonymous mappings");
-  // The incident arithmetic: heap + NMT-known native + outside NMT (+ trimmable).
-  if (s.jvm && s.jvm->nmt && s.jvm->nmt->enabled && status_rss > 0) {
-    const jvm::NmtSummary& n = *s.jvm->nmt;
-    const jvm::NmtCategory* jh = n.Find("Java Heap");
-    uint64_t heap = jh ? jh->committed : 0;
-    uint64_t nmt_native = n.total_committed > heap ? n.total_committed - heap : 0;
-    int64_t outside = static_cast<int64_t>(status_rss) - static_cast<int64_t>(n.total_committed);
-    std::string line = "heap " + Bytes(heap) + " + NMT-known native " + Bytes(nmt_native) +
-                       " + outside NMT ~" + Bytes(outside > 0 ? static_cast<uint64_t>(outside) : 0);
-    if (auto tr = TrimmableEstimate(s)) line += " (trimmable at most " + Bytes(*tr) + ")";
-    line += " = RSS " + Bytes(status_rss);
-    if (s.cgroup && s.cgroup->limit_bytes)
-      line += " of a " + Bytes(*s.cgroup->limit_bytes) + " limit";
-    t.Say(line);
-  }
+        s.jvm || s.jvm_perf
+            ? "metaspace, code cache, GC structures, stacks, large malloc chunks (direct "
+              "buffers among them)"
+            : "stacks, large malloc chunks (mmapped), other anonymous mappings");
+}
+
+void RenderMissing(Table& t, const TargetSnapshot& ts) {
+  std::vector<MissingFigure> missing = MissingFigures(ts.sample);
+  if (missing.empty()) return;
+  t.Heading("Not shown, and why");
+  for (const MissingFigure& m : missing) t.Say(m.figure + ": " + m.why);
 }
 
 // What to do about an unreachable agent, from the client's reason.
@@ -223,19 +307,28 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
                 m->source + ")");
     }
     if (auto tr = TrimmableEstimate(ts.sample)) {
+      // An estimate read before the last trim says what that trim could
+      // take, not what one can take now.
       t.Row("trimmable (at most)", Bytes(*tr),
-            "free malloc chunks of a page or more, and the main arena's top");
+            MallocStatsStale(ts.sample)
+                ? "READ BEFORE THE LAST TRIM (" + TimeOfDay(*ts.sample.last_trim_at) +
+                      "): not what a trim can give now; re-read pending"
+                : "free malloc chunks of a page or more, and the main arena's top (read " +
+                      TimeOfDay(ts.sample.malloc->read_at) + ")");
+    }
+    if (ts.sample.malloc_env) {
+      std::string line;
+      for (const auto& [name, value] : *ts.sample.malloc_env) {
+        line += (line.empty() ? "" : ", ") + name + "=" + value;
+      }
+      t.Say("malloc settings (initial environment): " + (line.empty() ? "none" : line));
+      if (std::string advice = MallocEnvAdvice(ts.sample); !advice.empty()) t.Say(advice);
     }
     uint64_t base = rss ? rss : g->smaps_rss_bytes;
     if (base > 0 && !g->heaps.empty()) {
       double share = static_cast<double>(g->resident_bytes) / static_cast<double>(base);
-      std::string verdict =
-          share >= 0.5
-              ? "Arena heaps hold " + Percent(share) +
-                    " of RSS. If the program's live data is much smaller, most of this is freed "
-                    "memory glibc keeps; malloc_trim can give its whole free pages back."
-              : "Arena heaps hold " + Percent(share) + " of RSS.";
-      t.Say(verdict);
+      t.Say("Arena heaps hold " + Percent(share) +
+            " of RSS (live native data and the free memory glibc keeps: see the account below)");
     }
   } else {
     t.Heading("glibc malloc");
@@ -243,7 +336,9 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
   }
 
   RenderJvm(t, ts);
-  RenderBreakdown(t, ts, rss);
+  RenderAccount(t, ts);
+  RenderBreakdown(t, ts);
+  RenderMissing(t, ts);
 
   t.Heading("Trimming");
   if (tg.runtime == Runtime::kJvm) {
@@ -325,6 +420,37 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.Key("arenas").Uint(m->info.arenas.size());
     w.Key("system_bytes").Uint(m->info.system_current);
     if (auto tr = TrimmableEstimate(ts.sample)) w.Key("trimmable_estimate_bytes").Uint(*tr);
+    w.Key("read_at_unix_seconds").Double(UnixSeconds(m->read_at));
+    // true: read before the last trim, so not what a trim can give now.
+    w.Key("stale").Bool(MallocStatsStale(ts.sample));
+    w.EndObject();
+  }
+  if (ts.sample.last_trim_at) {
+    w.Key("last_trim_unix_seconds").Double(UnixSeconds(*ts.sample.last_trim_at));
+  }
+  if (const auto& env = ts.sample.malloc_env) {
+    w.Key("malloc_env").BeginObject();
+    for (const auto& [name, value] : *env) w.Key(name).String(value);
+    w.EndObject();
+  }
+  if (std::optional<RssAccount> a = AccountRss(ts.sample)) {
+    w.Key("rss_account").BeginObject();
+    w.Key("rss_bytes").Uint(a->rss).Key("file_bytes").Uint(a->file);
+    if (a->java_heap) w.Key("java_heap_bytes").Uint(*a->java_heap);
+    if (a->nmt) {
+      const NmtKnown& n = *a->nmt;
+      w.Key("nmt_known_bytes").Uint(n.total());
+      w.Key("nmt_known").BeginObject();
+      w.Key("buffers_bytes").Uint(n.buffers).Key("metaspace_bytes").Uint(n.metaspace);
+      w.Key("code_bytes").Uint(n.code).Key("threads_bytes").Uint(n.threads);
+      w.Key("gc_bytes").Uint(n.gc).Key("jvm_other_bytes").Uint(n.jvm_other);
+      w.EndObject();
+      w.Key("nmt_committed_untouched_bytes").Uint(a->nmt_committed_untouched);
+    }
+    if (a->glibc_free) w.Key("glibc_free_bytes").Uint(*a->glibc_free);
+    w.Key(a->nmt ? "outside_nmt_bytes" : "native_bytes").Uint(a->outside);
+    if (a->nmt) w.Key("outside_nmt_is_lower_bound").Bool(a->outside_is_lower_bound);
+    w.Key("equation").String(a->Equation());
     w.EndObject();
   }
   if (ts.sample.agent_loaded) {
@@ -394,10 +520,43 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     if (heap.used) w.Key("heap_used_bytes").Uint(*heap.used);
     if (heap.max) w.Key("heap_max_bytes").Uint(*heap.max);
     DirectMemory d = DirectMemoryOf(s);
+    if (s.jvm_buffers) {
+      auto pool = [&](const char* name, const BufferPool& p) {
+        w.Key(name).BeginObject().Key("count").Uint(p.count);
+        w.Key("total_capacity_bytes").Uint(p.total_capacity);
+        w.Key("memory_used_bytes").Uint(p.memory_used).EndObject();
+      };
+      w.Key("buffer_pools").BeginObject();
+      pool("direct", s.jvm_buffers->direct);
+      pool("mapped", s.jvm_buffers->mapped);
+      w.EndObject();
+    } else {
+      w.Key("buffer_pools_missing")
+          .String(s.jvm_buffers_missing.empty() ? "libmemtrimd_agent.so is not preloaded"
+                                                : s.jvm_buffers_missing);
+    }
+    if (d.nmt_other_bytes) w.Key("nmt_other_bytes").Uint(*d.nmt_other_bytes);
+    if (auto cache = TempBufferCacheOf(s)) {
+      w.Key("temp_buffer_cache_bytes").Uint(cache->bytes);
+      w.Key("temp_buffer_cache_source").String(cache->source);
+    }
     if (d.used_bytes) w.Key("direct_memory_bytes").Uint(*d.used_bytes);
     if (d.limit_bytes) w.Key("direct_memory_limit_bytes").Uint(*d.limit_bytes);
-    if (auto gap = NmtGapBytes(s)) w.Key("nmt_gap_bytes").Int(*gap);
-    if (auto tr = TrimmableEstimate(s)) w.Key("trimmable_estimate_bytes").Uint(*tr);
+    if (s.jvm_perf && s.jvm_perf->gc) {
+      const jvm::PerfGc& gc = *s.jvm_perf->gc;
+      w.Key("gc").BeginObject();
+      if (s.jvm_perf->gc_per_second) {
+        w.Key("collections_per_second").Double(*s.jvm_perf->gc_per_second);
+      }
+      if (s.jvm_perf->gc_time_ratio) w.Key("time_ratio").Double(*s.jvm_perf->gc_time_ratio);
+      w.Key("last_cause").String(gc.last_cause);
+      w.Key("collectors").BeginArray();
+      for (const jvm::PerfGcCollector& c : gc.collectors) {
+        w.BeginObject().Key("name").String(c.name).Key("collections").Uint(c.invocations);
+        w.Key("seconds").Double(c.seconds).EndObject();
+      }
+      w.EndArray().EndObject();
+    }
     w.Key("risks").BeginArray();
     for (const RiskFinding& f : AssessJvmRisks(s)) {
       w.BeginObject().Key("check").String(f.check).Key("at_risk").Bool(f.at_risk);
@@ -406,6 +565,11 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.EndArray();
     w.EndObject();
   }
+  w.Key("missing").BeginArray();
+  for (const MissingFigure& m : MissingFigures(ts.sample)) {
+    w.BeginObject().Key("figure").String(m.figure).Key("why").String(m.why).EndObject();
+  }
+  w.EndArray();
   w.Key("collectors").BeginArray();
   for (const CollectorOutcome& o : ts.collectors) {
     w.BeginObject().Key("name").String(o.name).Key("success").Bool(o.success);

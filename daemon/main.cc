@@ -154,6 +154,9 @@ int RunDaemonCommand(const DaemonConfig& c) {
   o.glibc_confirm_heaps = c.glibc_confirm_heaps;
   o.memory_limit_fallback = c.target_memory_limit;
   Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(o), c.sample_interval, store);
+  trims.SetAfterTrim([&scheduler](const Target& t, std::chrono::system_clock::time_point ended) {
+    scheduler.AfterTrim(t, ended);
+  });
 
   // Before the "started" line that announces the ports: the first sample
   // (which waits for no socket collector) is published by then, so /healthz

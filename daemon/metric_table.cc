@@ -183,17 +183,56 @@ const MetricDef kNmtMalloc{"memtrimd_jvm_nmt_malloc_bytes",
                            MetricType::Gauge,
                            {"pid", "category"},
                            "Native Memory Tracking: bytes malloc'd per category."};
-const MetricDef kNmtGap{"memtrimd_jvm_nmt_gap_bytes",
-                        MetricType::Gauge,
-                        {"pid"},
-                        "RSS minus NMT's total committed: native memory the JVM does not know "
-                        "about (native libraries, glibc's retained free memory). Can be "
-                        "negative: NMT counts committed memory that was never touched."};
+const MetricDef kRssAccount{
+    "memtrimd_rss_account_bytes",
+    MetricType::Gauge,
+    {"pid", "part"},
+    "Who holds the RSS, from one smaps read, NMT and malloc statistics; the parts add up "
+    "exactly to that read's RSS: file, java_heap, nmt_buffers, nmt_metaspace, nmt_code, "
+    "nmt_threads, nmt_gc, nmt_jvm_other, glibc_free (free pages malloc keeps), and outside_nmt "
+    "(JVM with NMT: native memory NMT does not know) or native (no NMT)."};
 const MetricDef kDirectMemory{"memtrimd_jvm_direct_memory_bytes",
                               MetricType::Gauge,
                               {"pid"},
-                              "Direct ByteBuffers and the per-thread temporary buffer cache "
-                              "(NMT category Other, committed). Needs NMT."};
+                              "Memory used by the direct buffer pool (BufferPoolMXBean "
+                              "\"direct\"): what -XX:MaxDirectMemorySize limits. Needs "
+                              "libmemtrimd_agent.so preloaded into the JVM."};
+const MetricDef kBufferPoolUsed{"memtrimd_jvm_buffer_pool_used_bytes",
+                                MetricType::Gauge,
+                                {"pid", "pool"},
+                                "BufferPoolMXBean memory used per pool (direct, mapped), read "
+                                "inside the JVM by the preloaded agent."};
+const MetricDef kBufferPoolCapacity{"memtrimd_jvm_buffer_pool_capacity_bytes",
+                                    MetricType::Gauge,
+                                    {"pid", "pool"},
+                                    "BufferPoolMXBean total capacity per pool (direct, mapped)."};
+const MetricDef kBufferPoolBuffers{"memtrimd_jvm_buffer_pool_used_buffers",
+                                   MetricType::Gauge,
+                                   {"pid", "pool"},
+                                   "BufferPoolMXBean buffer count per pool (direct, mapped)."};
+const MetricDef kTempBufferCache{
+    "memtrimd_jvm_temp_buffer_cache_bytes",
+    MetricType::Gauge,
+    {"pid", "source"},
+    "Temporary direct buffers the JDK caches per thread (sun.nio.ch.Util): source=agent, summed "
+    "over threads inside the JVM; source=estimate, JDK 24+ only, NMT Other minus the direct "
+    "pool (an upper bound)."};
+const MetricDef kGcCollections{"memtrimd_jvm_gc_collections_total",
+                               MetricType::Counter,
+                               {"pid", "collector"},
+                               "Garbage collections per collector (hsperfdata "
+                               "sun.gc.collector.<n>.invocations)."};
+const MetricDef kGcSeconds{"memtrimd_jvm_gc_collection_seconds_total",
+                           MetricType::Counter,
+                           {"pid", "collector"},
+                           "Time spent in garbage collections per collector (hsperfdata "
+                           "sun.gc.collector.<n>.time)."};
+const MetricDef kMallocSetting{"memtrimd_target_malloc_setting_info",
+                               MetricType::Gauge,
+                               {"pid", "name", "value"},
+                               "The target's glibc malloc tuning from its initial environment "
+                               "(MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, "
+                               "MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES, ...). Value is always 1."};
 const MetricDef kDirectMemoryLimit{"memtrimd_jvm_direct_memory_limit_bytes",
                                    MetricType::Gauge,
                                    {"pid"},
@@ -202,14 +241,17 @@ const MetricDef kDirectMemoryLimit{"memtrimd_jvm_direct_memory_limit_bytes",
 const MetricDef kDirectMemoryRatio{"memtrimd_jvm_direct_memory_usage_ratio",
                                    MetricType::Gauge,
                                    {"pid"},
-                                   "Direct memory used over its limit (0..1)."};
+                                   "The direct buffer pool's memory used over its limit (0..1). "
+                                   "Needs the agent."};
 const MetricDef kJvmRisk{"memtrimd_jvm_risk",
                          MetricType::Gauge,
                          {"pid", "check"},
-                         "1 when a check finds a native memory risk, 0 when it does not: "
-                         "nio_cache_unbounded (JDK 18+ without jdk.nio.maxCachedBufferSize), "
-                         "nmt_off, direct_memory_high (above 90% of its limit), "
-                         "jvm_trims_itself (TrimNativeHeapInterval > 0)."};
+                         "1 when a check finds a native memory risk, 0 when it does not, "
+                         "absent when it cannot decide: nio_cache_unbounded "
+                         "(jdk.nio.maxCachedBufferSize unset), nmt_off, direct_memory_high "
+                         "(direct pool above 90% of its limit), direct_buffer_gc_storm (1+ "
+                         "collections a second caused by System.gc()), jvm_trims_itself "
+                         "(TrimNativeHeapInterval > 0)."};
 
 const MetricDef kTrimRuns{"memtrimd_trim_runs_total",
                           MetricType::Counter,
@@ -267,57 +309,21 @@ const MetricDef kProcessMaxFds{
 const std::vector<const MetricDef*>& AllMetrics() {
   using namespace metric;
   static const std::vector<const MetricDef*> all = {
-      &kBuildInfo,
-      &kSamples,
-      &kSampleAge,
-      &kCollectorSuccess,
-      &kCollectorDuration,
-      &kTargetUp,
-      &kTargetInfo,
-      &kTargetStartTime,
-      &kTargetResident,
-      &kTargetSwap,
-      &kTargetResidentPeak,
-      &kTargetThreads,
-      &kTargetMemoryLimit,
-      &kCgroupUsage,
-      &kCgroupMemory,
-      &kTargetOomKills,
-      &kArenaHeaps,
-      &kArenaHeapBytes,
-      &kMainArenaResident,
-      &kSmapsAge,
-      &kSmapsDuration,
-      &kMallocArenas,
-      &kMallocSystem,
-      &kMallocFree,
-      &kTrimmableEstimate,
-      &kRssBreakdown,
-      &kJvmAttachable,
-      &kJvmSettingInfo,
-      &kJvmHeapCommitted,
-      &kJvmHeapUsed,
-      &kJvmHeapMax,
-      &kNmtReserved,
-      &kNmtCommitted,
-      &kNmtMalloc,
-      &kNmtGap,
-      &kDirectMemory,
-      &kDirectMemoryLimit,
-      &kDirectMemoryRatio,
-      &kJvmRisk,
-      &kTrimRuns,
-      &kTrimReclaimedTotal,
-      &kTrimLastReclaimed,
-      &kTrimDuration,
-      &kTrimLastSuccess,
-      &kTrimInterval,
-      &kProcessCpu,
-      &kProcessResident,
-      &kProcessVirtual,
-      &kProcessStartTime,
-      &kProcessOpenFds,
-      &kProcessMaxFds,
+      &kBuildInfo,          &kSamples,           &kSampleAge,          &kCollectorSuccess,
+      &kCollectorDuration,  &kTargetUp,          &kTargetInfo,         &kTargetStartTime,
+      &kTargetResident,     &kTargetSwap,        &kTargetResidentPeak, &kTargetThreads,
+      &kMallocSetting,      &kTargetMemoryLimit, &kCgroupUsage,        &kCgroupMemory,
+      &kTargetOomKills,     &kArenaHeaps,        &kArenaHeapBytes,     &kMainArenaResident,
+      &kSmapsAge,           &kSmapsDuration,     &kMallocArenas,       &kMallocSystem,
+      &kMallocFree,         &kTrimmableEstimate, &kRssBreakdown,       &kJvmAttachable,
+      &kJvmSettingInfo,     &kJvmHeapCommitted,  &kJvmHeapUsed,        &kJvmHeapMax,
+      &kNmtReserved,        &kNmtCommitted,      &kNmtMalloc,          &kRssAccount,
+      &kDirectMemory,       &kDirectMemoryLimit, &kDirectMemoryRatio,  &kBufferPoolUsed,
+      &kBufferPoolCapacity, &kBufferPoolBuffers, &kTempBufferCache,    &kGcCollections,
+      &kGcSeconds,          &kJvmRisk,           &kTrimRuns,           &kTrimReclaimedTotal,
+      &kTrimLastReclaimed,  &kTrimDuration,      &kTrimLastSuccess,    &kTrimInterval,
+      &kProcessCpu,         &kProcessResident,   &kProcessVirtual,     &kProcessStartTime,
+      &kProcessOpenFds,     &kProcessMaxFds,
   };
   return all;
 }

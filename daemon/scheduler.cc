@@ -51,7 +51,15 @@ void Scheduler::Run() {
   auto next = std::chrono::steady_clock::now() + interval_;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
+    if (cv_.wait_until(lock, next, [this] { return stop_ || tick_now_; })) {
+      if (stop_) break;
+      // Woken by AfterTrim: one extra tick; the schedule stays.
+      tick_now_ = false;
+      lock.unlock();
+      Tick();
+      lock.lock();
+      continue;
+    }
     lock.unlock();
     Tick();
     // What memtrimd asks of its targets, it does itself: a burst of
@@ -141,9 +149,40 @@ void Scheduler::RereadSmapsForJavaHeap(
   }
 }
 
+void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
+                          std::chrono::milliseconds wait) {
+  uint64_t seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_trim_ = {target, ended};
+    refresh_after_trim_ = true;
+    tick_now_ = true;
+    seen = published_;
+  }
+  cv_.notify_all();
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) source->RunSoon();
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  published_cv_.wait_for(lock, wait, [&] { return stop_ || published_ > seen; });
+}
+
 void Scheduler::Tick() {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
+  std::optional<std::pair<Target, std::chrono::system_clock::time_point>> last_trim;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_trim = last_trim_;
+    if (refresh_after_trim_) {
+      // The trim changed what smaps shows: read it again now, not a whole
+      // --smaps.interval later.
+      for (CollectorSlot& slot : slots_) {
+        if (slot.collector->Name() == "glibc") slot.last_run.reset();
+      }
+      refresh_after_trim_ = false;
+    }
+  }
   CheckTargetAlive();
   std::string reason;
   SelectIfNeeded(reason);
@@ -166,6 +205,9 @@ void Scheduler::Tick() {
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.
     CheckTargetAlive();
+    if (last_trim && last_trim->first.SameProcess(ts.target)) {
+      ts.sample.last_trim_at = last_trim->second;
+    }
     if (target_) {
       LogCollectorOutcomes(ts);
       snap->targets.push_back(std::move(ts));
@@ -178,6 +220,11 @@ void Scheduler::Tick() {
   snap->taken_at = std::chrono::system_clock::now();
   previous_ = snap;
   store_.Publish(std::move(snap));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++published_;
+  }
+  published_cv_.notify_all();
 }
 
 }  // namespace memtrimd

@@ -36,6 +36,15 @@ class Scheduler {
   // One tick; public for tests.
   void Tick();
 
+  // Called by the trim engine after a successful trim of `target` that
+  // ended at `ended`: re-reads smaps and asks the socket collectors for fresh
+  // malloc statistics at once, marks older statistics as read before the
+  // trim, and returns once a sample taken after the trim is published (or
+  // after `wait`), so that a /report read after a manual trim never shows
+  // an estimate from before it as current.
+  void AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
+                 std::chrono::milliseconds wait = std::chrono::seconds(2));
+
  private:
   void Run();
   // Drops the target when its (pid, start time) no longer exists.
@@ -64,6 +73,14 @@ class Scheduler {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  // Guarded by mu_: the last trim (AfterTrim), whether the next tick must
+  // re-read smaps, whether to tick before the interval is up, and how many
+  // snapshots were published (AfterTrim waits for the next one).
+  std::optional<std::pair<Target, std::chrono::system_clock::time_point>> last_trim_;
+  bool refresh_after_trim_ = false;
+  bool tick_now_ = false;
+  uint64_t published_ = 0;
+  std::condition_variable published_cv_;
   std::thread thread_;
 };
 

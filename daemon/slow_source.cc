@@ -71,6 +71,14 @@ void SlowSource::Stop() {
   }
 }
 
+void SlowSource::RunSoon() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->next_run = std::chrono::steady_clock::now();
+  }
+  state_->cv.notify_all();
+}
+
 void SlowSource::Run(const std::shared_ptr<State>& s) {
   std::unique_lock<std::mutex> lock(s->mu);
   while (!s->stop) {

@@ -31,6 +31,10 @@ class SlowSource {
   // drops the previous target's result and is read at once.
   void SetTarget(const std::optional<Target>& target);
 
+  // Runs the collector as soon as the thread is free (e.g. to re-read
+  // malloc statistics right after a trim), then on its interval again.
+  void RunSoon();
+
   // The latest finished run for the current target; nullptr until one ends.
   std::shared_ptr<const FinishedRun> Latest() const;
 

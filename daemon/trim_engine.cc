@@ -153,7 +153,7 @@ void TrimEngine::Tick() {
     stats_.in_progress = true;
   }
   std::optional<Result<TrimResult>> done = TrimUnlessShutdown(*target, options_.trim);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   stats_.in_progress = false;
   if (!done) {
     log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target->pid)}});
@@ -179,6 +179,16 @@ void TrimEngine::Tick() {
                  r->success ? std::optional<int64_t>(r->ReclaimedRssSwap()) : std::nullopt,
                  r->after.arena_resident_bytes);
   Record(*r);
+  lock.unlock();
+  NotifyTrimmed(*target, *r);
+}
+
+void TrimEngine::NotifyTrimmed(const Target& target, const TrimResult& r) const {
+  // REQUIRES: mu_ not held (the hook waits for a sample).
+  if (!r.success || !after_trim_) return;
+  auto ended = r.at + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                          std::chrono::duration<double>(r.duration_seconds));
+  after_trim_(target, ended);
 }
 
 void TrimEngine::Record(const TrimResult& r) {
@@ -230,7 +240,7 @@ Result<TrimResult> TrimEngine::TrimManually() {
     stats_.in_progress = true;
   }
   std::optional<Result<TrimResult>> done = TrimUnlessShutdown(target, options_.trim);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   stats_.in_progress = false;
   if (!done) {
     log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target.pid)}});
@@ -243,6 +253,8 @@ Result<TrimResult> TrimEngine::TrimManually() {
   }
   r->trigger = "manual";
   Record(*r);
+  lock.unlock();
+  NotifyTrimmed(target, *r);
   return r;
 }
 

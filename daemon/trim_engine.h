@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,6 +57,12 @@ class TrimEngine {
   TrimEngine& operator=(const TrimEngine&) = delete;
 
   void Start();
+  // Called after every successful trim (before TrimManually returns), with
+  // the target and when the trim ended: the scheduler re-reads what the
+  // trim changed. Set before Start.
+  using AfterTrimHook =
+      std::function<void(const Target&, std::chrono::system_clock::time_point ended)>;
+  void SetAfterTrim(AfterTrimHook hook) { after_trim_ = std::move(hook); }
   // Joins the engine's thread. After RequestShutdown (shutdown.h) this does
   // not wait for a trim blocked on its target: the trim is abandoned.
   void Stop();
@@ -73,6 +80,8 @@ class TrimEngine {
   uint64_t MetricsVersion() const { return metrics_version_.load(std::memory_order_acquire); }
 
  private:
+  void NotifyTrimmed(const Target& target, const TrimResult& r) const;
+  AfterTrimHook after_trim_;
   void Run();
   void Tick();
   TrimInputs InputsFrom(const Snapshot* snap, std::optional<Target>& target) const;

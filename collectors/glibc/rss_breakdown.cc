@@ -20,6 +20,7 @@ RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
       uint64_t anon = std::min(m.anonymous, m.rss);
       b.file_and_shared += m.rss - anon;
       b.other_anonymous += anon;
+      b.anon_in_file += anon;
     } else if (m.kind == procfs::MappingKind::kHeap) {
       b.main_arena += m.rss;
     } else if (in_arena_heap) {

@@ -25,6 +25,9 @@ struct RssBreakdown {
   uint64_t other_anonymous = 0;  // the rest: stacks, JVM metaspace, code cache, GC
                                  // structures, large malloc chunks (mmapped), written
                                  // private pages of file mappings, ...
+  uint64_t anon_in_file = 0;     // of other_anonymous: written private pages of file
+                                 // mappings (libraries' data and relocations, a JVM's
+                                 // CDS archive)
   uint64_t total = 0;            // sum of every mapping's Rss
 };
 

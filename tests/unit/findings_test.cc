@@ -41,15 +41,46 @@ const RiskFinding* FindCheck(const std::vector<RiskFinding>& v, const std::strin
   return nullptr;
 }
 
-TEST(Findings, NioCacheUnboundedOnJdk18AndLaterOnly) {
-  auto r25 = AssessJvmRisks(Jvm(25));
-  ASSERT_NE(FindCheck(r25, "nio_cache_unbounded"), nullptr);
-  EXPECT_TRUE(FindCheck(r25, "nio_cache_unbounded")->at_risk);
-  auto r17 = AssessJvmRisks(Jvm(17));
-  EXPECT_FALSE(FindCheck(r17, "nio_cache_unbounded")->at_risk);
+JvmBuffers Pool(uint64_t direct_used) {
+  JvmBuffers b;
+  b.direct = {3, direct_used, direct_used};
+  return b;
+}
+
+TEST(Findings, NioCacheUnboundedIsTheUnsetPropertyOnEveryJdk) {
+  for (int feature : {17, 21, 25}) {
+    auto r = AssessJvmRisks(Jvm(feature));
+    ASSERT_NE(FindCheck(r, "nio_cache_unbounded"), nullptr) << feature;
+    EXPECT_TRUE(FindCheck(r, "nio_cache_unbounded")->at_risk) << feature;
+  }
   TargetSample bounded = Jvm(21);
   bounded.jvm->settings["jdk.nio.maxCachedBufferSize"] = "262144";
   EXPECT_FALSE(FindCheck(AssessJvmRisks(bounded), "nio_cache_unbounded")->at_risk);
+}
+
+TEST(Findings, NioCacheExplanationQuotesTheCacheAndTheJdksConsequence) {
+  TargetSample s17 = Jvm(17);
+  s17.jvm_buffers = Pool(130u << 20);
+  s17.jvm_buffers->temp_cache_bytes = 120u << 20;
+  s17.jvm_buffers->temp_cache_buffers = 20;
+  std::string e17 = FindCheck(AssessJvmRisks(s17), "nio_cache_unbounded")->explanation;
+  EXPECT_NE(e17.find("120.0 MiB in 20 buffers"), std::string::npos) << e17;
+  EXPECT_NE(e17.find("counts against MaxDirectMemorySize"), std::string::npos) << e17;
+  EXPECT_NE(e17.find("-Djdk.nio.maxCachedBufferSize="), std::string::npos) << e17;
+
+  // JDK 25 without the agent's walk: NMT Other beyond the pool, an upper bound.
+  TargetSample s25 = Jvm(25);
+  s25.jvm_buffers = Pool(10u << 20);
+  std::optional<TempBufferCache> c = TempBufferCacheOf(s25);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 90u << 20);
+  EXPECT_STREQ(c->source, "estimate");
+  std::string e25 = FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded")->explanation;
+  EXPECT_NE(e25.find("does not count against MaxDirectMemorySize"), std::string::npos) << e25;
+  // On 17 the cache is inside the pool: no estimate from NMT.
+  TargetSample s17b = Jvm(17);
+  s17b.jvm_buffers = Pool(10u << 20);
+  EXPECT_FALSE(TempBufferCacheOf(s17b));
 }
 
 TEST(Findings, NmtOffAndSelfTrimming) {
@@ -64,28 +95,93 @@ TEST(Findings, NmtOffAndSelfTrimming) {
   EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "jvm_trims_itself")->at_risk);
 }
 
-TEST(Findings, DirectMemoryAgainstItsLimit) {
+TEST(Findings, DirectMemoryHighIsDecidedOnTheDirectPool) {
   TargetSample s = Jvm(21);
+  s.jvm->settings["MaxDirectMemorySize"] = std::to_string(64u << 20);
+  // NMT Other (100 MiB) above the limit, pool unknown: undecided, never at risk.
+  EXPECT_EQ(FindCheck(AssessJvmRisks(s), "direct_memory_high"), nullptr);
+  bool listed = false;
+  for (const MissingFigure& m : MissingFigures(s)) {
+    listed |= m.figure.find("direct_memory_high") != std::string::npos;
+  }
+  EXPECT_TRUE(listed);
+  // The pool holds 2 MiB (the rest of Other is FFM): not at risk.
+  s.jvm_buffers = Pool(2u << 20);
   DirectMemory d = DirectMemoryOf(s);
-  EXPECT_EQ(d.used_bytes, 100u << 20);
-  EXPECT_EQ(d.limit_bytes, 1u << 30);  // MaxDirectMemorySize unset: max heap
-  EXPECT_TRUE(d.limit_is_max_heap);
+  EXPECT_EQ(d.used_bytes, 2u << 20);
+  EXPECT_EQ(d.nmt_other_bytes, 100u << 20);
   EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_memory_high")->at_risk);
-  s.jvm->settings["MaxDirectMemorySize"] = std::to_string(105u << 20);
-  d = DirectMemoryOf(s);
-  EXPECT_EQ(d.limit_bytes, 105u << 20);
-  EXPECT_FALSE(d.limit_is_max_heap);
-  EXPECT_GT(*d.ratio, 0.9);
+  // The pool at 60 of 64 MiB: at risk.
+  s.jvm_buffers = Pool(60u << 20);
   EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "direct_memory_high")->at_risk);
 }
 
-TEST(Findings, NmtGapCanBeNegative) {
-  TargetSample s = Jvm(21);
-  EXPECT_EQ(NmtGapBytes(s), static_cast<int64_t>(120u << 20));
-  s.process->rss_anon = 100u << 20;
-  EXPECT_LT(*NmtGapBytes(s), 0);
-  s.jvm->nmt->enabled = false;
-  EXPECT_FALSE(NmtGapBytes(s).has_value());
+TEST(Findings, NmtOtherBelowTheLimitDecidesWithoutThePool) {
+  TargetSample s = Jvm(21);  // Other 100 MiB, limit = max heap 1 GiB
+  const RiskFinding* f = FindCheck(AssessJvmRisks(s), "direct_memory_high");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->at_risk);
+  EXPECT_TRUE(DirectMemoryOf(s).limit_is_max_heap);
+}
+
+TEST(Findings, GcStormFromSystemGcHoldsOffDirectMemoryHigh) {
+  TargetSample s = Jvm(17);
+  s.jvm->settings["MaxDirectMemorySize"] = std::to_string(64u << 20);
+  s.jvm_buffers = Pool(63u << 20);
+  JvmPerf perf;
+  perf.gc = jvm::PerfGc{{{"G1 young", 100, 1.0}, {"G1 full", 4000, 20.0}}, "No GC", "System.gc()"};
+  perf.gc_per_second = 65;
+  perf.gc_time_ratio = 0.5;
+  s.jvm_perf = perf;
+  auto r = AssessJvmRisks(s);
+  EXPECT_TRUE(FindCheck(r, "direct_buffer_gc_storm")->at_risk);
+  EXPECT_FALSE(FindCheck(r, "direct_memory_high")->at_risk);
+  // Rare collections, or another cause: no storm.
+  s.jvm_perf->gc_per_second = 0.1;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
+  EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "direct_memory_high")->at_risk);
+  s.jvm_perf->gc_per_second = 65;
+  s.jvm_perf->gc->last_cause = "G1 Evacuation Pause";
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
+  // No rate yet (first read): the check is not decided.
+  s.jvm_perf->gc_per_second.reset();
+  EXPECT_EQ(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm"), nullptr);
+}
+
+TEST(Findings, MallocStatisticsReadBeforeTheLastTrimAreStale) {
+  TargetSample s;
+  s.malloc = MallocStats{};
+  s.malloc->read_at = std::chrono::system_clock::now();
+  EXPECT_FALSE(MallocStatsStale(s));
+  s.last_trim_at = s.malloc->read_at + std::chrono::seconds(1);
+  EXPECT_TRUE(MallocStatsStale(s));
+  s.malloc->read_at = *s.last_trim_at + std::chrono::milliseconds(5);
+  EXPECT_FALSE(MallocStatsStale(s));
+}
+
+TEST(Findings, MissingFiguresSayWhy) {
+  TargetSample s = Jvm(17);
+  bool malloc = false, pools = false;
+  for (const MissingFigure& m : MissingFigures(s)) {
+    if (m.figure.find("malloc statistics") != std::string::npos) {
+      malloc = true;
+      EXPECT_NE(m.why.find("System.native_heap_info"), std::string::npos) << m.why;
+    }
+    pools |= m.figure.find("buffer pools") != std::string::npos;
+  }
+  EXPECT_TRUE(malloc);
+  EXPECT_TRUE(pools);
+}
+
+TEST(Findings, ArenaCapIsNotPresentedAsASafeFix) {
+  TargetSample s;
+  EXPECT_EQ(MallocEnvAdvice(s), "");
+  s.malloc_env.emplace();
+  EXPECT_EQ(MallocEnvAdvice(s), "");
+  (*s.malloc_env)["MALLOC_ARENA_MAX"] = "2";
+  std::string advice = MallocEnvAdvice(s);
+  EXPECT_NE(advice.find("not a safe fix"), std::string::npos);
+  EXPECT_NE(advice.find("trim first"), std::string::npos);
 }
 
 TEST(Findings, NothingIsClaimedWithoutAttach) {
