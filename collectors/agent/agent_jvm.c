@@ -349,6 +349,11 @@ static void find_classes(JNIEnv *env) {
   if ((*g_jvmti)->GetClassLoaderClasses(g_jvmti, NULL, &n, &classes) != JVMTI_ERROR_NONE) {
     return;
   }
+  /* JVMTI made one local reference per class: say so, or -Xcheck:jni warns
+   * that the frame's capacity is exceeded. */
+  if ((*env)->EnsureLocalCapacity(env, n + 16) != 0) {
+    (*env)->ExceptionClear(env);
+  }
   for (jint c = 0; c < n; ++c) {
     char *sig = NULL;
     if ((*g_jvmti)->GetClassSignature(g_jvmti, classes[c], &sig, NULL) == JVMTI_ERROR_NONE &&
@@ -587,6 +592,9 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
   jthread *threads = NULL;
   if ((*g_jvmti)->GetAllThreads(g_jvmti, &n, &threads) != JVMTI_ERROR_NONE) {
     return -1;
+  }
+  if ((*env)->EnsureLocalCapacity(env, n + 16) != 0) { /* as in find_classes */
+    (*env)->ExceptionClear(env);
   }
   int rc = n > MAX_THREADS ? -1 : 0;
   for (jint t = 0; t < n; ++t) {

@@ -604,6 +604,28 @@ static void close_inherited(void) {
   }
 }
 
+/* Keeps 0, 1 and 2 of the private table taken by harmless descriptors so
+ * that none of the agent's sockets ever gets one of those numbers: code that
+ * runs on the agent thread and writes to stdout or stderr (a JVM's warnings
+ * while the thread is attached for jvm_buffers, e.g. under -Xcheck:jni) must
+ * not write into a client's connection. /dev/null, or where there is none
+ * an unconnected datagram socket (writes to it fail with ENOTCONN). */
+static void hold_standard_fds(void) {
+  for (;;) {
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    }
+    if (fd < 0) {
+      return;
+    }
+    if (fd > 2) {
+      close(fd);
+      return;
+    }
+  }
+}
+
 /* Everything before serving, on the agent thread. 0 when listening. */
 static int setup(void) {
   /* Before anything else: from here on this thread's descriptors are its
@@ -621,6 +643,7 @@ static int setup(void) {
   if (fcntl(2, F_GETFD) < 0) {
     g_err_fd = -1; /* the program started without a stderr */
   }
+  hold_standard_fds();
   int rc = -1;
   if (build_path() != 0) {
     complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
@@ -637,6 +660,7 @@ static int setup(void) {
     close(g_err_fd);
     g_err_fd = -1;
   }
+  hold_standard_fds();
   return rc;
 }
 

@@ -70,11 +70,13 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
 
   // BufferPools with the agent preloaded (unless `preload` is false) and
   // `env`; waits for its ready file.
-  Process StartBufferPools(std::vector<std::string> env = {}, bool preload = true) {
+  Process StartBufferPools(std::vector<std::string> env = {}, bool preload = true,
+                           std::vector<std::string> jvm_flags = {}) {
     if (preload) env.push_back(std::string("LD_PRELOAD=") + AGENT_LIB);
     ready_ = dir_ / ("BufferPools." + std::to_string(++count_) + ".ready");
-    std::vector<std::string> argv = {GetParam() + "/bin/java",
-                                     "-cp",
+    std::vector<std::string> argv = {GetParam() + "/bin/java"};
+    argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+    std::vector<std::string> rest = {"-cp",
                                      JAVA_WORKLOADS_CLASSPATH,
                                      "BufferPools",
                                      "--ready-file",
@@ -91,10 +93,13 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
                                      std::to_string(kReaders),
                                      "--read-bytes",
                                      std::to_string(kReadBytes)};
+    argv.insert(argv.end(), rest.begin(), rest.end());
     SpawnOptions o;
     o.env = env;
     o.stderr_path = dir_ / ("stderr." + std::to_string(count_));
+    o.stdout_path = dir_ / ("stdout." + std::to_string(count_));
     stderr_ = o.stderr_path;
+    stdout_ = o.stdout_path;
     Process p(argv, o);
     started_.push_back(p.pid());
     bool ok =
@@ -110,6 +115,7 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
   TempDir dir_;
   std::string ready_;
   std::string stderr_;
+  std::string stdout_;
   int count_ = 0;
   std::vector<pid_t> started_;
 };
@@ -156,6 +162,26 @@ TEST_P(AgentJvmTest, PoolsAndCacheAreTheJvmsOwnFigures) {
   EXPECT_EQ(dump.out.find("memtrimd-agent"), std::string::npos) << dump.out;
   // Nothing printed by the JVM (no dynamic-agent warning, no JNI complaint).
   EXPECT_EQ(ReadFile(stderr_), "");
+}
+
+// What the JVM prints on the agent's thread while it is attached (here the
+// attach itself logged by -Xlog:os+thread, and -Xcheck:jni's checks) goes to
+// the agent thread's stdout: never into memtrimd's connection, and -Xcheck:jni
+// finds nothing to warn about.
+TEST_P(AgentJvmTest, JvmOutputOnTheAgentThreadStaysOutOfTheAnswer) {
+  Process jvm = StartBufferPools({}, true, {"-Xcheck:jni", "-Xlog:os+thread=info"});
+  ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
+  Target t = TargetOf(jvm.pid());
+  for (int round = 0; round < 2; ++round) {
+    Result<std::string> body = AgentCommand(t, "jvm_buffers");
+    ASSERT_TRUE(body.ok()) << body.status().message();
+    Result<JvmBuffers> b = agent::ParseJvmBuffers(*body);
+    ASSERT_TRUE(b.ok()) << b.status().message() << "\n" << *body;
+    EXPECT_EQ(b->direct.count, ReadKeyValues(ready_)["pool.direct.count"]);
+  }
+  EXPECT_TRUE(jvm.running());
+  std::string out = ReadFile(stdout_) + ReadFile(stderr_);
+  EXPECT_EQ(out.find("WARNING"), std::string::npos) << out;
 }
 
 TEST_P(AgentJvmTest, CollectorFillsTheBufferPoolsAndMallocStatistics) {
