@@ -12,17 +12,26 @@
  * a thread dump between requests never shows it. Attaching and detaching run
  * the JDK's own bookkeeping (the java.lang.Thread constructor, Thread.exit)
  * as for any native thread that attaches; memtrimd's code calls no Java
- * method. It only reads fields (Get*Field, array elements) and asks JVMTI
- * (an environment without capabilities) for the live threads and the classes
- * the boot loader has loaded.
+ * method: it reads fields (Get*Field, array elements) and calls two of the
+ * functions libjvm.so exports for the JDK's own native code (the java.base
+ * library), looked up like JNI_GetCreatedJavaVMs:
+ *   JVM_FindLoadedClass(env, NULL, name)  a class the boot loader has
+ *       already loaded, or NULL: no loading, no class loader's Java code
+ *       (JNI's FindClass would run the application class loader's loadClass
+ *       for a name it has not seen, and load the class);
+ *   JVM_GetAllThreads(env, NULL)  the live platform threads, as
+ *       Thread.getAllThreads gets them.
+ * Not JVMTI: on JDK 21+ creating a JVMTI environment in a running JVM turns
+ * on the JVMTI notifications of every virtual thread mount and unmount for
+ * good, which costs a program with virtual threads throughput.
  *
- * No class is loaded or initialised on memtrimd's behalf: JNI's FindClass
- * would load through the application class loader (its Java loadClass) and
- * initialise the class, and Get(Static)FieldID initialises the class too
- * (sun.nio.ch.Util's initialiser loads native libraries). So the classes are
- * taken from the boot loader's loaded classes and a field is looked up only
- * in a class JVMTI reports initialised. A class that is not initialised has
- * no instances and its counters were never touched: its figures are 0.
+ * A class that is not loaded has no instances and its counters were never
+ * touched: its figures are 0. Looking up a field of a loaded class
+ * initialises it if it was not yet; the classes looked up (Bits,
+ * FileChannelImpl$DefaultUnmapper, Util$BufferCache, and Thread, ThreadLocal's
+ * map and entry, Buffer, which every running JVM has initialised) have
+ * trivial static initialisers: constants and empty AtomicLongs, nothing that
+ * loads a library or blocks.
  *
  * The figures, as BufferPoolMXBean computes them (javap on JDK 17 and 25):
  *   direct  java.nio.Bits: static final AtomicLong COUNT, TOTAL_CAPACITY,
@@ -75,13 +84,18 @@ long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
 #else
 
 #include <jni.h>
-#include <jvmti.h>
 
 /* Beyond this many live threads the cache walk is skipped (its keys are left
  * out): the pools are still read. */
 #define MAX_THREADS 100000
 
 static int g_enabled = 1;
+
+/* libjvm.so's exports for java.base's native code (see the top). */
+typedef jclass(JNICALL *find_loaded_fn)(JNIEnv *, jobject, jstring);
+typedef jobjectArray(JNICALL *all_threads_fn)(JNIEnv *, jclass);
+static find_loaded_fn g_find_loaded;
+static all_threads_fn g_all_threads;
 
 void agent_jvm_configure(void) {
   const char *v = getenv("MEMTRIMD_AGENT_JVM");
@@ -124,9 +138,13 @@ static JavaVM *created_vm(char *why, size_t why_cap) {
   }
   typedef jint(JNICALL * created_fn)(JavaVM **, jsize, jsize *);
   created_fn created = (created_fn)dlsym(lib, "JNI_GetCreatedJavaVMs");
+  g_find_loaded = (find_loaded_fn)dlsym(lib, "JVM_FindLoadedClass");
+  g_all_threads = (all_threads_fn)dlsym(lib, "JVM_GetAllThreads");
   JavaVM *vm = NULL;
   jsize n = 0;
-  if (created == NULL || created(&vm, 1, &n) != JNI_OK || n < 1) {
+  if (created == NULL || g_find_loaded == NULL || g_all_threads == NULL) {
+    snprintf(why, why_cap, "not a HotSpot JVM (libjvm.so lacks the JVM_ functions used)");
+  } else if (created(&vm, 1, &n) != JNI_OK || n < 1) {
     vm = NULL;
     snprintf(why, why_cap, "not a JVM (no Java VM created yet)");
   }
@@ -319,73 +337,49 @@ enum {
   K_COUNT
 };
 
-static const char *const k_signatures[K_COUNT] = {
-    "Ljava/nio/Bits;",
-    "Lsun/nio/ch/FileChannelImpl$DefaultUnmapper;",
-    "Ljava/lang/Thread;",
-    "Ljava/lang/Thread$FieldHolder;",
-    "Ljava/lang/ThreadLocal$ThreadLocalMap;",
-    "Ljava/lang/ThreadLocal$ThreadLocalMap$Entry;",
-    "Lsun/nio/ch/Util$BufferCache;",
-    "Ljava/nio/Buffer;",
+/* Binary names, as Class.forName spells them. */
+static const char *const k_names[K_COUNT] = {
+    "java.nio.Bits",
+    "sun.nio.ch.FileChannelImpl$DefaultUnmapper",
+    "java.lang.Thread",
+    "java.lang.Thread$FieldHolder",
+    "java.lang.ThreadLocal$ThreadLocalMap",
+    "java.lang.ThreadLocal$ThreadLocalMap$Entry",
+    "sun.nio.ch.Util$BufferCache",
+    "java.nio.Buffer",
 };
 
 /* Global references, kept across requests: the boot loader never unloads a
  * class, so a found class stays valid for the life of the JVM. */
 static jclass g_class[K_COUNT];
-static jvmtiEnv *g_jvmti;
 
-/* Fills the missing g_class entries from the boot loader's classes. */
+/* Fills the missing g_class entries with the classes the boot loader has
+ * loaded by now (a class that is not loaded yet is looked for again at the
+ * next request). */
 static void find_classes(JNIEnv *env) {
-  int missing = 0;
   for (int i = 0; i < K_COUNT; ++i) {
-    missing |= g_class[i] == NULL;
-  }
-  if (!missing) {
-    return;
-  }
-  jint n = 0;
-  jclass *classes = NULL;
-  if ((*g_jvmti)->GetClassLoaderClasses(g_jvmti, NULL, &n, &classes) != JVMTI_ERROR_NONE) {
-    return;
-  }
-  /* JVMTI made one local reference per class: say so, or -Xcheck:jni warns
-   * that the frame's capacity is exceeded. */
-  if ((*env)->EnsureLocalCapacity(env, n + 16) != 0) {
-    (*env)->ExceptionClear(env);
-  }
-  for (jint c = 0; c < n; ++c) {
-    char *sig = NULL;
-    if ((*g_jvmti)->GetClassSignature(g_jvmti, classes[c], &sig, NULL) == JVMTI_ERROR_NONE &&
-        sig != NULL) {
-      for (int i = 0; i < K_COUNT; ++i) {
-        if (g_class[i] == NULL && strcmp(sig, k_signatures[i]) == 0) {
-          g_class[i] = (jclass)(*env)->NewGlobalRef(env, classes[c]);
-        }
-      }
-      (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)sig);
+    if (g_class[i] != NULL) {
+      continue;
     }
-    (*env)->DeleteLocalRef(env, classes[c]);
+    jstring name = (*env)->NewStringUTF(env, k_names[i]);
+    if (name == NULL) {
+      (*env)->ExceptionClear(env);
+      return;
+    }
+    jclass k = g_find_loaded(env, NULL, name);
+    if ((*env)->ExceptionCheck(env)) {
+      (*env)->ExceptionClear(env);
+      k = NULL;
+    }
+    if (k != NULL) {
+      g_class[i] = (jclass)(*env)->NewGlobalRef(env, k);
+      (*env)->DeleteLocalRef(env, k);
+    }
+    (*env)->DeleteLocalRef(env, name);
   }
-  (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)classes);
 }
 
-/* 1: loaded and initialised (fields may be looked up without running its
- * initialiser); 0: not (yet) initialised, so no instance exists and its
- * statics were never changed; -1: its initialiser failed. */
-static int initialised(int k) {
-  if (g_class[k] == NULL) {
-    return 0;
-  }
-  jint status = 0;
-  if ((*g_jvmti)->GetClassStatus(g_jvmti, g_class[k], &status) != JVMTI_ERROR_NONE) {
-    return 0;
-  }
-  if (status & JVMTI_CLASS_STATUS_ERROR) {
-    return -1;
-  }
-  return (status & JVMTI_CLASS_STATUS_INITIALIZED) != 0;
-}
+static int loaded(int k) { return g_class[k] != NULL; }
 
 /* A missing field (another JDK's layout) throws NoSuchFieldError: clear it
  * and say which. */
@@ -440,12 +434,7 @@ static int atomic_static(JNIEnv *env, const char *name, uint64_t *out, const cha
 
 static int read_direct(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
   memset(p, 0, sizeof *p);
-  int init = initialised(K_BITS);
-  if (init < 0) {
-    snprintf(why, why_cap, "java.nio.Bits failed to initialise");
-    return -1;
-  }
-  if (init == 0) {
+  if (!loaded(K_BITS)) {
     return 0; /* no direct buffer was ever made */
   }
   const char *missing = NULL;
@@ -460,12 +449,7 @@ static int read_direct(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
 
 static int read_mapped(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
   memset(p, 0, sizeof *p);
-  int init = initialised(K_UNMAPPER);
-  if (init < 0) {
-    snprintf(why, why_cap, "FileChannelImpl$DefaultUnmapper failed to initialise");
-    return -1;
-  }
-  if (init == 0) {
+  if (!loaded(K_UNMAPPER)) {
     return 0; /* nothing was ever mapped */
   }
   const char *missing = NULL;
@@ -550,15 +534,10 @@ static void walk_map(JNIEnv *env, const struct cache_fields *f, jobject map, uin
 static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
   *bytes = 0;
   *buffers = 0;
-  int init = initialised(K_CACHE);
-  if (init < 0) {
-    return -1;
-  }
-  if (init == 0) {
+  if (!loaded(K_CACHE)) {
     return 0; /* no thread ever cached a temporary buffer */
   }
-  if (initialised(K_THREAD) != 1 || initialised(K_MAP) != 1 || initialised(K_ENTRY) != 1 ||
-      initialised(K_BUFFER) != 1) {
+  if (!loaded(K_THREAD) || !loaded(K_MAP) || !loaded(K_ENTRY) || !loaded(K_BUFFER)) {
     return -1;
   }
   const char *missing = NULL;
@@ -577,7 +556,7 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
   }
   /* JDK 19+: TerminatingThreadLocal values (the buffer cache among them)
    * live in Thread.holder.terminatingThreadLocals, not threadLocals. */
-  if (initialised(K_HOLDER) == 1) {
+  if (loaded(K_HOLDER)) {
     const char *absent = NULL;
     f.holder = field(env, K_THREAD, 0, "holder", "Ljava/lang/Thread$FieldHolder;", &absent);
     f.terminating = field(env, K_HOLDER, 0, "terminatingThreadLocals",
@@ -588,37 +567,40 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
     }
   }
 
-  jint n = 0;
-  jthread *threads = NULL;
-  if ((*g_jvmti)->GetAllThreads(g_jvmti, &n, &threads) != JVMTI_ERROR_NONE) {
+  jobjectArray threads = g_all_threads(env, NULL);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    threads = NULL;
+  }
+  if (threads == NULL) {
     return -1;
   }
-  if ((*env)->EnsureLocalCapacity(env, n + 16) != 0) { /* as in find_classes */
-    (*env)->ExceptionClear(env);
-  }
+  jsize n = (*env)->GetArrayLength(env, threads);
   int rc = n > MAX_THREADS ? -1 : 0;
-  for (jint t = 0; t < n; ++t) {
-    if (rc == 0) {
-      jobject map = (*env)->GetObjectField(env, threads[t], f.thread_locals);
-      if (map != NULL) {
-        walk_map(env, &f, map, bytes, buffers);
-        (*env)->DeleteLocalRef(env, map);
-      }
-      if (f.terminating != NULL) {
-        jobject holder = (*env)->GetObjectField(env, threads[t], f.holder);
-        if (holder != NULL) {
-          jobject tmap = (*env)->GetObjectField(env, holder, f.terminating);
-          if (tmap != NULL) {
-            walk_map(env, &f, tmap, bytes, buffers);
-            (*env)->DeleteLocalRef(env, tmap);
-          }
-          (*env)->DeleteLocalRef(env, holder);
+  for (jsize t = 0; rc == 0 && t < n; ++t) {
+    jobject thread = (*env)->GetObjectArrayElement(env, threads, t);
+    if (thread == NULL) {
+      continue;
+    }
+    jobject map = (*env)->GetObjectField(env, thread, f.thread_locals);
+    if (map != NULL) {
+      walk_map(env, &f, map, bytes, buffers);
+      (*env)->DeleteLocalRef(env, map);
+    }
+    if (f.terminating != NULL) {
+      jobject holder = (*env)->GetObjectField(env, thread, f.holder);
+      if (holder != NULL) {
+        jobject tmap = (*env)->GetObjectField(env, holder, f.terminating);
+        if (tmap != NULL) {
+          walk_map(env, &f, tmap, bytes, buffers);
+          (*env)->DeleteLocalRef(env, tmap);
         }
+        (*env)->DeleteLocalRef(env, holder);
       }
     }
-    (*env)->DeleteLocalRef(env, threads[t]);
+    (*env)->DeleteLocalRef(env, thread);
   }
-  (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)threads);
+  (*env)->DeleteLocalRef(env, threads);
   return rc;
 }
 
@@ -663,13 +645,7 @@ long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
     return -1;
   }
   long len = -1;
-  /* One JVMTI environment for the life of the process: each GetEnv makes a
-   * new one. No capabilities are added; GetAllThreads, GetClassLoaderClasses
-   * and GetClassStatus need none. */
-  if (g_jvmti == NULL && (*vm)->GetEnv(vm, (void **)&g_jvmti, JVMTI_VERSION_1_2) != JNI_OK) {
-    g_jvmti = NULL;
-    snprintf(why, why_cap, "the JVM offers no JVMTI environment");
-  } else if ((*env)->PushLocalFrame(env, 64) != 0) {
+  if ((*env)->PushLocalFrame(env, 64) != 0) {
     (*env)->ExceptionClear(env);
     snprintf(why, why_cap, "the JVM is out of memory for JNI references");
   } else {
