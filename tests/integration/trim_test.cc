@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <regex>
 
+#include "collectors/procfs/target_reader.h"
+#include "daemon/trim.h"
+#include "daemon/trim_heaps.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/web_fixtures.h"
 
@@ -65,6 +68,41 @@ TEST_F(TrimTest, AgentTrimGivesBackMostOfTheArenaHeaps) {
   double theirs = JsonNumber(r.out, "reclaimed_rss_swap_bytes");
   EXPECT_LT(std::fabs(theirs - mine) / mine, 0.05) << theirs << " vs " << mine;
   EXPECT_GT(JsonNumber(r.out, "reported_bytes"), 0) << "the agent's own figure";
+}
+
+// Each arena heap's resident bytes before and after a trim, from the same
+// smaps reads as the arena total: the heaps after the trim sum to that total,
+// and the fragmenter's heaps shrank.
+TEST_F(TrimTest, PerHeapFiguresAddUpAndShowTheHeapsThatShrank) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process frag =
+      StartFragmenter(dir_, {"--threads", "8", "--rounds", "2", "--burst-mib", "16"}, "", o);
+  ASSERT_TRUE(frag.running());
+  Result<Target> t = procfs::ReadTarget("/proc", frag.pid());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  TrimOptions options;
+  options.backend = TrimBackendKind::kAgent;
+  Result<TrimResult> r = TrimNow(*t, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->success) << r->error;
+  ASSERT_TRUE(r->before.arena_resident_bytes.has_value());
+  ASSERT_TRUE(r->after.arena_resident_bytes.has_value());
+  ASSERT_GE(r->before.arena_heaps.size(), 8u);  // a heap per worker thread at least
+
+  std::vector<HeapTrimDelta> heaps = PairHeaps(r->before, r->after);
+  uint64_t sum_before = 0;
+  uint64_t sum_after = 0;
+  std::size_t shrank = 0;
+  for (const HeapTrimDelta& h : heaps) {
+    sum_before += h.before_resident.value_or(0);
+    sum_after += h.after_resident.value_or(0);
+    if (h.Change().value_or(0) < 0) ++shrank;
+  }
+  EXPECT_EQ(sum_before, *r->before.arena_resident_bytes);
+  EXPECT_EQ(sum_after, *r->after.arena_resident_bytes);
+  EXPECT_GE(shrank, 1u);
+  EXPECT_LT(sum_after, sum_before);
 }
 
 // "trimmable (at most)" is an upper bound of what a trim gives back, also
