@@ -128,8 +128,9 @@ TEST_P(JvmTest, DaemonReportsNmtHeapSettingsAndBreakdown) {
   EXPECT_EQ(Find(s, "memtrimd_jvm_nmt_reserved_bytes", {"category=\"Java Heap\""}), 268435456.0);
   EXPECT_GT(Find(s, "memtrimd_jvm_heap_committed_bytes").value_or(0), 0);
   EXPECT_GT(Find(s, "memtrimd_jvm_heap_used_bytes").value_or(0), 0);
-  EXPECT_TRUE(Find(s, "memtrimd_jvm_nmt_gap_bytes").has_value());
-  EXPECT_TRUE(Find(s, "memtrimd_jvm_direct_memory_bytes").has_value());
+  EXPECT_TRUE(Find(s, "memtrimd_rss_account_bytes", {"part=\"outside_nmt\""}).has_value());
+  // The direct pool needs the agent inside the JVM; NMT Other is not it.
+  EXPECT_FALSE(Find(s, "memtrimd_jvm_direct_memory_bytes").has_value());
   EXPECT_EQ(Find(s, "memtrimd_jvm_direct_memory_limit_bytes"), 268435456.0)
       << "MaxDirectMemorySize unset: the limit is the max heap";
   EXPECT_TRUE(Find(s, "memtrimd_target_info", {"runtime=\"jvm\"", "jvm_version=\""}));
@@ -190,7 +191,7 @@ TEST_P(JvmTest, NmtOffIsASettingNotAnError) {
   EXPECT_EQ(Find(s, "memtrimd_collector_success", {"\"jvm\""}), 1.0);
   EXPECT_TRUE(Find(s, "memtrimd_jvm_setting_info", {"NativeMemoryTracking", "\"off\""}));
   EXPECT_FALSE(Find(s, "memtrimd_jvm_nmt_committed_bytes", {"Java Heap"}).has_value());
-  EXPECT_FALSE(Find(s, "memtrimd_jvm_nmt_gap_bytes").has_value());
+  EXPECT_FALSE(Find(s, "memtrimd_rss_account_bytes", {"part=\"outside_nmt\""}).has_value());
   EXPECT_GT(Find(s, "memtrimd_jvm_heap_committed_bytes").value_or(0), 0);
   std::string report = Curl(m.url("/report")).body;
   EXPECT_NE(report.find("Native Memory Tracking is off"), std::string::npos) << report;
@@ -303,12 +304,13 @@ TEST_P(JvmTest, DirectBufferCacheGrowthIsMeasuredAndFlagged) {
     ASSERT_TRUE(WaitFor(
         [&] {
           s = m.Scrape();
-          return Find(s, "memtrimd_jvm_direct_memory_bytes").has_value() &&
+          return Find(s, "memtrimd_jvm_nmt_committed_bytes", {"category=\"Other\""}) &&
                  Find(s, "memtrimd_jvm_risk", {"nio_cache_unbounded"}).has_value();
         },
         30s))
         << m.log();
-    double direct = *Find(s, "memtrimd_jvm_direct_memory_bytes");
+    // NMT Other: the cached temporary buffers (nothing else in this program).
+    double direct = *Find(s, "memtrimd_jvm_nmt_committed_bytes", {"category=\"Other\""});
     double expected = static_cast<double>(threads) * mib * (1 << 20);
     if (bounded) {
       EXPECT_EQ(Find(s, "memtrimd_jvm_risk", {"nio_cache_unbounded"}), 0.0);
