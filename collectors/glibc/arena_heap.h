@@ -4,6 +4,14 @@
 // 64-bit; 8 MiB with glibc.malloc.hugetlb=2), each aligned to that size: an
 // anonymous rw-p part that starts on the boundary, followed by anonymous ---p
 // parts that end exactly at start + heap size (or one full-size rw-p).
+//
+// Full heaps side by side stay separate mappings in smaps: each heap's rw-p
+// part has an anon_vma of its own (made at its first write, the header), and
+// the kernel merges neighbouring anonymous mappings only with the same one.
+// Tried on Linux 6.18: 4 threads filling heaps to exactly 64 MiB
+// (4088-byte chunks), 10 full heaps adjacent, 400 reads of maps while they
+// grew: never one rw-p mapping over 64 MiB. A merged one would not match
+// the shape (larger than a heap) and would not be counted.
 #pragma once
 
 #include <cstdint>
