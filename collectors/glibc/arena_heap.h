@@ -5,10 +5,10 @@
 // anonymous rw-p part that starts on the boundary, followed by anonymous ---p
 // parts that end exactly at start + heap size (or one full-size rw-p).
 //
-// Full heaps side by side stay separate mappings in smaps: each heap's rw-p
-// part has an anon_vma of its own (made at its first write, the header), and
-// the kernel merges neighbouring anonymous mappings only with the same one.
-// Tried on Linux 6.18: 4 threads filling heaps to exactly 64 MiB
+// Full heaps side by side were seen to stay separate mappings in smaps
+// (presumably because the kernel merges neighbouring anonymous mappings only
+// when they share an anon_vma, and each heap gets its own when glibc first
+// writes to it). Tried on Linux 6.18: 4 threads filling heaps to exactly 64 MiB
 // (4088-byte chunks), 10 full heaps adjacent, 400 reads of maps while they
 // grew: never one rw-p mapping over 64 MiB. A merged one would not match
 // the shape (larger than a heap) and would not be counted.
