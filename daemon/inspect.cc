@@ -8,6 +8,7 @@
 #include "daemon/findings.h"
 #include "daemon/json_writer.h"
 #include "daemon/rss_account.h"
+#include "daemon/trim_heaps.h"
 #include "daemon/units.h"
 
 namespace memtrimd {
@@ -586,6 +587,12 @@ namespace {
 
 std::string SignedBytes(int64_t v) { return FormatBytes(static_cast<double>(v)); }
 
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
   w.Key("pid").Int(r.pid).Key("backend").String(r.backend).Key("trigger").String(r.trigger);
   w.Key("success").Bool(r.success);
@@ -602,6 +609,34 @@ void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
   if (r.after.arena_resident_bytes)
     w.Key("arena_heaps_after_bytes").Uint(*r.after.arena_resident_bytes);
   if (auto rep = r.Reported()) w.Key("reported_bytes").Int(*rep);
+  // Each arena heap before and after (absent side: the heap came or went).
+  std::vector<HeapTrimDelta> heaps = PairHeaps(r.before, r.after);
+  if (!heaps.empty()) {
+    w.Key("arena_heaps").BeginArray();
+    for (const HeapTrimDelta& h : heaps) {
+      w.BeginObject().Key("start").String(Hex(h.start));
+      w.Key("before_resident_bytes");
+      h.before_resident ? w.Uint(*h.before_resident) : w.Null();
+      w.Key("after_resident_bytes");
+      h.after_resident ? w.Uint(*h.after_resident) : w.Null();
+      w.EndObject();
+    }
+    w.EndArray();
+  }
+}
+
+// One line per arena heap: start, before -> after, change.
+void RenderHeapTrims(Table& t, const TrimResult& r) {
+  std::vector<HeapTrimDelta> heaps = PairHeaps(r.before, r.after);
+  if (heaps.empty()) return;
+  t.Say("arena heaps, resident before -> after:");
+  for (const HeapTrimDelta& h : heaps) {
+    std::string line = "  " + Hex(h.start) + "  " +
+                       (h.before_resident ? Bytes(*h.before_resident) : "(new)") + " -> " +
+                       (h.after_resident ? Bytes(*h.after_resident) : "(gone)");
+    if (auto c = h.Change()) line += "  (" + SignedBytes(*c) + ")";
+    t.Say(line);
+  }
 }
 
 std::string TrimLine(const TrimResult& r) {
@@ -633,6 +668,7 @@ void RenderTrimStats(Table& t, const TrimStats& s) {
   }
   t.Say("given back so far: " + Bytes(s.reclaimed_total_bytes) + " RSS+swap");
   for (const TrimResult& r : s.recent) t.Say(TrimLine(r));
+  if (!s.recent.empty()) RenderHeapTrims(t, s.recent.front());
 }
 
 }  // namespace
@@ -657,6 +693,7 @@ std::string RenderTrimText(const TrimResult& r) {
           "huge pages can keep memory.current from moving");
   }
   if (auto rep = r.Reported()) t.Row("reported by " + r.backend, SignedBytes(*rep));
+  RenderHeapTrims(t, r);
   return t.Take();
 }
 

@@ -68,6 +68,14 @@ TEST_F(TrimTest, AgentTrimGivesBackMostOfTheArenaHeaps) {
   double theirs = JsonNumber(r.out, "reclaimed_rss_swap_bytes");
   EXPECT_LT(std::fabs(theirs - mine) / mine, 0.05) << theirs << " vs " << mine;
   EXPECT_GT(JsonNumber(r.out, "reported_bytes"), 0) << "the agent's own figure";
+  // `trim --json` lists each arena heap before and after: as many as the
+  // test's own smaps read found before the trim.
+  std::size_t listed = 0;
+  for (std::size_t at = r.out.find("\"before_resident_bytes\":"); at != std::string::npos;
+       at = r.out.find("\"before_resident_bytes\":", at + 1)) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, before.count) << r.out;
 }
 
 // Each arena heap's resident bytes before and after a trim, from the same

@@ -108,5 +108,28 @@ TEST(Inspect, JsonCarriesTheSameNumbers) {
   EXPECT_EQ(j.find('\n'), j.size() - 1);
 }
 
+TEST(Inspect, TrimListsEachArenaHeapBeforeAndAfter) {
+  TrimResult r;
+  r.pid = 77;
+  r.backend = "agent";
+  r.trigger = "manual";
+  r.success = true;
+  r.before.rss_swap_bytes = 300ull << 20;
+  r.after.rss_swap_bytes = 200ull << 20;
+  r.before.arena_resident_bytes = 96ull << 20;
+  r.after.arena_resident_bytes = 8ull << 20;
+  r.before.arena_heaps = {{0x7f0000000000, 64ull << 20, 64ull << 20, glibc::HeapCheck::kShapeOnly},
+                          {0x7f0004000000, 32ull << 20, 32ull << 20, glibc::HeapCheck::kShapeOnly}};
+  r.after.arena_heaps = {{0x7f0000000000, 64ull << 20, 8ull << 20, glibc::HeapCheck::kShapeOnly}};
+  std::string t = RenderTrimText(r);
+  EXPECT_NE(t.find("0x7f0000000000  64.0 MiB -> 8.0 MiB  (-56.0 MiB)"), std::string::npos) << t;
+  EXPECT_NE(t.find("0x7f0004000000  32.0 MiB -> (gone)"), std::string::npos) << t;
+  std::string j = RenderTrimJson(r);
+  EXPECT_NE(j.find("{\"start\":\"0x7f0004000000\",\"before_resident_bytes\":33554432,"
+                   "\"after_resident_bytes\":null}"),
+            std::string::npos)
+      << j;
+}
+
 }  // namespace
 }  // namespace memtrimd
