@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectors/jvm/jvm_collector.h"
 #include "collectors/procfs/target_reader.h"
@@ -57,6 +58,38 @@ TEST_P(GcCountersTest, GcLoopShowsRateAndCause) {
   ASSERT_EQ(perf->gc->collectors.size(), 3u);
   EXPECT_EQ(perf->gc->collectors[1].name, "G1 full collection pauses");
   EXPECT_GT(perf->gc->collectors[1].invocations, 1u);
+}
+
+// The collectors each GC names in hsperfdata (the recorded files show the
+// same; tests/fixtures/jvm/README.md), live, with a System.gc() storm.
+TEST_P(GcCountersTest, EveryGcNamesItsCollectors) {
+  const bool jdk17 = GetParam().find("17") != std::string::npos;
+  struct Case {
+    std::string flag;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {"-XX:+UseSerialGC", {"Serial young collection pauses", "Serial full collection pauses"}},
+      {"-XX:+UseParallelGC",
+       {"Parallel young collection pauses", "Parallel full collection pauses"}},
+      {"-XX:+UseZGC", jdk17 ? std::vector<std::string>{"Z concurrent cycle pauses"}
+                            : std::vector<std::string>{"ZGC minor collection pauses",
+                                                       "ZGC major collection pauses"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flag);
+    Process jvm = StartJvm(dir_, {"-Xmx64m", c.flag}, "GcLoop", {"--loop"}, {}, GetParam());
+    ASSERT_TRUE(jvm.running());
+    std::optional<JvmPerf> perf = ReadUntilRate(jvm.pid());
+    ASSERT_TRUE(perf.has_value());
+    ASSERT_TRUE(perf->gc.has_value());
+    std::vector<std::string> names;
+    for (const auto& collector : perf->gc->collectors) names.push_back(collector.name);
+    EXPECT_EQ(names, c.names);
+    ASSERT_TRUE(perf->gc_per_second.has_value());
+    EXPECT_GT(*perf->gc_per_second, 0);
+    EXPECT_EQ(perf->gc->last_cause, "System.gc()");
+  }
 }
 
 TEST_P(GcCountersTest, IdleJvmShowsNoCollections) {
