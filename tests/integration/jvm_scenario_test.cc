@@ -147,16 +147,22 @@ std::optional<int64_t> IntAt(const JsonValue* root, std::initializer_list<std::s
   return v == nullptr ? std::nullopt : v->Int();
 }
 
-// Sizes as inspect prints them ("48.0 MiB", "512 B"): the first one in `text`.
-std::optional<double> FirstQuotedSize(const std::string& text) {
-  std::smatch m;
-  if (!std::regex_search(text, m, std::regex(R"(([0-9]+(\.[0-9]+)?) ?(B|KiB|MiB|GiB)\b)"))) {
-    return std::nullopt;
+// Sizes as inspect prints them ("48.0 MiB", "512 B"), in order: each as
+// {bytes, bytes of its unit}.
+std::vector<std::pair<double, double>> QuotedSizes(const std::string& text) {
+  std::vector<std::pair<double, double>> out;
+  std::regex size(R"(([0-9]+(\.[0-9]+)?) ?(B|KiB|MiB|GiB)\b)");
+  for (std::sregex_iterator it(text.begin(), text.end(), size), end; it != end; ++it) {
+    const std::string unit = (*it)[3];
+    double scale = unit == "GiB" ? 1 << 30 : unit == "MiB" ? 1 << 20 : unit == "KiB" ? 1 << 10 : 1;
+    out.emplace_back(std::stod((*it)[1]) * scale, scale);
   }
-  double v = std::stod(m[1]);
-  const std::string unit = m[3];
-  double scale = unit == "GiB" ? 1 << 30 : unit == "MiB" ? 1 << 20 : unit == "KiB" ? 1 << 10 : 1;
-  return v * scale;
+  return out;
+}
+
+std::optional<double> FirstQuotedSize(const std::string& text) {
+  std::vector<std::pair<double, double>> all = QuotedSizes(text);
+  return all.empty() ? std::nullopt : std::optional<double>(all.front().first);
 }
 
 struct MatrixParam {
@@ -312,8 +318,22 @@ void JvmScenarioTest::CheckAccount(const ScenarioRun& r) {
   const JsonValue* bound = a->Get("outside_nmt_is_lower_bound");
   ASSERT_NE(bound, nullptr) << r.Context();
   EXPECT_EQ(bound->boolean, !malloc_known) << r.Context();
+  // The equation quotes the same figures, in order: RSS, then each part.
   const JsonValue* eq = a->Get("equation");
-  EXPECT_TRUE(eq != nullptr && !eq->text.empty()) << r.Context();
+  ASSERT_TRUE(eq != nullptr && !eq->text.empty()) << r.Context();
+  std::vector<int64_t> figures = {*rss, *file};
+  for (const auto& part : {heap, nmt, glibc_free}) {
+    if (part) figures.push_back(*part);
+  }
+  figures.push_back(*outside);
+  std::vector<std::pair<double, double>> quoted = QuotedSizes(eq->text);
+  ASSERT_EQ(quoted.size(), figures.size()) << eq->text << r.Context();
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    // Printed with one decimal: within one unit of its last digit.
+    EXPECT_LE(std::fabs(quoted[i].first - static_cast<double>(figures[i])),
+              0.1 * quoted[i].second + 1)
+        << "figure " << i << " of \"" << eq->text << "\" is not " << figures[i] << r.Context();
+  }
   if (nmt) {
     int64_t sum = 0;
     for (const char* k : {"buffers_bytes", "metaspace_bytes", "code_bytes", "threads_bytes",
