@@ -239,6 +239,7 @@ class JvmScenarioTest : public ::testing::TestWithParam<MatrixParam> {
     RunResult hi =
         RunCommand({MemtrimdBin(), "jcmd", "--pid", std::to_string(r.jvm.pid()), "GC.heap_info"});
     r.heap_info = hi.out;
+    r.heap_start = r.heap_end = 0;
     std::regex addr("0x[0-9a-f]+");
     std::istringstream in(hi.out);
     std::string line;
