@@ -71,11 +71,15 @@ struct JvmPerf {
   jvm::PerfHeap heap;
   std::string path;
   std::optional<jvm::PerfGc> gc;  // collectors and causes (absent: no sun.gc counters)
-  // Since this JVM's previous hsperfdata read (absent on the first read):
+  // Since this JVM's previous hsperfdata read at least a second earlier
+  // (on the first read: since the JVM started, see gc_rates_since_start):
   // collections per second, all collectors together, and the share of
   // wall time spent in them.
   std::optional<double> gc_per_second;
   std::optional<double> gc_time_ratio;
+  // true: the rates are averages since the JVM started (no earlier read of
+  // this JVM to measure a window from, e.g. a one-shot inspect).
+  bool gc_rates_since_start = false;
 };
 
 // BufferPoolMXBean's figures for one pool.

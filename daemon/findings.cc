@@ -75,9 +75,9 @@ DirectMemory DirectMemoryOf(const TargetSample& s) {
   if (s.jvm_buffers) d.used_bytes = s.jvm_buffers->direct.memory_used;
   if (!s.jvm || !s.jvm->attachable) return d;  // the limit needs VM.flags
   if (s.jvm->nmt && s.jvm->nmt->enabled) {
-    if (const jvm::NmtCategory* other = s.jvm->nmt->Find("Other")) {
-      d.nmt_other_bytes = other->committed;
-    }
+    // NMT leaves out a category with nothing in it: then Other is 0.
+    const jvm::NmtCategory* other = s.jvm->nmt->Find("Other");
+    d.nmt_other_bytes = other != nullptr ? other->committed : 0;
   }
   std::optional<uint64_t> max_direct = SettingBytes(s, "MaxDirectMemorySize");
   if (max_direct && *max_direct > 0) {
@@ -193,15 +193,16 @@ std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
   if (s.jvm_perf && s.jvm_perf->gc && s.jvm_perf->gc_per_second) {
     char rate[32];
     std::snprintf(rate, sizeof(rate), "%.1f", gc_rate);
+    std::string since = s.jvm_perf->gc_rates_since_start ? " since the JVM started" : "";
     std::string line =
-        storm ? std::string(rate) +
-                    " collections a second, the last caused by System.gc(): the JDK calls it "
+        storm ? std::string(rate) + " collections a second" + since +
+                    ", the last caused by System.gc(): the JDK calls it "
                     "each time a direct buffer does not fit under MaxDirectMemorySize "
                     "(java.nio.Bits.reserveMemory), so a program that churns direct buffers "
                     "near its limit spends its time in full GCs. Pool the buffers, raise "
                     "-XX:MaxDirectMemorySize, or find what else calls System.gc()"
-              : std::string(rate) +
-                    " collections a second (last cause: " + s.jvm_perf->gc->last_cause + ")";
+              : std::string(rate) + " collections a second" + since +
+                    " (last cause: " + s.jvm_perf->gc->last_cause + ")";
     if (storm && d.used_bytes && d.limit_bytes) {
       line += "; the direct pool is at " + Bytes(*d.used_bytes) + " of " + Bytes(*d.limit_bytes);
     }

@@ -158,8 +158,10 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
     std::string rate;
     if (s.jvm_perf->gc_per_second) {
       char buf[96];
-      std::snprintf(buf, sizeof(buf), "%.1f/s lately, %.1f %% of the time; ",
-                    *s.jvm_perf->gc_per_second, s.jvm_perf->gc_time_ratio.value_or(0) * 100);
+      std::snprintf(buf, sizeof(buf), "%.1f/s %s, %.1f %% of the time; ",
+                    *s.jvm_perf->gc_per_second,
+                    s.jvm_perf->gc_rates_since_start ? "since start" : "lately",
+                    s.jvm_perf->gc_time_ratio.value_or(0) * 100);
       rate = buf;
     }
     t.Row("GC collections", std::to_string(n), rate + "last cause: " + gc.last_cause);
@@ -209,7 +211,9 @@ void RenderAccount(Table& t, const TargetSnapshot& ts) {
                               : (a->is_jvm ? "all native memory (no NMT to split it)"
                                            : "the program's malloc'd and mapped memory");
   if (!a->glibc_free) rest_note += "; glibc's free memory is in here (no malloc statistics)";
-  if (a->outside_is_lower_bound && a->nmt) rest_note += "; at least this much";
+  if (a->outside_is_estimate && a->nmt) {
+    rest_note += "; an estimate (the JVM's malloc'd memory cannot be placed without them)";
+  }
   t.Row(a->nmt ? "native outside NMT" : "native", Bytes(a->outside), rest_note);
   std::string eq = a->Equation();
   if (s.cgroup && s.cgroup->limit_bytes) eq += " (limit " + Bytes(*s.cgroup->limit_bytes) + ")";
@@ -450,7 +454,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     }
     if (a->glibc_free) w.Key("glibc_free_bytes").Uint(*a->glibc_free);
     w.Key(a->nmt ? "outside_nmt_bytes" : "native_bytes").Uint(a->outside);
-    if (a->nmt) w.Key("outside_nmt_is_lower_bound").Bool(a->outside_is_lower_bound);
+    if (a->nmt) w.Key("outside_nmt_is_estimate").Bool(a->outside_is_estimate);
     w.Key("equation").String(a->Equation());
     w.EndObject();
   }
@@ -548,6 +552,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
       w.Key("gc").BeginObject();
       if (s.jvm_perf->gc_per_second) {
         w.Key("collections_per_second").Double(*s.jvm_perf->gc_per_second);
+        w.Key("rates_since_jvm_start").Bool(s.jvm_perf->gc_rates_since_start);
       }
       if (s.jvm_perf->gc_time_ratio) w.Key("time_ratio").Double(*s.jvm_perf->gc_time_ratio);
       w.Key("last_cause").String(gc.last_cause);

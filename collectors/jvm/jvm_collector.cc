@@ -1,5 +1,7 @@
 #include "collectors/jvm/jvm_collector.h"
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -162,6 +164,25 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   perf.path = path_;
   perf.gc = GcFromPerfData(*data);
   UpdateGcRates(perf);
+  if (perf.gc && !perf.gc_per_second) {
+    // No window yet (the first read, e.g. a one-shot inspect): the average
+    // since the JVM started, said as such.
+    std::optional<int64_t> began_ms = data->Long("sun.rt.createVmBeginTime");
+    auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    if (began_ms && *began_ms > 0 && now_ms - *began_ms >= 1000) {
+      double up = static_cast<double>(now_ms - *began_ms) / 1000.0;
+      double n = 0, seconds = 0;
+      for (const PerfGcCollector& c : perf.gc->collectors) {
+        n += static_cast<double>(c.invocations);
+        seconds += c.seconds;
+      }
+      perf.gc_per_second = n / up;
+      perf.gc_time_ratio = std::min(1.0, seconds / up);
+      perf.gc_rates_since_start = true;
+    }
+  }
   sample.jvm_perf = std::move(perf);
   return Status::Ok();
 }
