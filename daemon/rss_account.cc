@@ -106,7 +106,7 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   uint64_t anon_maps = b.other_anonymous - file_anon;
   // malloc space: what is free in it, and where its in-use chunks are.
   uint64_t malloc_in_use = anon_rest;  // without statistics: at most all of it
-  uint64_t jvm_maps = anon_maps;
+  std::optional<uint64_t> jvm_maps;    // without statistics: see below
   if (s.malloc) {
     const jvm::MallocInfo& m = s.malloc->info;
     uint64_t in_use_arenas = Sub(m.system_current, m.total_fast_bytes + m.total_rest_bytes);
@@ -115,7 +115,7 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
     malloc_in_use = arena_resident - *a.glibc_free + mmapped;
     jvm_maps = anon_maps - mmapped;
   } else {
-    a.outside_is_lower_bound = true;
+    a.outside_is_estimate = true;
   }
 
   const bool nmt_on = a.is_jvm && s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
@@ -137,7 +137,11 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
     // The JVM's own mappings: they can only be in jvm_maps (untouched GC
     // bitmaps go first). Of the CDS archive only the pages the JVM wrote are
     // anonymous; the others are file-backed and counted there.
-    ShrinkTo(mapped, jvm_maps, kGc);
+    // Without malloc statistics the mmapped malloc chunks cannot be told
+    // from the JVM's mappings: take the JVM's malloc'd bytes as if they all
+    // sat in such chunks, so that untouched committed memory never claims
+    // pages that are really malloc's (which would push outside NMT to 0).
+    ShrinkTo(mapped, jvm_maps ? *jvm_maps : Sub(anon_maps, Sum(malloced)), kGc);
     mapped[kMetaspace] += std::min(cds, file_anon);
     uint64_t malloc_room = s.malloc ? malloc_in_use : Sub(anon_rest, Sum(mapped));
     ShrinkTo(malloced, malloc_room, std::nullopt);
@@ -175,7 +179,7 @@ std::string RssAccount::Equation() const {
   if (glibc_free) terms.emplace_back("glibc free kept", *glibc_free);
   std::string rest = nmt ? "outside NMT" : "native";
   if (!glibc_free) rest += " and glibc free";
-  if (outside_is_lower_bound && nmt) rest += " (at least)";
+  if (outside_is_estimate && nmt) rest += " (estimate)";
   terms.emplace_back(rest, outside);
   std::vector<uint64_t> values;
   for (auto& t : terms) values.push_back(t.second);

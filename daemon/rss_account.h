@@ -25,7 +25,8 @@
 // - outside: the rest; for a JVM, native memory NMT does not know (JNI and
 //   native libraries, zlib, glibc's own structures); without NMT, all native
 //   memory. Without malloc statistics it also holds glibc's free memory, and
-//   NMT's figures are taken as resident, so it is a lower bound.
+//   the JVM's malloc'd memory cannot be placed exactly (arena or mmapped
+//   chunk), so it is an estimate.
 #pragma once
 
 #include <cstdint>
@@ -48,13 +49,13 @@ struct NmtKnown {
 };
 
 struct RssAccount {
-  uint64_t rss = 0;                     // Rss summed over the smaps read
-  uint64_t file = 0;                    // file-backed pages
-  std::optional<uint64_t> java_heap;    // JVM with a known heap range
-  std::optional<NmtKnown> nmt;          // JVM with NMT on
-  std::optional<uint64_t> glibc_free;   // malloc statistics known
-  uint64_t outside = 0;                 // outside NMT (nmt set), else all native memory
-  bool outside_is_lower_bound = false;  // no malloc statistics: see above
+  uint64_t rss = 0;                    // Rss summed over the smaps read
+  uint64_t file = 0;                   // file-backed pages
+  std::optional<uint64_t> java_heap;   // JVM with a known heap range
+  std::optional<NmtKnown> nmt;         // JVM with NMT on
+  std::optional<uint64_t> glibc_free;  // malloc statistics known
+  uint64_t outside = 0;                // outside NMT (nmt set), else all native memory
+  bool outside_is_estimate = false;    // no malloc statistics: see above
   // NMT committed memory with no resident page behind it (not part of RSS).
   uint64_t nmt_committed_untouched = 0;
 

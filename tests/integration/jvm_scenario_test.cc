@@ -316,7 +316,7 @@ void JvmScenarioTest::CheckAccount(const ScenarioRun& r) {
   // memory and says it is a bound.
   const bool malloc_known = p.agent || p.feature >= 21;
   EXPECT_EQ(glibc_free.has_value(), malloc_known) << r.Context();
-  const JsonValue* bound = a->Get("outside_nmt_is_lower_bound");
+  const JsonValue* bound = a->Get("outside_nmt_is_estimate");
   ASSERT_NE(bound, nullptr) << r.Context();
   EXPECT_EQ(bound->boolean, !malloc_known) << r.Context();
   // The equation quotes the same figures, in order: RSS, then each part.
@@ -527,7 +527,7 @@ void JvmScenarioTest::CheckAgainstBaseline(const ScenarioRun& r, const ScenarioR
   // Without malloc statistics, outside NMT includes glibc's free memory;
   // the bounded cache's reads malloc and free a buffer each, which glibc
   // keeps: there the figure is larger by design.
-  const JsonValue* bound = r.json->Path({"rss_account", "outside_nmt_is_lower_bound"});
+  const JsonValue* bound = r.json->Path({"rss_account", "outside_nmt_is_estimate"});
   const bool free_included = bound != nullptr && bound->boolean;
   if (!(free_included && s == "readall_bounded")) {
     EXPECT_TRUE(Near(outside_growth, s == "outside" ? held : 0.0))
