@@ -89,8 +89,8 @@ struct BufferPool {
   uint64_t memory_used = 0;     // bytes reserved for them (page-aligned buffers add a page)
 };
 
-// Read inside the JVM by the preloaded agent (JNI field reads; no Java code
-// runs). The "direct" pool is what -XX:MaxDirectMemorySize limits.
+// Read inside the JVM by the preloaded agent (JNI field reads; memtrimd
+// calls no Java method). The "direct" pool is what -XX:MaxDirectMemorySize limits.
 struct JvmBuffers {
   BufferPool direct;
   BufferPool mapped;
