@@ -50,6 +50,10 @@ std::string NioCacheExplanation(const TargetSample& s, bool unbounded) {
             (std::string(cache->source) == "estimate" ? " at most (NMT Other minus the direct pool)"
                                                       : "") +
             " now";
+  } else if (DirectMemory d = DirectMemoryOf(s); d.nmt_other_bytes) {
+    line += "; it holds at most " + Bytes(*d.nmt_other_bytes) +
+            " now (NMT Other, which also holds direct buffers, FFM and Unsafe memory; "
+            "preload libmemtrimd_agent.so to measure the cache itself)";
   } else {
     line += "; how much it holds now is unknown (preload libmemtrimd_agent.so to measure it)";
   }
