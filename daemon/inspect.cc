@@ -320,6 +320,11 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
                       "): not what a trim can give now; re-read pending"
                 : "free malloc chunks of a page or more, and the main arena's top (read " +
                       TimeOfDay(ts.sample.malloc->read_at) + ")");
+      if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
+        // memtrimd does not see those trims: say the estimate may be older.
+        t.Say("(the JVM trims itself every " + std::to_string(*ms) +
+              " ms: this estimate may be from before its last trim)");
+      }
     }
     if (ts.sample.malloc_env) {
       std::string line;
@@ -428,6 +433,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     w.Key("read_at_unix_seconds").Double(UnixSeconds(m->read_at));
     // true: read before the last trim, so not what a trim can give now.
     w.Key("stale").Bool(MallocStatsStale(ts.sample));
+    // Trims memtrimd does not see: the JVM's own (-XX:TrimNativeHeapInterval).
+    auto self_trim = SettingBytes(ts.sample, "TrimNativeHeapInterval");
+    w.Key("may_predate_jvm_trim").Bool(self_trim && *self_trim > 0);
     w.EndObject();
   }
   if (ts.sample.last_trim_at) {
