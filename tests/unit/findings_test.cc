@@ -118,7 +118,8 @@ TEST(Findings, DirectMemoryHighIsDecidedOnTheDirectPool) {
 
 TEST(Findings, NmtOtherBelowTheLimitDecidesWithoutThePool) {
   TargetSample s = Jvm(21);  // Other 100 MiB, limit = max heap 1 GiB
-  const RiskFinding* f = FindCheck(AssessJvmRisks(s), "direct_memory_high");
+  std::vector<RiskFinding> risks = AssessJvmRisks(s);
+  const RiskFinding* f = FindCheck(risks, "direct_memory_high");
   ASSERT_NE(f, nullptr);
   EXPECT_FALSE(f->at_risk);
   EXPECT_TRUE(DirectMemoryOf(s).limit_is_max_heap);
