@@ -2,8 +2,11 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 #include "collectors/procfs/target_reader.h"
 #include "daemon/log.h"
+#include "daemon/shutdown.h"
 
 namespace memtrimd {
 
@@ -151,20 +154,47 @@ void Scheduler::RereadSmapsForJavaHeap(
 
 void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                           std::chrono::milliseconds wait) {
-  uint64_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // The socket collectors re-read malloc statistics at once.
+  std::vector<std::pair<SlowSource*, uint64_t>> rerun;
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) rerun.emplace_back(source.get(), source->RunSoon());
+  }
+  auto tick_and_wait = [&] {
+    uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tick_now_ = true;
+      seen = published_;
+    }
+    cv_.notify_all();
+    std::unique_lock<std::mutex> lock(mu_);
+    return published_cv_.wait_until(lock, deadline, [&] { return stop_ || published_ > seen; });
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_trim_ = {target, ended};
     refresh_after_trim_ = true;
-    tick_now_ = true;
-    seen = published_;
   }
-  cv_.notify_all();
-  for (std::unique_ptr<SlowSource>& source : slow_) {
-    if (source) source->RunSoon();
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  published_cv_.wait_for(lock, wait, [&] { return stop_ || published_ > seen; });
+  // First a sample with the trim's smaps (older statistics marked stale),
+  // then one with the fresh statistics once the collectors have answered:
+  // the estimate is shown as stale for as long as they take, not for a
+  // whole sample interval.
+  if (!tick_and_wait()) return;
+  // A collector waiting out a stopped target's deadline must not hold up
+  // shutdown: wait in slices and give up when it comes.
+  auto reread_by = [&](SlowSource* source, uint64_t runs) {
+    for (;;) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline || ShutdownRequested()) return false;
+      if (source->WaitForRunsPast(runs, std::min(deadline, now + std::chrono::milliseconds(50)))) {
+        return true;
+      }
+    }
+  };
+  bool reread = !rerun.empty();
+  for (auto& [source, runs] : rerun) reread = reread && reread_by(source, runs);
+  if (reread) tick_and_wait();
 }
 
 void Scheduler::Tick() {

@@ -37,11 +37,12 @@ class Scheduler {
   void Tick();
 
   // Called by the trim engine after a successful trim of `target` that
-  // ended at `ended`: re-reads smaps and asks the socket collectors for fresh
-  // malloc statistics at once, marks older statistics as read before the
-  // trim, and returns once a sample taken after the trim is published (or
-  // after `wait`), so that a /report read after a manual trim never shows
-  // an estimate from before it as current.
+  // ended at `ended`: asks the socket collectors for fresh malloc statistics
+  // at once, publishes a sample with smaps read again (older statistics
+  // marked as read before the trim), then, once the collectors have
+  // answered, one with the fresh statistics; returns then (or after `wait`),
+  // so that a /report read after a manual trim never shows an estimate from
+  // before it as current.
   void AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                  std::chrono::milliseconds wait = std::chrono::seconds(2));
 

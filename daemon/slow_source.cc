@@ -20,6 +20,7 @@ struct SlowSource::State {
   uint64_t generation = 0;
   std::chrono::steady_clock::time_point next_run{};
   std::shared_ptr<const FinishedRun> latest;
+  uint64_t runs_finished = 0;  // for WaitForRunsPast
   bool stop = false;
   bool exited = false;
 };
@@ -71,12 +72,22 @@ void SlowSource::Stop() {
   }
 }
 
-void SlowSource::RunSoon() {
+uint64_t SlowSource::RunSoon() {
+  uint64_t runs = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->next_run = std::chrono::steady_clock::now();
+    runs = state_->runs_finished;
   }
   state_->cv.notify_all();
+  return runs;
+}
+
+bool SlowSource::WaitForRunsPast(uint64_t runs, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  return state_->cv.wait_until(lock, deadline, [&] {
+    return state_->runs_finished > runs || state_->stop || !state_->target;
+  }) && state_->runs_finished > runs;
 }
 
 void SlowSource::Run(const std::shared_ptr<State>& s) {
@@ -106,6 +117,8 @@ void SlowSource::Run(const std::shared_ptr<State>& s) {
     lock.lock();
     if (generation != s->generation) continue;  // the target changed meanwhile
     s->latest = std::move(run);
+    ++s->runs_finished;
+    s->cv.notify_all();  // WaitForRunsPast
     // The interval counts from the start of a run; after a run longer than
     // that (deadlines on a stopped target), wait a whole interval again
     // rather than run back to back.

@@ -33,7 +33,11 @@ class SlowSource {
 
   // Runs the collector as soon as the thread is free (e.g. to re-read
   // malloc statistics right after a trim), then on its interval again.
-  void RunSoon();
+  // Returns how many runs had finished before the call, for WaitForRunsPast.
+  uint64_t RunSoon();
+  // Waits until more than `runs` runs have finished, or until `deadline`;
+  // true when they have.
+  bool WaitForRunsPast(uint64_t runs, std::chrono::steady_clock::time_point deadline);
 
   // The latest finished run for the current target; nullptr until one ends.
   std::shared_ptr<const FinishedRun> Latest() const;

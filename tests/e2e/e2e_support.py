@@ -72,6 +72,16 @@ class Processes:
                         pass  # a pipe to a process that is gone
 
 
+def poll(condition, seconds):
+    """condition()'s first true value within `seconds`, else None (no error)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = condition()
+        if value or time.monotonic() >= deadline:
+            return value or None
+        time.sleep(0.2)
+
+
 def wait_for(what, condition, seconds=DEADLINE_SECONDS, processes=()):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
