@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "collectors/agent/key_values.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/common/text.h"
@@ -45,49 +46,6 @@ Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
   }
   return Status(ErrorCode::kParseError,
                 "agent: unknown status line '" + std::string(status.substr(0, 32)) + "'");
-}
-
-// Fills `values[i]` for `keys[i]` from "key=value\n" lines.
-template <std::size_t N>
-Status ParseKeyValues(std::string_view body, const std::array<std::string_view, N>& keys,
-                      std::array<uint64_t, N>& values, std::string_view what) {
-  // The agent ends every line with '\n': without it the answer was cut short
-  // and the last number may be missing digits.
-  if (body.empty() || body.back() != '\n') {
-    return Status(ErrorCode::kParseError, std::string(what) + ": answer cut short");
-  }
-  std::array<bool, N> seen{};
-  Status error;
-  text::ForEachLineIn(body, [&](std::string_view line) {
-    if (!error.ok() || line.empty()) return;
-    std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) {
-      error = Status(ErrorCode::kParseError,
-                     std::string(what) + ": line without '=': " + std::string(line.substr(0, 64)));
-      return;
-    }
-    std::string_view key = line.substr(0, eq);
-    for (std::size_t i = 0; i < N; ++i) {
-      if (key != keys[i]) continue;
-      std::optional<uint64_t> v = text::ParseUint(line.substr(eq + 1));
-      if (!v || seen[i]) {
-        error = Status(ErrorCode::kParseError, std::string(what) + ": " +
-                                                   (seen[i] ? "repeated " : "bad value for ") +
-                                                   std::string(key));
-        return;
-      }
-      seen[i] = true;
-      values[i] = *v;
-    }
-  });
-  if (!error.ok()) return error;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (!seen[i]) {
-      return Status(ErrorCode::kParseError,
-                    std::string(what) + ": missing " + std::string(keys[i]));
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -184,9 +142,11 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
 Result<AgentTrim> ParseAgentTrim(std::string_view body) {
   static constexpr std::array<std::string_view, 4> kKeys = {"duration_ns", "rss_before",
                                                             "rss_after", "result"};
-  std::array<uint64_t, 4> v{};
-  Status st = ParseKeyValues(body, kKeys, v, "agent trim");
+  std::array<std::optional<uint64_t>, 4> got{};
+  Status st = ParseKeyValues(body, kKeys, got, got.size(), "agent trim");
   if (!st.ok()) return st;
+  std::array<uint64_t, 4> v{};
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = *got[i];
   if (v[0] > static_cast<uint64_t>(std::chrono::nanoseconds::max().count()) || v[3] > INT_MAX) {
     return Status(ErrorCode::kParseError, "agent trim: value out of range");
   }
@@ -202,9 +162,11 @@ Result<Mallinfo2> ParseMallinfo2(std::string_view body) {
   static constexpr std::array<std::string_view, 10> kKeys = {
       "arena",   "ordblks", "smblks",   "hblks",    "hblkhd",
       "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"};
-  std::array<uint64_t, 10> v{};
-  Status st = ParseKeyValues(body, kKeys, v, "agent mallinfo2");
+  std::array<std::optional<uint64_t>, 10> got{};
+  Status st = ParseKeyValues(body, kKeys, got, got.size(), "agent mallinfo2");
   if (!st.ok()) return st;
+  std::array<uint64_t, 10> v{};
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = *got[i];
   Mallinfo2 m;
   m.arena = v[0];
   m.ordblks = v[1];

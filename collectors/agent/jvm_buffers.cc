@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "collectors/common/text.h"
+#include "collectors/agent/key_values.h"
 
 namespace memtrimd::agent {
 
@@ -12,41 +12,10 @@ Result<JvmBuffers> ParseJvmBuffers(std::string_view body) {
   static constexpr std::array<std::string_view, 8> kKeys = {
       "direct_count",    "direct_capacity", "direct_used",      "mapped_count",
       "mapped_capacity", "mapped_used",     "temp_cache_bytes", "temp_cache_buffers"};
-  constexpr std::size_t kRequired = 6;
-  // The agent ends every line with '\n': without it the answer was cut short
-  // and the last number may be missing digits.
-  if (body.empty() || body.back() != '\n') {
-    return Status(ErrorCode::kParseError, "agent jvm_buffers: answer cut short");
-  }
-  std::array<std::optional<uint64_t>, kKeys.size()> values;
-  Status error;
-  text::ForEachLineIn(body, [&](std::string_view line) {
-    if (!error.ok() || line.empty()) return;
-    std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) {
-      error = Status(ErrorCode::kParseError,
-                     "agent jvm_buffers: line without '=': " + std::string(line.substr(0, 64)));
-      return;
-    }
-    std::string_view key = line.substr(0, eq);
-    for (std::size_t i = 0; i < kKeys.size(); ++i) {
-      if (key != kKeys[i]) continue;
-      std::optional<uint64_t> v = text::ParseUint(line.substr(eq + 1));
-      if (!v || values[i]) {
-        error = Status(ErrorCode::kParseError, std::string("agent jvm_buffers: ") +
-                                                   (values[i] ? "repeated " : "bad value for ") +
-                                                   std::string(key));
-        return;
-      }
-      values[i] = v;
-    }
-  });
-  if (!error.ok()) return error;
-  for (std::size_t i = 0; i < kRequired; ++i) {
-    if (!values[i]) {
-      return Status(ErrorCode::kParseError, "agent jvm_buffers: missing " + std::string(kKeys[i]));
-    }
-  }
+  // The pools are required; the cache is there when the agent could walk it.
+  std::array<std::optional<uint64_t>, kKeys.size()> values{};
+  Status st = ParseKeyValues(body, kKeys, values, 6, "agent jvm_buffers");
+  if (!st.ok()) return st;
   if (values[6].has_value() != values[7].has_value()) {
     return Status(ErrorCode::kParseError,
                   "agent jvm_buffers: temp_cache_bytes and temp_cache_buffers come together");
