@@ -288,11 +288,8 @@ TEST_P(AgentJvmTest, AskedWhileTheJvmStarts) {
 // trusts JNI_GetCreatedJavaVMs only where the JDK returns finished VMs alone
 // (21+, JDK-8308341) and otherwise says why it does not attach.
 TEST_P(AgentJvmTest, WithoutHsperfdataOnlyJdk21AndLaterAreTrusted) {
-  std::ifstream release(GetParam() + "/release");
-  std::string text((std::istreambuf_iterator<char>(release)), std::istreambuf_iterator<char>());
-  std::size_t at = text.find("JAVA_VERSION=\"");
-  ASSERT_NE(at, std::string::npos);
-  const int feature = std::stoi(text.substr(at + 14));
+  const int feature = JdkFeature(GetParam());
+  ASSERT_GT(feature, 0) << "no JAVA_VERSION in " << GetParam() << "/release";
   ready_ = dir_ / "noperf.ready";
   SpawnOptions o;
   o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};

@@ -147,6 +147,17 @@ std::string JdkTestName(const std::string& home) {
   return name;
 }
 
+int JdkFeature(const std::string& home) {
+  std::ifstream in(home + "/release");
+  std::string line;
+  std::regex re(R"re(^JAVA_VERSION="(1\.)?(\d+))re");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, re)) return std::stoi(m[2]);
+  }
+  return 0;
+}
+
 bool LogHas(const std::string& log, const std::vector<std::string>& parts) {
   std::istringstream in(log);
   std::string line;

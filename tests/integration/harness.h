@@ -57,6 +57,9 @@ bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeou
 std::vector<std::string> FindJdkHomes();
 // A JDK home's directory name made fit for a gtest parameter name.
 std::string JdkTestName(const std::string& home);
+// The JDK's feature version (17, 25, ...) from JAVA_VERSION in its release
+// file; 0 when it cannot be read.
+int JdkFeature(const std::string& home);
 
 // Whether one line of `log` contains every one of `parts`.
 bool LogHas(const std::string& log, const std::vector<std::string>& parts);

@@ -34,17 +34,6 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-int FeatureOf(const std::string& home) {
-  std::ifstream in(home + "/release");
-  std::string line;
-  std::regex re(R"re(^JAVA_VERSION="(1\.)?(\d+))re");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) return std::stoi(m[2]);
-  }
-  return 0;
-}
-
 // "Within 5 % or 4 MiB" of the truth.
 bool Near(double actual, double truth) {
   return std::fabs(actual - truth) <= std::max(0.05 * std::fabs(truth), 4.0 * kMiB);
@@ -181,7 +170,7 @@ std::vector<MatrixParam> MatrixParams() {
   for (const std::string& home : FindJdkHomes()) {
     for (bool agent : {true, false}) {
       out.push_back(
-          {home, FeatureOf(home), agent, JdkTestName(home) + (agent ? "_agent" : "_no_agent")});
+          {home, JdkFeature(home), agent, JdkTestName(home) + (agent ? "_agent" : "_no_agent")});
     }
   }
   return out;

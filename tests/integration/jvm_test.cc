@@ -27,22 +27,11 @@ struct Jdk {
 
 void PrintTo(const Jdk& j, std::ostream* os) { *os << j.home; }
 
-int FeatureOf(const std::string& home) {
-  std::ifstream in(home + "/release");
-  std::string line;
-  std::regex re(R"re(^JAVA_VERSION="(1\.)?(\d+))re");
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, re)) return std::stoi(m[2]);
-  }
-  return 0;
-}
-
 // Every distinct JDK under /usr/lib/jvm, Debian's 17 first.
 std::vector<Jdk> FindJdks() {
   std::vector<Jdk> out;
   for (const std::string& home : FindJdkHomes()) {
-    out.push_back({home, FeatureOf(home), JdkTestName(home)});
+    out.push_back({home, JdkFeature(home), JdkTestName(home)});
   }
   return out;
 }
