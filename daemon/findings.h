@@ -4,10 +4,12 @@
 // /report all call these, so all three say the same.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/sample.h"
@@ -19,6 +21,12 @@ struct RiskFinding {
   bool at_risk = false;
   std::string explanation;  // one line for a person: what is seen and what to do
 };
+
+// Every check AssessJvmRisks can return (memtrimd_jvm_risk{check}); the
+// README, the metric's help and the alert rules are tested against it.
+inline constexpr std::array<std::string_view, 5> kRiskChecks = {
+    "nio_cache_unbounded", "nmt_off", "direct_memory_high", "direct_buffer_gc_storm",
+    "jvm_trims_itself"};
 
 // Only checks that the sample can decide are returned; a check that cannot
 // be decided (e.g. direct_memory_high without the direct pool while NMT

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 namespace memtrimd {
 namespace {
 
@@ -183,6 +186,22 @@ TEST(Findings, ArenaCapIsNotPresentedAsASafeFix) {
   std::string advice = MallocEnvAdvice(s);
   EXPECT_NE(advice.find("not a safe fix"), std::string::npos);
   EXPECT_NE(advice.find("trim first"), std::string::npos);
+}
+
+TEST(Findings, EveryCheckIsListedAndEveryListedCheckIsMade) {
+  TargetSample s = Jvm(17);
+  s.jvm->settings["TrimNativeHeapInterval"] = "0";
+  JvmPerf perf;
+  perf.gc = jvm::PerfGc{{{"G1 young", 1, 0.1}}, "No GC", "G1 Evacuation Pause"};
+  perf.gc_per_second = 0.1;
+  s.jvm_perf = perf;
+  std::set<std::string> made;
+  for (const RiskFinding& f : AssessJvmRisks(s)) {
+    made.insert(f.check);
+    EXPECT_NE(std::find(kRiskChecks.begin(), kRiskChecks.end(), f.check), kRiskChecks.end())
+        << f.check << " is not in kRiskChecks";
+  }
+  for (std::string_view c : kRiskChecks) EXPECT_EQ(made.count(std::string(c)), 1u) << c;
 }
 
 TEST(Findings, NothingIsClaimedWithoutAttach) {

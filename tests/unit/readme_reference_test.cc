@@ -3,13 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "daemon/findings.h"
 #include "daemon/flags.h"
 #include "daemon/metric_table.h"
+#include "daemon/rss_account.h"
 
 namespace memtrimd {
 namespace {
@@ -100,6 +103,53 @@ TEST(ReadmeReference, MetricTableMatchesTheCode) {
   }
   for (const auto& [name, row] : readme) {
     EXPECT_TRUE(code.count(name)) << name << " is in the README but not exported";
+  }
+}
+
+std::string ReadSource(const std::string& path) {
+  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/" + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The risk checks the code makes are the ones the README, the metric's help
+// and the alert rules name, and nothing else.
+TEST(ReadmeReference, RiskChecksMatchTheCode) {
+  const std::string readme = ReadSource("README.md");
+  const std::string help(metric::kJvmRisk.help);
+  for (std::string_view c : kRiskChecks) {
+    EXPECT_NE(readme.find("`" + std::string(c) + "`"), std::string::npos) << c << " in README";
+    EXPECT_NE(help.find(std::string(c)), std::string::npos) << c << " in the metric's help";
+  }
+  const std::string rules = ReadSource("deploy/prometheus/alerts.rules.yml");
+  const std::string key = "check=\"";
+  for (std::size_t at = rules.find(key); at != std::string::npos; at = rules.find(key, at + 1)) {
+    std::size_t begin = at + key.size();
+    std::string check = rules.substr(begin, rules.find('"', begin) - begin);
+    EXPECT_NE(std::find(kRiskChecks.begin(), kRiskChecks.end(), check), kRiskChecks.end())
+        << "alerts.rules.yml names check " << check << ", which the code never makes";
+  }
+}
+
+// The RSS account's parts are the ones the README's metric row lists.
+TEST(ReadmeReference, AccountPartsMatchTheCode) {
+  RssAccount jvm;
+  jvm.java_heap = 0;
+  jvm.nmt = NmtKnown{};
+  jvm.glibc_free = 0;
+  RssAccount program;
+  std::string row;
+  for (const auto& r : TableAfter("### Metrics")) {
+    if (!r.empty() && r[0] == "memtrimd_rss_account_bytes") row = r.back();
+  }
+  ASSERT_FALSE(row.empty()) << "no memtrimd_rss_account_bytes row under '### Metrics'";
+  const std::string help(metric::kRssAccount.help);
+  for (const RssAccount* a : {&jvm, &program}) {
+    for (const auto& [part, bytes] : AccountParts(*a)) {
+      EXPECT_NE(row.find("`" + std::string(part) + "`"), std::string::npos) << part;
+      EXPECT_NE(help.find(part), std::string::npos) << part << " in the metric's help";
+    }
   }
 }
 
