@@ -155,10 +155,19 @@ void Scheduler::RereadSmapsForJavaHeap(
 void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                           std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
-  // The socket collectors re-read malloc statistics at once.
+  // The socket collector that gave the malloc statistics ("agent", or
+  // "jvm" on JDK 21+) reads them again at once; the others keep their
+  // interval (a JVM collector run is several attach commands).
+  std::string source_name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    source_name = malloc_source_;
+  }
   std::vector<std::pair<SlowSource*, uint64_t>> rerun;
-  for (std::unique_ptr<SlowSource>& source : slow_) {
-    if (source) rerun.emplace_back(source.get(), source->RunSoon());
+  for (std::size_t i = 0; i < slow_.size(); ++i) {
+    if (slow_[i] && slots_[i].collector->Name() == source_name) {
+      rerun.emplace_back(slow_[i].get(), slow_[i]->RunSoon());
+    }
   }
   auto tick_and_wait = [&] {
     uint64_t seen = 0;
@@ -248,11 +257,16 @@ void Scheduler::Tick() {
   }
   snap->no_target_reason = reason;
   snap->taken_at = std::chrono::system_clock::now();
+  std::string malloc_source;
+  if (!snap->targets.empty() && snap->targets.front().sample.malloc) {
+    malloc_source = snap->targets.front().sample.malloc->source;
+  }
   previous_ = snap;
   store_.Publish(std::move(snap));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++published_;
+    malloc_source_ = malloc_source;
   }
   published_cv_.notify_all();
 }

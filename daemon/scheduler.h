@@ -37,8 +37,8 @@ class Scheduler {
   void Tick();
 
   // Called by the trim engine after a successful trim of `target` that
-  // ended at `ended`: asks the socket collectors for fresh malloc statistics
-  // at once, publishes a sample with smaps read again (older statistics
+  // ended at `ended`: asks the socket collector that gives the malloc
+  // statistics for fresh ones at once, publishes a sample with smaps read again (older statistics
   // marked as read before the trim), then, once the collectors have
   // answered, one with the fresh statistics; returns then (or after `wait`),
   // so that a /report read after a manual trim never shows an estimate from
@@ -81,6 +81,7 @@ class Scheduler {
   bool refresh_after_trim_ = false;
   bool tick_now_ = false;
   uint64_t published_ = 0;
+  std::string malloc_source_;  // MallocStats::source of the latest sample
   std::condition_variable published_cv_;
   std::thread thread_;
 };
