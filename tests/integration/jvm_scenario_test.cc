@@ -493,6 +493,26 @@ void JvmScenarioTest::CheckJvmFigures(const ScenarioRun& r) {
     EXPECT_EQ(TruthInt(t, "churn.oom_errors"), 0) << r.Context();
     EXPECT_GT(TruthInt(t, "churn.allocations"), 0) << r.Context();
   }
+
+  // GC counters from hsperfdata against the JVM's own GarbageCollectorMXBean:
+  // G1's young and mixed pauses are "G1 young collection pauses" there and
+  // "G1 Young Generation" here. Compared when no collection ran between the
+  // truth before memtrimd's read and the one after it.
+  const std::string young = "gc.G1 Young Generation.count";
+  if (TruthInt(r.truth_before, young) >= 0 &&
+      TruthInt(r.truth_before, young) == TruthInt(t, young)) {
+    const JsonValue* collectors = jvm->Path({"gc", "collectors"});
+    ASSERT_NE(collectors, nullptr) << "GC counters from hsperfdata" << r.Context();
+    std::optional<int64_t> counted;
+    for (const JsonValue& c : collectors->items) {
+      const JsonValue* name = c.Get("name");
+      if (name != nullptr && name->text == "G1 young collection pauses") {
+        counted = IntAt(&c, {"collections"});
+      }
+    }
+    ASSERT_TRUE(counted.has_value()) << "no G1 young collector" << r.Context();
+    EXPECT_EQ(*counted, TruthInt(t, young)) << r.Context();
+  }
 }
 
 // What a scenario holds shows where it belongs: against the baseline JVM
