@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/gzip.h"
+#include "daemon/exposition/gzip.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

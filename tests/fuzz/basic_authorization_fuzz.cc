@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/basic_auth.h"
+#include "daemon/web/basic_auth.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/http_server.h"
+#include "daemon/web/http_server.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "daemon/flags.h"
+#include "daemon/cli/flags.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

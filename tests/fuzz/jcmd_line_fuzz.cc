@@ -15,8 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "daemon/flags.h"
-#include "daemon/jcmd_command.h"
+#include "daemon/cli/flags.h"
+#include "daemon/cli/jcmd_command.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/units.h"
+#include "daemon/base/units.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // Fuzz target: the --web.config.file parser (ParseWebConfig in
-// daemon/web_config.h: exporter-toolkit's YAML format, tls_server_config,
+// daemon/web/web_config.h: exporter-toolkit's YAML format, tls_server_config,
 // basic_auth_users with bcrypt hashes, http_server_config), and the bcrypt
 // hash check it uses (CheckBcryptHash).
 //
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/web_config.h"
+#include "daemon/web/web_config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,8 +9,8 @@
 #include <regex>
 
 #include "collectors/procfs/target_reader.h"
-#include "daemon/trim.h"
-#include "daemon/trim_heaps.h"
+#include "daemon/trim/trim.h"
+#include "daemon/trim/trim_heaps.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/web_fixtures.h"
 

@@ -20,7 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "daemon/basic_auth.h"
+#include "daemon/web/basic_auth.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/web_fixtures.h"
 

@@ -1,4 +1,4 @@
-#include "daemon/exposition.h"
+#include "daemon/exposition/exposition.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/metric_table.h"
-#include "daemon/metrics_page.h"
-#include "daemon/trim_engine.h"
+#include "daemon/exposition/metric_table.h"
+#include "daemon/exposition/metrics_page.h"
+#include "daemon/trim/trim_engine.h"
 
 namespace memtrimd {
 namespace {

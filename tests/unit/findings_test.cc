@@ -1,4 +1,4 @@
-#include "daemon/findings.h"
+#include "daemon/analysis/findings.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/flags.h"
+#include "daemon/cli/flags.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

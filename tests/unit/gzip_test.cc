@@ -1,4 +1,4 @@
-#include "daemon/gzip.h"
+#include "daemon/exposition/gzip.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -1,4 +1,4 @@
-#include "daemon/http_server.h"
+#include "daemon/web/http_server.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/inspect.h"
+#include "daemon/report/inspect.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The launcher's `jcmd` line parser: it must take exactly the simple,
 // well-formed lines and leave everything else to the full parser.
 
-#include "daemon/jcmd_command.h"
+#include "daemon/cli/jcmd_command.h"
 
 #include <gtest/gtest.h>
 

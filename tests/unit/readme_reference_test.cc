@@ -9,10 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/findings.h"
-#include "daemon/flags.h"
-#include "daemon/metric_table.h"
-#include "daemon/rss_account.h"
+#include "daemon/analysis/findings.h"
+#include "daemon/analysis/rss_account.h"
+#include "daemon/cli/flags.h"
+#include "daemon/exposition/metric_table.h"
 
 namespace memtrimd {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/rss_account.h"
+#include "daemon/analysis/rss_account.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "daemon/target_selector.h"
+#include "daemon/sampling/target_selector.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -2,7 +2,7 @@
 // (PairHeaps).
 #include <gtest/gtest.h>
 
-#include "daemon/trim_heaps.h"
+#include "daemon/trim/trim_heaps.h"
 
 namespace memtrimd {
 namespace {

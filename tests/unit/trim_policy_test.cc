@@ -1,4 +1,4 @@
-#include "daemon/trim_policy.h"
+#include "daemon/trim/trim_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // accepts and rejects, and what memtrimd makes of it. The integration test
 // web_test.cc runs promtool itself on the same kinds of files.
 
-#include "daemon/web_config.h"
+#include "daemon/web/web_config.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/basic_auth.h"
+#include "daemon/web/basic_auth.h"
 
 namespace memtrimd {
 namespace {

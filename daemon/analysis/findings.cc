@@ -1,0 +1,301 @@
+#include "daemon/analysis/findings.h"
+
+#include <cstdio>
+
+#include "collectors/common/text.h"
+#include "daemon/base/units.h"
+
+namespace memtrimd {
+namespace {
+
+// Above this share of MaxDirectMemorySize, the next reservations fail.
+constexpr double kDirectHighRatio = 0.9;
+// Collections a second, with System.gc() as the last cause, that make a
+// storm: the JDK's direct buffer reservation (java.nio.Bits.reserveMemory)
+// calls System.gc() each time the pool is full, so a program that churns
+// direct buffers near its limit collects dozens of times a second.
+constexpr double kStormCollectionsPerSecond = 1.0;
+
+std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
+
+const std::string* Setting(const TargetSample& s, const char* name) {
+  if (!s.jvm) return nullptr;
+  auto it = s.jvm->settings.find(name);
+  return it == s.jvm->settings.end() ? nullptr : &it->second;
+}
+
+std::string Percent(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f %%", ratio * 100);
+  return buf;
+}
+
+bool GcStorm(const TargetSample& s, double* per_second) {
+  if (!s.jvm_perf || !s.jvm_perf->gc || !s.jvm_perf->gc_per_second) return false;
+  *per_second = *s.jvm_perf->gc_per_second;
+  return *per_second >= kStormCollectionsPerSecond && s.jvm_perf->gc->last_cause == "System.gc()";
+}
+
+std::string NioCacheExplanation(const TargetSample& s, bool unbounded) {
+  if (!unbounded) {
+    return "temporary buffer cache bounded: jdk.nio.maxCachedBufferSize=" +
+           *Setting(s, "jdk.nio.maxCachedBufferSize");
+  }
+  std::string line =
+      "jdk.nio.maxCachedBufferSize is unset: every thread that reads or writes a heap buffer "
+      "through a channel keeps a temporary direct buffer as large as its largest read";
+  if (auto cache = TempBufferCacheOf(s)) {
+    line += "; the cache holds " + Bytes(cache->bytes) +
+            (cache->buffers ? " in " + std::to_string(*cache->buffers) + " buffers" : "") +
+            (std::string(cache->source) == "estimate" ? " at most (NMT Other minus the direct pool)"
+                                                      : "") +
+            " now";
+  } else if (DirectMemory d = DirectMemoryOf(s); d.nmt_other_bytes) {
+    line += "; it holds at most " + Bytes(*d.nmt_other_bytes) +
+            " now (NMT Other, which also holds direct buffers, FFM and Unsafe memory; "
+            "preload libmemtrimd_agent.so to measure the cache itself)";
+  } else {
+    line += "; how much it holds now is unknown (preload libmemtrimd_agent.so to measure it)";
+  }
+  if (auto counts = TempBuffersCountAgainstLimit(s)) {
+    line += *counts ? "; on this JDK it counts against MaxDirectMemorySize (reads fail with "
+                      "OutOfMemoryError: Cannot reserve ... direct buffer memory)"
+                    : "; on this JDK it does not count against MaxDirectMemorySize, only "
+                      "against the container's memory";
+  }
+  return line + ". Set -Djdk.nio.maxCachedBufferSize=262144 to bound it";
+}
+
+}  // namespace
+
+std::optional<uint64_t> SettingBytes(const TargetSample& s, const char* name) {
+  const std::string* v = Setting(s, name);
+  if (v == nullptr) return std::nullopt;
+  return text::ParseUint(*v);
+}
+
+DirectMemory DirectMemoryOf(const TargetSample& s) {
+  DirectMemory d;
+  if (s.jvm_buffers) d.used_bytes = s.jvm_buffers->direct.memory_used;
+  if (!s.jvm || !s.jvm->attachable) return d;  // the limit needs VM.flags
+  if (s.jvm->nmt && s.jvm->nmt->enabled) {
+    // NMT leaves out a category with nothing in it: then Other is 0.
+    const jvm::NmtCategory* other = s.jvm->nmt->Find("Other");
+    d.nmt_other_bytes = other != nullptr ? other->committed : 0;
+  }
+  std::optional<uint64_t> max_direct = SettingBytes(s, "MaxDirectMemorySize");
+  if (max_direct && *max_direct > 0) {
+    d.limit_bytes = max_direct;
+  } else if (auto heap = JavaHeapOf(s).max) {
+    // With MaxDirectMemorySize unset (or 0) the JDK allows as much direct
+    // memory as Runtime.maxMemory(), about the max heap size.
+    d.limit_bytes = heap;
+    d.limit_is_max_heap = true;
+  }
+  if (d.used_bytes && d.limit_bytes && *d.limit_bytes > 0) {
+    d.ratio = static_cast<double>(*d.used_bytes) / static_cast<double>(*d.limit_bytes);
+  }
+  return d;
+}
+
+std::optional<bool> TempBuffersCountAgainstLimit(const TargetSample& s) {
+  if (!s.jvm || !s.jvm->version) return std::nullopt;
+  return s.jvm->version->feature < 24;
+}
+
+std::optional<TempBufferCache> TempBufferCacheOf(const TargetSample& s) {
+  if (s.jvm_buffers && s.jvm_buffers->temp_cache_bytes) {
+    return TempBufferCache{*s.jvm_buffers->temp_cache_bytes, s.jvm_buffers->temp_cache_buffers,
+                           "agent"};
+  }
+  // On 24+ the cache is outside the pool: what NMT Other holds beyond the
+  // pool is the cache, FFM and Unsafe memory. On 17-23 the cache is inside
+  // the pool and cannot be told from allocateDirect without the agent.
+  DirectMemory d = DirectMemoryOf(s);
+  if (TempBuffersCountAgainstLimit(s) == false && s.jvm_buffers && d.nmt_other_bytes) {
+    uint64_t pool = s.jvm_buffers->direct.memory_used;
+    return TempBufferCache{*d.nmt_other_bytes > pool ? *d.nmt_other_bytes - pool : 0, std::nullopt,
+                           "estimate"};
+  }
+  return std::nullopt;
+}
+
+JavaHeap JavaHeapOf(const TargetSample& s) {
+  JavaHeap h;
+  // The flag is exact; hsperfdata's generation maxima can add up to a few
+  // bytes more.
+  h.max = SettingBytes(s, "MaxHeapSize");
+  if (s.jvm_perf) {
+    h.committed = s.jvm_perf->heap.committed_bytes;
+    h.used = s.jvm_perf->heap.used_bytes;
+    if (!h.max && s.jvm_perf->heap.max_bytes > 0) h.max = s.jvm_perf->heap.max_bytes;
+    h.source = "hsperfdata";
+  } else if (s.jvm && s.jvm->gc_heap) {
+    h.committed = s.jvm->gc_heap->committed_bytes;
+    h.used = s.jvm->gc_heap->used_bytes;
+    h.source = "GC.heap_info";
+  }
+  return h;
+}
+
+std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
+  if (!s.malloc) return std::nullopt;
+  uint64_t sum = 0;
+  for (const jvm::MallocArena& a : s.malloc->info.arenas) {
+    sum += a.free_bytes_at_least_page;
+    // malloc_trim also lowers brk by the main arena's top chunk (systrim);
+    // other arenas' tops stay (only free() shrinks those heaps).
+    if (a.nr == 0) sum += a.top_bytes;
+  }
+  return sum;
+}
+
+bool MallocStatsStale(const TargetSample& s) {
+  return s.malloc && s.last_trim_at && s.malloc->read_at < *s.last_trim_at;
+}
+
+std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
+  std::vector<RiskFinding> out;
+  const bool attached = s.jvm && s.jvm->attachable;
+  if (attached && s.jvm->version) {
+    bool unbounded = Setting(s, "jdk.nio.maxCachedBufferSize") == nullptr;
+    out.push_back({"nio_cache_unbounded", unbounded, NioCacheExplanation(s, unbounded)});
+  }
+  if (const std::string* nmt = attached ? Setting(s, "NativeMemoryTracking") : nullptr) {
+    bool off = *nmt == "off";
+    out.push_back({"nmt_off", off,
+                   off ? "Native Memory Tracking is off: native memory cannot be attributed to "
+                         "JVM categories (start with -XX:NativeMemoryTracking=summary)"
+                       : "Native Memory Tracking is on (" + *nmt + ")"});
+  }
+  double gc_rate = 0;
+  bool storm = GcStorm(s, &gc_rate);
+  DirectMemory d = DirectMemoryOf(s);
+  if (attached && d.limit_bytes) {
+    std::string of = " of " + Bytes(*d.limit_bytes) +
+                     (d.limit_is_max_heap ? " (the max heap: MaxDirectMemorySize unset)" : "");
+    if (d.ratio) {
+      bool high = *d.ratio > kDirectHighRatio && !storm;
+      std::string line =
+          "direct buffer pool " + Bytes(*d.used_bytes) + of + " (" + Percent(*d.ratio) + ")";
+      if (high) {
+        line +=
+            ": the next direct buffers will fail with OutOfMemoryError (Cannot reserve ... "
+            "direct buffer memory); raise -XX:MaxDirectMemorySize or find who holds them";
+      } else if (*d.ratio > kDirectHighRatio) {
+        line += ", but the GC keeps freeing it (see direct_buffer_gc_storm)";
+      }
+      out.push_back({"direct_memory_high", high, line});
+    } else if (d.nmt_other_bytes && static_cast<double>(*d.nmt_other_bytes) <=
+                                        kDirectHighRatio * static_cast<double>(*d.limit_bytes)) {
+      // NMT Other holds the pool and more: below the threshold, so is the pool.
+      out.push_back({"direct_memory_high", false,
+                     "NMT Other (direct buffers, temporary buffer cache, FFM, Unsafe) is " +
+                         Bytes(*d.nmt_other_bytes) + of + ": the direct pool is at most that"});
+    }
+  }
+  if (s.jvm_perf && s.jvm_perf->gc && s.jvm_perf->gc_per_second) {
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.1f", gc_rate);
+    std::string since = s.jvm_perf->gc_rates_since_start ? " since the JVM started" : "";
+    std::string line =
+        storm ? std::string(rate) + " collections a second" + since +
+                    ", the last caused by System.gc(): the JDK calls it "
+                    "each time a direct buffer does not fit under MaxDirectMemorySize "
+                    "(java.nio.Bits.reserveMemory), so a program that churns direct buffers "
+                    "near its limit spends its time in full GCs. Pool the buffers, raise "
+                    "-XX:MaxDirectMemorySize, or find what else calls System.gc()"
+              : std::string(rate) + " collections a second" + since +
+                    " (last cause: " + s.jvm_perf->gc->last_cause + ")";
+    if (storm && d.used_bytes && d.limit_bytes) {
+      line += "; the direct pool is at " + Bytes(*d.used_bytes) + " of " + Bytes(*d.limit_bytes);
+    }
+    out.push_back({"direct_buffer_gc_storm", storm, line});
+  }
+  if (const std::string* trim = attached ? Setting(s, "TrimNativeHeapInterval") : nullptr) {
+    auto ms = text::ParseUint(*trim);
+    bool trims = ms && *ms > 0;
+    out.push_back({"jvm_trims_itself", trims,
+                   trims ? "the JVM trims its own native heap every " + *trim +
+                               " ms (-XX:TrimNativeHeapInterval): do not trim it twice"
+                         : "the JVM does not trim its native heap by itself"});
+  } else if (attached && s.jvm->version) {
+    out.push_back({"jvm_trims_itself", false, "the JVM does not trim its native heap by itself"});
+  }
+  return out;
+}
+
+std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
+  std::vector<MissingFigure> out;
+  const bool is_jvm = s.jvm.has_value() || s.jvm_perf.has_value();
+  if (s.jvm && !s.jvm->attachable) {
+    out.push_back(
+        {"NMT, JVM flags, direct memory", "the JVM is not attachable: " + s.jvm->attach_error});
+  }
+  if (s.jvm && s.jvm->attachable && s.jvm->nmt && !s.jvm->nmt->enabled) {
+    out.push_back({"NMT categories and memory outside NMT",
+                   "Native Memory Tracking is off (start the JVM with "
+                   "-XX:NativeMemoryTracking=summary; it cannot be switched on later)"});
+  }
+  if (is_jvm && !s.jvm_buffers) {
+    out.push_back({"buffer pools (direct, mapped) and the temporary buffer cache",
+                   s.jvm_buffers_missing.empty()
+                       ? "libmemtrimd_agent.so is not preloaded into the JVM (start it with "
+                         "LD_PRELOAD=libmemtrimd_agent.so to read BufferPoolMXBean's figures)"
+                       : s.jvm_buffers_missing});
+  }
+  if (!s.malloc && (is_jvm || s.agent_loaded)) {
+    std::string why;
+    if (s.jvm && s.jvm->version && s.jvm->version->feature < 21) {
+      why = "JDK " + std::to_string(s.jvm->version->feature) +
+            " has no System.native_heap_info (JDK 21+); preload libmemtrimd_agent.so into the "
+            "JVM to read them";
+    } else if (!s.agent_unreachable.empty()) {
+      why = "the agent does not answer: " + s.agent_unreachable;
+    } else {
+      why = "not read yet";
+    }
+    out.push_back({"malloc statistics (glibc free memory, trimmable estimate)", why});
+  }
+  if (s.jvm && s.jvm->attachable) {
+    DirectMemory d = DirectMemoryOf(s);
+    bool decided = false;
+    for (const RiskFinding& f : AssessJvmRisks(s)) decided |= f.check == "direct_memory_high";
+    if (!decided && d.limit_bytes && d.nmt_other_bytes) {
+      out.push_back({"direct_memory_high (undecided)",
+                     "NMT Other is " + Bytes(*d.nmt_other_bytes) + " of a " +
+                         Bytes(*d.limit_bytes) +
+                         " limit, but it also holds memory the limit does not count (FFM, "
+                         "Unsafe, and on JDK 24+ the temporary buffer cache); the direct pool "
+                         "itself needs the agent"});
+    }
+  }
+  if (is_jvm && !s.jvm_perf) {
+    out.push_back({"GC counters",
+                   "no hsperfdata (the JVM runs with -XX:-UsePerfData or "
+                   "-XX:+PerfDisableSharedMem, or its file is not reachable)"});
+  }
+  if (s.glibc && is_jvm && !s.glibc->java_heap_known) {
+    out.push_back({"RSS account",
+                   "the Java heap's address range is not known yet (GC.heap_info through the "
+                   "attach socket)"});
+  }
+  return out;
+}
+
+std::string MallocEnvAdvice(const TargetSample& s) {
+  if (!s.malloc_env) return "";
+  auto it = s.malloc_env->find("MALLOC_ARENA_MAX");
+  bool tunable_arena = false;
+  if (auto t = s.malloc_env->find("GLIBC_TUNABLES"); t != s.malloc_env->end()) {
+    tunable_arena = t->second.find("arena_max") != std::string::npos;
+  }
+  if (it == s.malloc_env->end() && !tunable_arena) return "";
+  // Fewer arenas trade fragmentation for lock contention and can raise RSS
+  // too: one production measurement saw +44 % with MALLOC_ARENA_MAX=2 while
+  // one trim gave back 200 MB. Measure; trim first.
+  return "the arena count is capped: fewer arenas is not a safe fix by itself (it can raise RSS "
+         "and contention); compare RSS with and without it, and trim first";
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,196 @@
+#include "daemon/analysis/rss_account.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+namespace memtrimd {
+namespace {
+
+enum Kind : std::size_t { kBuffers, kMetaspace, kCode, kThreads, kGc, kJvmOther, kKinds };
+using PerKind = std::array<uint64_t, kKinds>;
+
+Kind KindOf(std::string_view category) {
+  if (category == "Other") return kBuffers;
+  if (category == "Metaspace" || category == "Class" || category == "Shared class space") {
+    return kMetaspace;
+  }
+  if (category == "Code") return kCode;
+  if (category == "Thread" || category == "Thread Stack") return kThreads;
+  if (category == "GC" || category == "GCCardSet") return kGc;
+  return kJvmOther;
+}
+
+uint64_t Sum(const PerKind& k) {
+  uint64_t s = 0;
+  for (uint64_t v : k) s += v;
+  return s;
+}
+
+uint64_t Sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+// Lowers the figures to add up to `target` (<= their sum): first from
+// `first` (when given), then from all in proportion to their size. The
+// result adds up exactly.
+void ShrinkTo(PerKind& k, uint64_t target, std::optional<Kind> first) {
+  uint64_t sum = Sum(k);
+  if (sum <= target) return;
+  uint64_t excess = sum - target;
+  if (first) {
+    uint64_t take = std::min(excess, k[*first]);
+    k[*first] -= take;
+    excess -= take;
+    sum -= take;
+  }
+  if (excess == 0) return;
+  // Proportional: keep = v * target / sum, remainders to the largest.
+  std::size_t largest = static_cast<std::size_t>(std::max_element(k.begin(), k.end()) - k.begin());
+  uint64_t kept = 0;
+  for (uint64_t& v : k) {
+    v = static_cast<uint64_t>(static_cast<long double>(v) * target / sum);
+    kept += v;
+  }
+  k[largest] += target - kept;
+}
+
+NmtKnown ToKnown(const PerKind& k) {
+  return NmtKnown{k[kBuffers], k[kMetaspace], k[kCode], k[kThreads], k[kGc], k[kJvmOther]};
+}
+
+// Tenths of a MiB, rounded so that the parts add up to the rounded total
+// (largest remainders get the spare tenths).
+std::vector<uint64_t> TenthsThatAddUp(const std::vector<uint64_t>& parts, uint64_t total) {
+  constexpr long double kTenth = 1024.0L * 1024.0L / 10.0L;
+  std::vector<uint64_t> out(parts.size());
+  std::vector<std::pair<long double, std::size_t>> rest;
+  uint64_t floors = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    long double t = static_cast<long double>(parts[i]) / kTenth;
+    out[i] = static_cast<uint64_t>(std::floor(t));
+    floors += out[i];
+    rest.emplace_back(t - std::floor(t), i);
+  }
+  auto want = static_cast<uint64_t>(std::llround(static_cast<long double>(total) / kTenth));
+  std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; floors < want && i < rest.size(); ++i, ++floors) ++out[rest[i].second];
+  return out;
+}
+
+std::string Mib(uint64_t tenths) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%llu.%llu MiB", static_cast<unsigned long long>(tenths / 10),
+                static_cast<unsigned long long>(tenths % 10));
+  return buf;
+}
+
+}  // namespace
+
+std::optional<RssAccount> AccountRss(const TargetSample& s) {
+  if (!s.glibc) return std::nullopt;
+  const glibc::RssBreakdown& b = s.glibc->breakdown;
+  RssAccount a;
+  a.is_jvm = s.jvm.has_value() || s.jvm_perf.has_value();
+  if (a.is_jvm && !s.glibc->java_heap_known) return std::nullopt;
+  a.rss = b.total;
+  a.file = b.file_and_shared;
+  if (a.is_jvm) a.java_heap = b.java_heap;
+  uint64_t arena_resident = b.arena_heaps + b.main_arena;
+  uint64_t anon_rest = arena_resident + b.other_anonymous;  // == rss - file - java heap
+
+  // Written pages of file mappings: the CDS archive's (NMT "Shared class
+  // space") and libraries' data. The rest of other_anonymous is anonymous
+  // mappings: mmapped malloc chunks and the JVM's own mappings.
+  uint64_t file_anon = std::min(b.anon_in_file, b.other_anonymous);
+  uint64_t anon_maps = b.other_anonymous - file_anon;
+  // malloc space: what is free in it, and where its in-use chunks are.
+  uint64_t malloc_in_use = anon_rest;  // without statistics: at most all of it
+  std::optional<uint64_t> jvm_maps;    // without statistics: see below
+  if (s.malloc) {
+    const jvm::MallocInfo& m = s.malloc->info;
+    uint64_t in_use_arenas = Sub(m.system_current, m.total_fast_bytes + m.total_rest_bytes);
+    uint64_t mmapped = std::min(m.total_mmap_bytes, anon_maps);
+    a.glibc_free = Sub(arena_resident, in_use_arenas);
+    malloc_in_use = arena_resident - *a.glibc_free + mmapped;
+    jvm_maps = anon_maps - mmapped;
+  } else {
+    a.outside_is_estimate = true;
+  }
+
+  const bool nmt_on = a.is_jvm && s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
+  if (nmt_on) {
+    PerKind malloced{}, mapped{};
+    uint64_t cds = 0;  // the CDS archive: a file mapping
+    for (const jvm::NmtCategory& c : s.jvm->nmt->categories) {
+      if (c.name == "Java Heap") continue;
+      uint64_t by_malloc = c.malloc_bytes.value_or(0) + c.arena_bytes.value_or(0);
+      Kind k = KindOf(c.name);
+      malloced[k] += std::min(by_malloc, c.committed);
+      if (c.name == "Shared class space") {
+        cds += Sub(c.committed, by_malloc);
+      } else {
+        mapped[k] += Sub(c.committed, by_malloc);
+      }
+    }
+    uint64_t committed = Sum(malloced) + Sum(mapped) + cds;
+    // The JVM's own mappings: they can only be in jvm_maps (untouched GC
+    // bitmaps go first). Of the CDS archive only the pages the JVM wrote are
+    // anonymous; the others are file-backed and counted there.
+    // Without malloc statistics the mmapped malloc chunks cannot be told
+    // from the JVM's mappings: take the JVM's malloc'd bytes as if they all
+    // sat in such chunks, so that untouched committed memory never claims
+    // pages that are really malloc's (which would push outside NMT to 0).
+    ShrinkTo(mapped, jvm_maps ? *jvm_maps : Sub(anon_maps, Sum(malloced)), kGc);
+    mapped[kMetaspace] += std::min(cds, file_anon);
+    uint64_t malloc_room = s.malloc ? malloc_in_use : Sub(anon_rest, Sum(mapped));
+    ShrinkTo(malloced, malloc_room, std::nullopt);
+    PerKind both{};
+    for (std::size_t i = 0; i < kKinds; ++i) both[i] = malloced[i] + mapped[i];
+    a.nmt = ToKnown(both);
+    a.nmt_committed_untouched = committed - a.nmt->total();
+  }
+  a.outside = anon_rest - a.glibc_free.value_or(0) - (a.nmt ? a.nmt->total() : 0);
+  return a;
+}
+
+std::vector<std::pair<const char*, uint64_t>> AccountParts(const RssAccount& a) {
+  std::vector<std::pair<const char*, uint64_t>> p;
+  p.emplace_back("file", a.file);
+  if (a.java_heap) p.emplace_back("java_heap", *a.java_heap);
+  if (a.nmt) {
+    p.emplace_back("nmt_buffers", a.nmt->buffers);
+    p.emplace_back("nmt_metaspace", a.nmt->metaspace);
+    p.emplace_back("nmt_code", a.nmt->code);
+    p.emplace_back("nmt_threads", a.nmt->threads);
+    p.emplace_back("nmt_gc", a.nmt->gc);
+    p.emplace_back("nmt_jvm_other", a.nmt->jvm_other);
+  }
+  if (a.glibc_free) p.emplace_back("glibc_free", *a.glibc_free);
+  p.emplace_back(a.nmt ? "outside_nmt" : "native", a.outside);
+  return p;
+}
+
+std::string RssAccount::Equation() const {
+  std::vector<std::pair<std::string, uint64_t>> terms;
+  terms.emplace_back("file-backed", file);
+  if (java_heap) terms.emplace_back("Java heap", *java_heap);
+  if (nmt) terms.emplace_back("NMT-known native", nmt->total());
+  if (glibc_free) terms.emplace_back("glibc free kept", *glibc_free);
+  std::string rest = nmt ? "outside NMT" : "native";
+  if (!glibc_free) rest += " and glibc free";
+  if (outside_is_estimate && nmt) rest += " (estimate)";
+  terms.emplace_back(rest, outside);
+  std::vector<uint64_t> values;
+  for (auto& t : terms) values.push_back(t.second);
+  std::vector<uint64_t> tenths = TenthsThatAddUp(values, rss);
+  uint64_t total_tenths = 0;
+  for (uint64_t t : tenths) total_tenths += t;
+  std::string line = "RSS " + Mib(total_tenths) + " =";
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    line += (i ? " + " : " ") + terms[i].first + " " + Mib(tenths[i]);
+  }
+  return line;
+}
+
+}  // namespace memtrimd

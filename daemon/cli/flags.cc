@@ -1,0 +1,488 @@
+#include "daemon/cli/flags.h"
+
+#include <regex>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "daemon/base/units.h"
+#include "daemon/build_info.h"
+
+namespace memtrimd {
+namespace {
+
+// Flag values as typed; validated into DaemonConfig / InspectConfig after
+// parsing so every problem gets one clear line.
+struct RawFlags {
+  std::vector<std::string> listen{kDefaultListenAddress};
+  std::string telemetry_path = "/metrics";
+  std::string max_connections = "48";
+  std::string web_config_file;
+  std::string sample_interval = "10s";
+  std::string smaps_interval = "60s";
+  std::string target_pid;
+  std::string target_pidfile;
+  std::string target_match;
+  std::string target_memory_limit;
+  bool collector_process = true;
+  bool collector_glibc = true;
+  bool collector_cgroup = true;
+  bool collector_jvm = true;
+  bool collector_hsperfdata = true;
+  bool collector_agent = true;
+  std::string jvm_interval = "60s";
+  std::string jvm_command_timeout = "5s";
+  std::string glibc_heap_size = "64MiB";
+  bool glibc_confirm_heaps = true;
+  std::string log_level = "info";
+  std::string log_format = "logfmt";
+
+  std::string inspect_pid;
+  bool inspect_json = false;
+
+  std::string jcmd_pid;
+  std::string jcmd_timeout = "10s";
+
+  std::string trim_interval = "5m";
+  std::string trim_backend = "auto";
+  std::string trim_min_limit_ratio = "0";
+  std::string trim_floor = "1MiB";
+  std::string trim_unproductive_runs = "3";
+  std::string trim_max_interval = "1h";
+  std::string trim_reset_growth = "64MiB";
+  std::string trim_timeout = "60s";
+  std::string trim_jitter = "0.1";
+  bool trim_force = false;
+  bool enable_trim_api = false;
+
+  std::string trim_cmd_pid;
+  bool trim_cmd_json = false;
+};
+
+struct Parser {
+  CLI::App app{
+      "memtrimd watches a process's native memory (RSS by kind, glibc arena heaps, its "
+      "container limit) from outside and serves it as Prometheus metrics.",
+      "memtrimd"};
+  CLI::App* inspect = nullptr;
+  CLI::App* jcmd = nullptr;
+  CLI::App* trim = nullptr;
+  RawFlags raw;
+};
+
+CLI::Option* WithEnv(CLI::Option* opt, const std::string& flag) {
+  return opt->envname(EnvNameFor(flag));
+}
+
+void AddOption(CLI::App& app, const std::string& flag, std::string& target, const std::string& help,
+               bool env = true) {
+  CLI::Option* o = app.add_option(flag, target, help)->capture_default_str()->type_name("");
+  if (env) WithEnv(o, flag);
+}
+
+void AddCollectorSwitch(CLI::App& app, const std::string& name, bool& target,
+                        const std::string& help) {
+  std::string flag = "--collector." + name;
+  CLI::Option* o = app.add_flag(flag + ",!--no-collector." + name, target,
+                                help + " (--no-collector." + name + " turns it off)");
+  o->default_str("true");
+  WithEnv(o, flag);
+}
+
+std::unique_ptr<Parser> BuildParser() {
+  auto p = std::make_unique<Parser>();
+  CLI::App& app = p->app;
+  RawFlags& r = p->raw;
+  app.set_version_flag("--version",
+                       std::string("memtrimd ") + kVersion + " (revision " + kRevision + ")");
+  app.option_defaults()->always_capture_default();
+
+  app.add_option("--web.listen-address", r.listen,
+                 "Address to serve metrics on, host:port or :port (repeatable; the environment "
+                 "variable takes a comma-separated list)")
+      ->capture_default_str()
+      ->type_name("")
+      ->delimiter(',')
+      ->envname(EnvNameFor("--web.listen-address"));
+  AddOption(app, "--web.telemetry-path", r.telemetry_path, "Path under which to expose metrics");
+  AddOption(app, "--web.max-connections", r.max_connections,
+            "Connections served at once, each by its own thread; a connection holds its thread "
+            "while its client sends headers (up to 3s) and between keep-alive requests (up to "
+            "0.5s)");
+  AddOption(app, "--web.config.file", r.web_config_file,
+            "Web configuration in the exporter-toolkit format (TLS, client certificates, basic "
+            "auth, headers); re-read when it or a file it names changes");
+  AddOption(app, "--sample.interval", r.sample_interval,
+            "How often to sample the target (status, cgroup); also how fast a restarted target "
+            "is noticed");
+  AddOption(app, "--smaps.interval", r.smaps_interval,
+            "How often to read /proc/<pid>/smaps for arena heaps; each read briefly holds the "
+            "target's mmap lock, so keep this longer than the sample interval");
+  AddOption(app, "--target.pid", r.target_pid, "Watch this pid (fixed: not re-picked if it exits)");
+  AddOption(app, "--target.pidfile", r.target_pidfile,
+            "Watch the pid written in this file (re-read when the target is gone)");
+  AddOption(app, "--target.match", r.target_match,
+            "Watch the largest process whose command line (arguments joined by spaces) matches "
+            "this regular expression");
+  AddOption(app, "--target.memory-limit", r.target_memory_limit,
+            "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
+            "2Gi; e.g. from the Downward API)");
+  AddCollectorSwitch(app, "process", r.collector_process, "Read /proc/<pid>/status every sample");
+  AddCollectorSwitch(app, "glibc", r.collector_glibc,
+                     "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval");
+  AddCollectorSwitch(app, "cgroup", r.collector_cgroup,
+                     "Read the target's cgroup memory limit, usage and OOM kills");
+  AddCollectorSwitch(app, "jvm", r.collector_jvm,
+                     "Ask a JVM target for NMT, heap, flags and malloc statistics through its "
+                     "attach socket every --jvm.interval");
+  AddCollectorSwitch(app, "hsperfdata", r.collector_hsperfdata,
+                     "Read a JVM target's hsperfdata file (heap committed and used) every sample");
+  AddCollectorSwitch(app, "agent", r.collector_agent,
+                     "For a program with libmemtrimd_agent.so loaded: glibc malloc_info through "
+                     "the agent every --smaps.interval");
+  AddOption(app, "--jvm.interval", r.jvm_interval,
+            "How often to run diagnostic commands in a JVM target (each is a short pause for the "
+            "JVM's attach listener thread)");
+  AddOption(app, "--jvm.command-timeout", r.jvm_command_timeout,
+            "Deadline for one diagnostic command (connect, send, answer)");
+  AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
+            "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
+            "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
+  app.add_flag("--glibc.confirm-heaps,!--no-glibc.confirm-heaps", r.glibc_confirm_heaps,
+               "Confirm each arena heap by reading its 40-byte header with process_vm_readv "
+               "(needs ptrace-read access; shape alone is used otherwise)")
+      ->default_str("true")
+      ->envname(EnvNameFor("--glibc.confirm-heaps"));
+  AddOption(app, "--trim.interval", r.trim_interval,
+            "How often to make the target give free heap pages back (malloc_trim); 0 turns "
+            "scheduled trims off");
+  AddOption(app, "--trim.backend", r.trim_backend,
+            "auto (a JVM through its attach socket, other programs through the preloaded "
+            "agent), jvm or agent");
+  AddOption(app, "--trim.min-limit-ratio", r.trim_min_limit_ratio,
+            "Trim only while RSS / memory limit is at least this (0 to 1; 0: always)");
+  AddOption(app, "--trim.floor", r.trim_floor, "A trim that gives back less than this did not pay");
+  AddOption(app, "--trim.unproductive-runs", r.trim_unproductive_runs,
+            "After this many trims in a row that did not pay, double the interval");
+  AddOption(app, "--trim.max-interval", r.trim_max_interval,
+            "Longest interval the backoff reaches");
+  AddOption(app, "--trim.reset-growth", r.trim_reset_growth,
+            "Arena heap RSS growth since the last trim that brings the base interval back");
+  AddOption(app, "--trim.timeout", r.trim_timeout, "Deadline for one trim");
+  AddOption(app, "--trim.jitter", r.trim_jitter,
+            "Random spread of each interval (0 to 1: 0.1 is +-10%), so replicas do not trim "
+            "in lockstep");
+  app.add_flag("--trim.force", r.trim_force,
+               "Trim a JVM even when it trims itself (-XX:TrimNativeHeapInterval)")
+      ->default_str("false")
+      ->envname(EnvNameFor("--trim.force"));
+  app.add_flag("--web.enable-trim-api", r.enable_trim_api,
+               "Serve POST /api/v1/trim (needs basic_auth_users or verified client certificates "
+               "in --web.config.file)")
+      ->default_str("false")
+      ->envname(EnvNameFor("--web.enable-trim-api"));
+  AddOption(app, "--log.level", r.log_level, "Log level: debug, info, warn, error");
+  AddOption(app, "--log.format", r.log_format, "Log format: logfmt or json");
+
+  p->inspect = app.add_subcommand(
+      "inspect", "Print what memtrimd sees in a process now (one full sample), then exit");
+  p->inspect->add_option("--pid", r.inspect_pid, "Process to inspect")->required()->type_name("");
+  p->inspect->add_flag("--json", r.inspect_json, "Print JSON instead of a table");
+  AddOption(*p->inspect, "--glibc.heap-size", r.glibc_heap_size, "Size of one glibc arena heap",
+            false);
+  AddOption(*p->inspect, "--target.memory-limit", r.target_memory_limit,
+            "Memory limit to report when the cgroup cannot be read", false);
+  p->jcmd = app.add_subcommand(
+      "jcmd",
+      "Run one diagnostic command in a JVM through its attach socket and print the answer (what "
+      "jcmd does, without a JVM): memtrimd jcmd --pid N VM.native_memory summary");
+  p->jcmd->add_option("--pid", r.jcmd_pid, "JVM process")->required()->type_name("");
+  p->jcmd->add_option("--timeout", r.jcmd_timeout, "Deadline for the command's answer")
+      ->capture_default_str()
+      ->type_name("");
+  // Everything after the command name is the command's own (e.g. "-all").
+  p->jcmd->prefix_command();
+
+  p->trim = app.add_subcommand(
+      "trim",
+      "Make a process give free heap pages back now (one malloc_trim), and print what "
+      "it gave back");
+  p->trim->add_option("--pid", r.trim_cmd_pid, "Process to trim")->required()->type_name("");
+  p->trim->add_flag("--json", r.trim_cmd_json, "Print JSON instead of text");
+  AddOption(*p->trim, "--backend", r.trim_backend, "auto, jvm or agent", false);
+  AddOption(*p->trim, "--timeout", r.trim_timeout, "Deadline for the trim", false);
+  app.require_subcommand(0, 1);
+  return p;
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+// Validates everything the daemon and inspect share; "" when fine.
+std::string CheckCommon(const RawFlags& r, uint64_t& heap_size, std::optional<uint64_t>& limit) {
+  auto hs = ParseByteSize(r.glibc_heap_size);
+  if (!hs || *hs < 4096 || (*hs & (*hs - 1)) != 0) {
+    return "--glibc.heap-size: " + Quote(r.glibc_heap_size) +
+           " is not a power-of-two size of at least 4KiB (e.g. 64MiB)";
+  }
+  heap_size = *hs;
+  if (!r.target_memory_limit.empty()) {
+    auto l = ParseByteSize(r.target_memory_limit);
+    if (!l || *l == 0) {
+      return "--target.memory-limit: " + Quote(r.target_memory_limit) +
+             " is not a size (bytes, or e.g. 512Mi, 2Gi)";
+    }
+    limit = *l;
+  }
+  return "";
+}
+
+std::optional<double> ParseRatio(const std::string& s) {
+  if (s.empty() || s.size() > 16) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !(v >= 0 && v <= 1)) return std::nullopt;
+  return v;
+}
+
+std::string CheckTrim(const RawFlags& r, TrimConfig& t) {
+  auto interval = ParseDuration(r.trim_interval);
+  if (!interval) {
+    return "--trim.interval: " + Quote(r.trim_interval) + " is not a duration (0 turns it off)";
+  }
+  t.interval = *interval;
+  if (r.trim_backend != "auto" && r.trim_backend != "jvm" && r.trim_backend != "agent") {
+    return "--trim.backend: " + Quote(r.trim_backend) + " is not auto, jvm or agent";
+  }
+  t.backend = r.trim_backend;
+  auto ratio = ParseRatio(r.trim_min_limit_ratio);
+  if (!ratio) return "--trim.min-limit-ratio: " + Quote(r.trim_min_limit_ratio) + " is not 0 to 1";
+  t.min_limit_ratio = *ratio;
+  auto floor = ParseByteSize(r.trim_floor);
+  if (!floor) return "--trim.floor: " + Quote(r.trim_floor) + " is not a size";
+  t.floor_bytes = *floor;
+  auto runs = ParsePid(r.trim_unproductive_runs);
+  if (!runs || *runs > 1000) {
+    return "--trim.unproductive-runs: " + Quote(r.trim_unproductive_runs) + " is not 1 to 1000";
+  }
+  t.unproductive_runs = *runs;
+  auto max = ParseDuration(r.trim_max_interval);
+  if (!max || *max < t.interval) {
+    return "--trim.max-interval: " + Quote(r.trim_max_interval) +
+           " is not a duration at least as long as --trim.interval";
+  }
+  t.max_interval = *max;
+  auto growth = ParseByteSize(r.trim_reset_growth);
+  if (!growth) return "--trim.reset-growth: " + Quote(r.trim_reset_growth) + " is not a size";
+  t.reset_growth_bytes = *growth;
+  auto timeout = ParseDuration(r.trim_timeout);
+  if (!timeout || timeout->count() == 0) {
+    return "--trim.timeout: " + Quote(r.trim_timeout) + " is not a positive duration";
+  }
+  t.timeout = *timeout;
+  auto jitter = ParseRatio(r.trim_jitter);
+  if (!jitter) return "--trim.jitter: " + Quote(r.trim_jitter) + " is not 0 to 1";
+  t.jitter = *jitter;
+  t.force = r.trim_force;
+  return "";
+}
+
+Command Validate(const Parser& p) {
+  const RawFlags& r = p.raw;
+  if (p.inspect->parsed()) {
+    InspectConfig c;
+    auto pid = ParsePid(r.inspect_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.inspect_pid) + " is not a process id"};
+    c.pid = *pid;
+    c.json = r.inspect_json;
+    std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+    if (!err.empty()) return UsageError{err};
+    return RunInspect{c};
+  }
+  if (p.trim->parsed()) {
+    TrimCommandConfig c;
+    auto pid = ParsePid(r.trim_cmd_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.trim_cmd_pid) + " is not a process id"};
+    c.pid = *pid;
+    c.json = r.trim_cmd_json;
+    if (r.trim_backend != "auto" && r.trim_backend != "jvm" && r.trim_backend != "agent") {
+      return UsageError{"--backend: " + Quote(r.trim_backend) + " is not auto, jvm or agent"};
+    }
+    c.backend = r.trim_backend;
+    auto t = ParseDuration(r.trim_timeout);
+    if (!t || t->count() == 0) {
+      return UsageError{"--timeout: " + Quote(r.trim_timeout) + " is not a positive duration"};
+    }
+    c.timeout = *t;
+    return RunTrim{c};
+  }
+  if (p.jcmd->parsed()) {
+    JcmdConfig c;
+    auto pid = ParsePid(r.jcmd_pid);
+    if (!pid) return UsageError{"--pid: " + Quote(r.jcmd_pid) + " is not a process id"};
+    c.pid = *pid;
+    auto t = ParseDuration(r.jcmd_timeout);
+    if (!t || t->count() == 0) {
+      return UsageError{"--timeout: " + Quote(r.jcmd_timeout) + " is not a positive duration"};
+    }
+    c.timeout = *t;
+    for (const std::string& word : p.jcmd->remaining()) {
+      c.command += (c.command.empty() ? "" : " ") + word;
+    }
+    if (c.command.empty()) {
+      return UsageError{"jcmd: no command given (e.g. VM.version, VM.native_memory summary)"};
+    }
+    return RunJcmd{c};
+  }
+  DaemonConfig c;
+  if (r.listen.empty()) return UsageError{"--web.listen-address: at least one address is needed"};
+  for (const std::string& a : r.listen) {
+    std::size_t colon = a.rfind(':');
+    if (colon == std::string::npos || colon + 1 == a.size()) {
+      return UsageError{"--web.listen-address: " + Quote(a) + " is not host:port or :port"};
+    }
+    // Port 0 asks the kernel for a free port (the log says which one).
+    std::string port_text = a.substr(colon + 1);
+    auto port = port_text == "0" ? std::optional<pid_t>(0) : ParsePid(port_text);
+    if (!port || *port > 65535) {
+      return UsageError{"--web.listen-address: " + Quote(a) + " has no valid port"};
+    }
+  }
+  c.listen_addresses = r.listen;
+  if (r.telemetry_path.empty() || r.telemetry_path.front() != '/' || r.telemetry_path == "/") {
+    return UsageError{"--web.telemetry-path: " + Quote(r.telemetry_path) +
+                      " must start with / and not be / itself"};
+  }
+  c.telemetry_path = r.telemetry_path;
+  auto connections = ParsePid(r.max_connections);
+  if (!connections || *connections > 1024) {
+    return UsageError{"--web.max-connections: " + Quote(r.max_connections) + " is not 1 to 1024"};
+  }
+  c.max_connections = *connections;
+  auto si = ParseDuration(r.sample_interval);
+  if (!si || si->count() == 0) {
+    return UsageError{"--sample.interval: " + Quote(r.sample_interval) +
+                      " is not a positive duration (e.g. 500ms, 15s, 1m)"};
+  }
+  c.sample_interval = *si;
+  auto mi = ParseDuration(r.smaps_interval);
+  if (!mi || mi->count() == 0) {
+    return UsageError{"--smaps.interval: " + Quote(r.smaps_interval) +
+                      " is not a positive duration (e.g. 30s, 1m, 5m)"};
+  }
+  c.smaps_interval = *mi;
+  auto ji = ParseDuration(r.jvm_interval);
+  if (!ji || ji->count() == 0) {
+    return UsageError{"--jvm.interval: " + Quote(r.jvm_interval) +
+                      " is not a positive duration (e.g. 30s, 1m)"};
+  }
+  c.jvm_interval = *ji;
+  auto jt = ParseDuration(r.jvm_command_timeout);
+  if (!jt || jt->count() == 0) {
+    return UsageError{"--jvm.command-timeout: " + Quote(r.jvm_command_timeout) +
+                      " is not a positive duration (e.g. 5s)"};
+  }
+  c.jvm_command_timeout = *jt;
+  int modes = !r.target_pid.empty() + !r.target_pidfile.empty() + !r.target_match.empty();
+  if (modes > 1) {
+    return UsageError{"--target.pid, --target.pidfile and --target.match exclude each other"};
+  }
+  if (!r.target_pid.empty()) {
+    auto pid = ParsePid(r.target_pid);
+    if (!pid) return UsageError{"--target.pid: " + Quote(r.target_pid) + " is not a process id"};
+    c.target_pid = *pid;
+  }
+  c.target_pidfile = r.target_pidfile;
+  if (!r.target_match.empty()) {
+    // std::regex reports a bad pattern by throwing; keep that inside.
+    try {
+      std::regex re(r.target_match, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return UsageError{"--target.match: " + Quote(r.target_match) +
+                        " is not a valid POSIX extended regular expression"};
+    }
+  }
+  c.target_match = r.target_match;
+  std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+  if (!err.empty()) return UsageError{err};
+  std::string trim_err = CheckTrim(r, c.trim);
+  if (!trim_err.empty()) return UsageError{trim_err};
+  // Whether authentication backs it is checked once the web config is read.
+  c.enable_trim_api = r.enable_trim_api;
+  c.web_config_file = r.web_config_file;
+  c.collectors = {r.collector_process, r.collector_glibc,      r.collector_cgroup,
+                  r.collector_jvm,     r.collector_hsperfdata, r.collector_agent};
+  c.glibc_confirm_heaps = r.glibc_confirm_heaps;
+  if (r.log_level != "debug" && r.log_level != "info" && r.log_level != "warn" &&
+      r.log_level != "error") {
+    return UsageError{"--log.level: " + Quote(r.log_level) + " is not debug, info, warn or error"};
+  }
+  c.log_level = r.log_level;
+  if (r.log_format == "logfmt") {
+    c.log_format = LogFormat::kLogfmt;
+  } else if (r.log_format == "json") {
+    c.log_format = LogFormat::kJson;
+  } else {
+    return UsageError{"--log.format: " + Quote(r.log_format) + " is not logfmt or json"};
+  }
+  return RunDaemon{c};
+}
+
+std::string OneLine(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n') ch = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string EnvNameFor(const std::string& flag) {
+  std::string env = "MEMTRIMD_";
+  for (char ch : flag.substr(flag.find_first_not_of('-'))) {
+    env += (ch == '.' || ch == '-') ? '_' : static_cast<char>(std::toupper(ch));
+  }
+  return env;
+}
+
+Command ParseCommandLine(int argc, const char* const* argv) {
+  std::unique_ptr<Parser> p = BuildParser();
+  // CLI11 reports through exceptions; they stop here.
+  try {
+    p->app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::ostringstream out, err;
+    p->app.exit(e, out, err);
+    return PrintAndExit{out.str()};
+  } catch (const CLI::CallForAllHelp& e) {
+    std::ostringstream out, err;
+    p->app.exit(e, out, err);
+    return PrintAndExit{out.str()};
+  } catch (const CLI::CallForVersion& e) {
+    return PrintAndExit{std::string(e.what()) + "\n"};
+  } catch (const CLI::ParseError& e) {
+    return UsageError{OneLine(e.what())};
+  }
+  return Validate(*p);
+}
+
+std::vector<FlagDoc> FlagReference() {
+  std::unique_ptr<Parser> p = BuildParser();
+  std::vector<FlagDoc> out;
+  auto add = [&](const CLI::App& app, const std::string& command) {
+    for (const CLI::Option* o : app.get_options()) {
+      std::string name = o->get_name(false, true);
+      if (o->get_lnames().empty()) continue;
+      name = "--" + o->get_lnames().front();
+      if (name == "--help" || name == "--version") continue;
+      out.push_back({command, name, o->get_envname(), o->get_default_str(), o->get_description()});
+    }
+  };
+  add(p->app, "");
+  add(*p->inspect, "inspect");
+  add(*p->jcmd, "jcmd");
+  add(*p->trim, "trim");
+  return out;
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,216 @@
+// memtrimd-daemon: the full program behind the `memtrimd` launcher: the
+// daemon (default) and the one-shot `inspect`, `jcmd` and `trim` commands.
+// Exit codes: 0 ok, 1 fatal runtime error, 2 bad usage or configuration.
+
+#include <malloc.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "collectors/procfs/target_reader.h"
+#include "daemon/base/log.h"
+#include "daemon/base/shutdown.h"
+#include "daemon/base/units.h"
+#include "daemon/cli/cli_errors.h"
+#include "daemon/cli/flags.h"
+#include "daemon/cli/jcmd_command.h"
+#include "daemon/report/inspect.h"
+#include "daemon/sampling/collector_set.h"
+#include "daemon/sampling/scheduler.h"
+#include "daemon/sampling/target_selector.h"
+#include "daemon/trim/trim.h"
+#include "daemon/trim/trim_engine.h"
+#include "daemon/web/http_server.h"
+#include "daemon/web/listener_wake.h"
+#include "daemon/web/web_config_file.h"
+
+namespace memtrimd {
+namespace {
+
+TargetRule RuleFrom(const DaemonConfig& c) {
+  TargetRule r;
+  if (c.target_pid) {
+    r.mode = TargetRule::Mode::kPid;
+    r.pid = *c.target_pid;
+  } else if (!c.target_pidfile.empty()) {
+    r.mode = TargetRule::Mode::kPidfile;
+    r.pidfile = c.target_pidfile;
+  } else if (!c.target_match.empty()) {
+    r.mode = TargetRule::Mode::kMatch;
+    r.match = c.target_match;
+  }
+  return r;
+}
+
+int RunInspectCommand(const InspectConfig& c) {
+  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
+  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
+  CollectorSetOptions o;
+  o.glibc_heap_size = c.glibc_heap_size;
+  o.memory_limit_fallback = c.target_memory_limit;
+  std::vector<CollectorSlot> slots = BuildCollectors(o);
+  TargetSnapshot ts;
+  ts.target = *target;
+  ts.start_time_seconds = ProcessStartTimeSeconds(target->start_ticks);
+  SampleTarget(slots, true, nullptr, ts);
+  std::string out = c.json ? RenderInspectJson(ts) : RenderInspectTable(ts);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+TrimBackendKind BackendKind(const std::string& name) {
+  if (name == "jvm") return TrimBackendKind::kJvm;
+  if (name == "agent") return TrimBackendKind::kAgent;
+  return TrimBackendKind::kAuto;
+}
+
+int RunTrimCommand(const TrimCommandConfig& c) {
+  Result<Target> target = procfs::ReadTarget("/proc", c.pid);
+  if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
+  TrimOptions o;
+  o.backend = BackendKind(c.backend);
+  o.timeout = c.timeout;
+  o.glibc_heap_size = c.glibc_heap_size;
+  Result<TrimResult> r = TrimNow(*target, o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "memtrimd: pid %d: cannot trim: %s\n", c.pid,
+                 r.status().message().c_str());
+    return kExitFatal;
+  }
+  r->trigger = "manual";
+  std::string out = c.json ? RenderTrimJson(*r) : RenderTrimText(*r);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return r->success ? 0 : kExitFatal;
+}
+
+int RunDaemonCommand(const DaemonConfig& c) {
+  log::Init(c.log_level, c.log_format);
+  if (c.target_pid) {
+    Result<Target> t = procfs::ReadTarget("/proc", *c.target_pid);
+    if (!t.ok()) return UsageFail("--target.pid: " + PidProblem(*c.target_pid, t.status()));
+  }
+
+  // Signals go to the main thread's sigwait only: block them before any
+  // thread starts so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that hangs up mid-response must not kill the daemon.
+  signal(SIGPIPE, SIG_IGN);
+
+  SnapshotStore store;
+  TrimEngineOptions trim;
+  trim.policy.interval = c.trim.interval;
+  trim.policy.max_interval = c.trim.max_interval;
+  trim.policy.jitter = c.trim.jitter;
+  if (c.trim.min_limit_ratio > 0) trim.policy.min_limit_ratio = c.trim.min_limit_ratio;
+  trim.policy.floor_bytes = c.trim.floor_bytes;
+  trim.policy.unproductive_runs = c.trim.unproductive_runs;
+  trim.policy.reset_growth_bytes = c.trim.reset_growth_bytes;
+  trim.policy.force_when_jvm_trims = c.trim.force;
+  trim.trim.backend = BackendKind(c.trim.backend);
+  trim.trim.timeout = c.trim.timeout;
+  trim.trim.glibc_heap_size = c.glibc_heap_size;
+  TrimEngine trims(trim, store);
+
+  std::unique_ptr<WebConfigFile> web;
+  if (!c.web_config_file.empty()) {
+    auto opened = WebConfigFile::Open(c.web_config_file);
+    if (!opened.ok()) return UsageFail("--web.config.file: " + opened.status().message());
+    web = std::move(opened).value();
+  }
+  if (c.enable_trim_api && !(web && web->Current()->config.authenticates())) {
+    return UsageFail(
+        "--web.enable-trim-api needs authentication: set basic_auth_users, or tls_server_config "
+        "with client_auth_type: RequireAndVerifyClientCert, in --web.config.file");
+  }
+
+  HttpOptions http;
+  http.web = web.get();
+  http.listen_addresses = c.listen_addresses;
+  http.telemetry_path = c.telemetry_path;
+  http.max_connections = c.max_connections;
+  http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
+  http.enable_trim_api = c.enable_trim_api;
+  HttpServer server(http, store, &trims);
+  Status listening = server.Start();
+  if (!listening.ok()) return UsageFail(listening.message());
+
+  CollectorSetOptions o;
+  o.process = c.collectors.process;
+  o.glibc = c.collectors.glibc;
+  o.cgroup = c.collectors.cgroup;
+  o.jvm = c.collectors.jvm;
+  o.hsperfdata = c.collectors.hsperfdata;
+  o.agent = c.collectors.agent;
+  o.smaps_interval = c.smaps_interval;
+  o.jvm_interval = c.jvm_interval;
+  o.jvm_command_timeout = c.jvm_command_timeout;
+  o.glibc_heap_size = c.glibc_heap_size;
+  o.glibc_confirm_heaps = c.glibc_confirm_heaps;
+  o.memory_limit_fallback = c.target_memory_limit;
+  Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(o), c.sample_interval, store);
+  trims.SetAfterTrim([&scheduler](const Target& t, std::chrono::system_clock::time_point ended) {
+    scheduler.AfterTrim(t, ended);
+  });
+
+  // Before the "started" line that announces the ports: the first sample
+  // (which waits for no socket collector) is published by then, so /healthz
+  // answers 200 from the first request.
+  scheduler.Start();
+  std::string ports;
+  for (int p : server.BoundPorts()) ports += (ports.empty() ? "" : ",") + std::to_string(p);
+  log::Info("memtrimd started", {{"listen", CivetwebPorts(c.listen_addresses)},
+                                 {"tls", web && web->Current()->tls ? "on" : "off"},
+                                 {"ports", ports},
+                                 {"telemetry_path", c.telemetry_path},
+                                 {"sample_interval", FormatDuration(c.sample_interval)},
+                                 {"smaps_interval", FormatDuration(c.smaps_interval)},
+                                 {"trim_interval", FormatDuration(c.trim.interval)},
+                                 {"trim_backend", c.trim.backend}});
+  trims.Start();
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log::Info("stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  // First, so that nothing below waits for a call blocked on a stopped
+  // target: a trim (scheduled, or an API request civetweb's mg_stop would
+  // wait for), or an attach or agent query.
+  RequestShutdown();
+  StopWithPokes(server.BoundPorts(), [&] { server.Stop(); });
+  trims.Stop();
+  scheduler.Stop();
+  if (std::size_t left = AbandonedCalls(); left > 0) {
+    // Those calls end at their deadlines on threads of their own. Exit now,
+    // without running static destructors under them; the log is flushed
+    // line by line and memtrimd writes nothing else.
+    log::Info("stopped", {{"abandoned_calls", std::to_string(left)}});
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace memtrimd
+
+int main(int argc, char** argv) {
+  using namespace memtrimd;
+  // memtrimd's own threads would each get a glibc arena; two are plenty for
+  // a daemon this size and keep its RSS small.
+  mallopt(M_ARENA_MAX, 2);
+  Command cmd = ParseCommandLine(argc, argv);
+  if (auto* p = std::get_if<PrintAndExit>(&cmd)) {
+    std::fputs(p->text.c_str(), stdout);
+    return 0;
+  }
+  if (auto* u = std::get_if<UsageError>(&cmd)) return UsageFail(u->message);
+  if (auto* i = std::get_if<RunInspect>(&cmd)) return RunInspectCommand(i->config);
+  if (auto* j = std::get_if<RunJcmd>(&cmd)) return RunJcmdCommand(j->config);
+  if (auto* t = std::get_if<RunTrim>(&cmd)) return RunTrimCommand(t->config);
+  return RunDaemonCommand(std::get<RunDaemon>(cmd).config);
+}

@@ -1,0 +1,286 @@
+#include "daemon/exposition/exposition.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <prometheus/text_serializer.h>
+
+#include <limits>
+#include <map>
+#include <span>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/procfs/proc_stat.h"
+#include "daemon/analysis/findings.h"
+#include "daemon/analysis/rss_account.h"
+#include "daemon/build_info.h"
+#include "daemon/exposition/metric_table.h"
+#include "daemon/sampling/collector_set.h"
+#include "daemon/trim/trim_engine.h"
+
+namespace memtrimd {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Collects samples per metric, then emits families in table order with
+// every family's lines together.
+class FamilyBuilder {
+ public:
+  // REQUIRES: label_values matches def.labels in length.
+  void Add(const MetricDef& def, std::vector<std::string> label_values, double value) {
+    MetricFamily& f = Family(def);
+    ClientMetric m;
+    for (std::size_t i = 0; i < def.labels.size() && i < label_values.size(); ++i) {
+      m.label.push_back({std::string(def.labels[i]), std::move(label_values[i])});
+    }
+    switch (def.type) {
+      case MetricType::Counter:
+        m.counter.value = value;
+        break;
+      case MetricType::Gauge:
+        m.gauge.value = value;
+        break;
+      default:
+        m.untyped.value = value;
+        break;
+    }
+    f.metric.push_back(std::move(m));
+  }
+
+  // REQUIRES: def is a histogram; `cumulative` matches `bounds`.
+  void AddHistogram(const MetricDef& def, std::span<const double> bounds,
+                    const std::vector<uint64_t>& cumulative, uint64_t count, double sum) {
+    MetricFamily& f = Family(def);
+    ClientMetric m;
+    m.histogram.sample_count = count;
+    m.histogram.sample_sum = sum;
+    for (std::size_t i = 0; i < bounds.size() && i < cumulative.size(); ++i) {
+      m.histogram.bucket.push_back({cumulative[i], bounds[i]});
+    }
+    m.histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
+    f.metric.push_back(std::move(m));
+  }
+
+  std::vector<MetricFamily> Take() {
+    std::vector<MetricFamily> out;
+    for (const MetricDef* def : AllMetrics()) {
+      auto it = families_.find(def->name);
+      if (it != families_.end()) out.push_back(std::move(it->second));
+    }
+    return out;
+  }
+
+ private:
+  MetricFamily& Family(const MetricDef& def) {
+    auto [it, inserted] = families_.try_emplace(def.name);
+    if (inserted) {
+      it->second.name = std::string(def.name);
+      it->second.help = std::string(def.help);
+      it->second.type = def.type;
+    }
+    return it->second;
+  }
+  std::map<std::string_view, MetricFamily> families_;
+};
+
+double Seconds(std::chrono::system_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double D(uint64_t v) { return static_cast<double>(v); }
+
+void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
+  using namespace metric;
+  if (s.malloc) {
+    const jvm::MallocInfo& mi = s.malloc->info;
+    b.Add(kMallocArenas, {pid}, D(mi.arenas.size()));
+    b.Add(kMallocSystem, {pid}, D(mi.system_current));
+    b.Add(kMallocFree, {pid, "fast"}, D(mi.total_fast_bytes));
+    b.Add(kMallocFree, {pid, "rest"}, D(mi.total_rest_bytes));
+  }
+  // Read before the last trim, the estimate says what that trim could take;
+  // it is left out until the statistics are read again.
+  if (auto t = TrimmableEstimate(s); t && !MallocStatsStale(s)) {
+    b.Add(kTrimmableEstimate, {pid}, D(*t));
+  }
+  if (s.jvm) {
+    b.Add(kJvmAttachable, {pid}, s.jvm->attachable ? 1 : 0);
+    for (const auto& [name, value] : s.jvm->settings) b.Add(kJvmSettingInfo, {pid, name, value}, 1);
+  }
+  JavaHeap heap = JavaHeapOf(s);
+  if (heap.committed) b.Add(kJvmHeapCommitted, {pid}, D(*heap.committed));
+  if (heap.used) b.Add(kJvmHeapUsed, {pid}, D(*heap.used));
+  if (heap.max) b.Add(kJvmHeapMax, {pid}, D(*heap.max));
+  if (s.jvm && s.jvm->nmt && s.jvm->nmt->enabled) {
+    for (const jvm::NmtCategory& c : s.jvm->nmt->categories) {
+      b.Add(kNmtReserved, {pid, c.name}, D(c.reserved));
+      b.Add(kNmtCommitted, {pid, c.name}, D(c.committed));
+      if (c.malloc_bytes) b.Add(kNmtMalloc, {pid, c.name}, D(*c.malloc_bytes));
+    }
+  }
+  DirectMemory d = DirectMemoryOf(s);
+  if (d.used_bytes) b.Add(kDirectMemory, {pid}, D(*d.used_bytes));
+  if (d.limit_bytes) b.Add(kDirectMemoryLimit, {pid}, D(*d.limit_bytes));
+  if (d.ratio) b.Add(kDirectMemoryRatio, {pid}, *d.ratio);
+  if (s.jvm_buffers) {
+    for (const auto& [pool, p] :
+         {std::pair<const char*, const BufferPool&>{"direct", s.jvm_buffers->direct},
+          {"mapped", s.jvm_buffers->mapped}}) {
+      b.Add(kBufferPoolUsed, {pid, pool}, D(p.memory_used));
+      b.Add(kBufferPoolCapacity, {pid, pool}, D(p.total_capacity));
+      b.Add(kBufferPoolBuffers, {pid, pool}, D(p.count));
+    }
+  }
+  if (auto cache = TempBufferCacheOf(s))
+    b.Add(kTempBufferCache, {pid, cache->source}, D(cache->bytes));
+  if (s.jvm_perf && s.jvm_perf->gc) {
+    for (const jvm::PerfGcCollector& c : s.jvm_perf->gc->collectors) {
+      b.Add(kGcCollections, {pid, c.name}, D(c.invocations));
+      b.Add(kGcSeconds, {pid, c.name}, c.seconds);
+    }
+  }
+  for (const RiskFinding& f : AssessJvmRisks(s)) b.Add(kJvmRisk, {pid, f.check}, f.at_risk ? 1 : 0);
+}
+
+void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
+  using namespace metric;
+  const std::string pid = std::to_string(ts.target.pid);
+  const TargetSample& smp = ts.sample;
+  std::string jvm_version = smp.jvm && smp.jvm->version ? smp.jvm->version->full : "";
+  b.Add(kTargetInfo, {pid, ts.target.comm, RuntimeName(ts.target.runtime), jvm_version}, 1);
+  b.Add(kTargetStartTime, {pid}, ts.start_time_seconds);
+  for (const CollectorOutcome& o : ts.collectors) {
+    b.Add(kCollectorSuccess, {o.name}, o.success ? 1 : 0);
+    b.Add(kCollectorDuration, {o.name}, o.duration_seconds);
+  }
+  if (const auto& p = ts.sample.process) {
+    b.Add(kTargetResident, {pid, "anon"}, static_cast<double>(p->rss_anon));
+    b.Add(kTargetResident, {pid, "file"}, static_cast<double>(p->rss_file));
+    b.Add(kTargetResident, {pid, "shmem"}, static_cast<double>(p->rss_shmem));
+    b.Add(kTargetSwap, {pid}, static_cast<double>(p->vm_swap));
+    b.Add(kTargetResidentPeak, {pid}, static_cast<double>(p->vm_hwm));
+    b.Add(kTargetThreads, {pid}, p->threads);
+  }
+  if (const auto& c = ts.sample.cgroup) {
+    if (c->limit_bytes) b.Add(kTargetMemoryLimit, {pid}, static_cast<double>(*c->limit_bytes));
+    if (c->usage_bytes) b.Add(kCgroupUsage, {pid}, static_cast<double>(*c->usage_bytes));
+    if (c->anon_bytes) b.Add(kCgroupMemory, {pid, "anon"}, static_cast<double>(*c->anon_bytes));
+    if (c->file_bytes) b.Add(kCgroupMemory, {pid, "file"}, static_cast<double>(*c->file_bytes));
+    if (c->oom_kills) b.Add(kTargetOomKills, {pid}, static_cast<double>(*c->oom_kills));
+  }
+  if (const auto& g = ts.sample.glibc) {
+    b.Add(kArenaHeaps, {pid}, static_cast<double>(g->heaps.size()));
+    b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
+    b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
+    b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
+    b.Add(kSmapsDuration, {pid}, g->read_seconds);
+    const glibc::RssBreakdown& r = g->breakdown;
+    b.Add(kRssBreakdown, {pid, "file"}, static_cast<double>(r.file_and_shared));
+    if (g->java_heap_known)
+      b.Add(kRssBreakdown, {pid, "java_heap"}, static_cast<double>(r.java_heap));
+    b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
+    b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
+    b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(r.other_anonymous));
+  }
+  if (std::optional<RssAccount> a = AccountRss(smp)) {
+    for (const auto& [part, bytes] : AccountParts(*a)) b.Add(kRssAccount, {pid, part}, D(bytes));
+  }
+  if (smp.malloc_env) {
+    for (const auto& [name, value] : *smp.malloc_env) b.Add(kMallocSetting, {pid, name, value}, 1);
+  }
+  AddJvm(b, pid, smp);
+}
+
+}  // namespace
+
+std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap) {
+  using namespace metric;
+  FamilyBuilder b;
+  b.Add(kBuildInfo, {kVersion, kRevision}, 1);
+  if (snap == nullptr) {
+    b.Add(kTargetUp, {}, 0);
+    return b.Take();
+  }
+  b.Add(kSamples, {}, static_cast<double>(snap->sequence));
+  b.Add(kTargetUp, {}, snap->targets.empty() ? 0 : 1);
+  for (const TargetSnapshot& ts : snap->targets) AddTarget(b, ts);
+  return b.Take();
+}
+
+std::vector<MetricFamily> AgeFamilies(const Snapshot* snap,
+                                      std::chrono::system_clock::time_point now) {
+  using namespace metric;
+  FamilyBuilder b;
+  if (snap == nullptr) return b.Take();
+  b.Add(kSampleAge, {}, Seconds(now - snap->taken_at));
+  for (const TargetSnapshot& ts : snap->targets) {
+    if (const auto& g = ts.sample.glibc) {
+      b.Add(kSmapsAge, {std::to_string(ts.target.pid)}, Seconds(now - g->read_at));
+    }
+  }
+  return b.Take();
+}
+
+std::vector<MetricFamily> SelfProcessFamilies() {
+  using namespace metric;
+  FamilyBuilder b;
+  Result<std::string> text = ReadSmallFile("/proc/self/stat");
+  if (text.ok()) {
+    Result<procfs::ProcStat> st = procfs::ParseProcStat(*text);
+    if (st.ok()) {
+      const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      b.Add(kProcessCpu, {}, static_cast<double>(st->utime_ticks + st->stime_ticks) / tick);
+      b.Add(kProcessResident, {},
+            static_cast<double>(st->rss_pages) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+      b.Add(kProcessVirtual, {}, static_cast<double>(st->vsize_bytes));
+      b.Add(kProcessStartTime, {}, ProcessStartTimeSeconds(st->start_ticks));
+    }
+  }
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    int n = 0;
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+    b.Add(kProcessOpenFds, {}, n - 1);  // minus the descriptor of this listing
+  }
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    b.Add(kProcessMaxFds, {}, static_cast<double>(rl.rlim_cur));
+  }
+  return b.Take();
+}
+
+std::vector<MetricFamily> TrimFamilies(const TrimStats& st) {
+  using namespace metric;
+  FamilyBuilder b;
+  for (const auto& [key, count] : st.runs) {
+    b.Add(kTrimRuns, {key.first, key.second}, static_cast<double>(count));
+  }
+  b.Add(kTrimReclaimedTotal, {}, static_cast<double>(st.reclaimed_total_bytes));
+  if (st.last && st.last->success) {
+    const TrimResult& r = *st.last;
+    b.Add(kTrimLastReclaimed, {"rss_swap"}, static_cast<double>(r.ReclaimedRssSwap()));
+    if (auto c = r.ReclaimedCgroup())
+      b.Add(kTrimLastReclaimed, {"cgroup"}, static_cast<double>(*c));
+    if (auto a = r.ReclaimedArenaHeaps()) {
+      b.Add(kTrimLastReclaimed, {"arena_heaps"}, static_cast<double>(*a));
+    }
+    if (auto rep = r.Reported()) b.Add(kTrimLastReclaimed, {"reported"}, static_cast<double>(*rep));
+  }
+  b.AddHistogram(kTrimDuration, kTrimDurationBuckets, st.duration_bucket_counts, st.duration_count,
+                 st.duration_sum);
+  if (st.last_success_unix_seconds) b.Add(kTrimLastSuccess, {}, *st.last_success_unix_seconds);
+  b.Add(kTrimInterval, {}, std::chrono::duration<double>(st.effective_interval).count());
+  return b.Take();
+}
+
+std::string RenderText(const std::vector<MetricFamily>& families) {
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,347 @@
+#include "daemon/exposition/metric_table.h"
+
+namespace memtrimd {
+
+using prometheus::MetricType;
+
+namespace metric {
+
+const MetricDef kBuildInfo{"memtrimd_build_info",
+                           MetricType::Gauge,
+                           {"version", "revision"},
+                           "A metric with a constant '1' value labelled by memtrimd's version and "
+                           "source revision."};
+const MetricDef kSamples{"memtrimd_samples_total",
+                         MetricType::Counter,
+                         {},
+                         "Samples taken since memtrimd started (one per --sample.interval)."};
+const MetricDef kSampleAge{"memtrimd_sample_age_seconds",
+                           MetricType::Gauge,
+                           {},
+                           "Seconds since the sample these metrics come from was taken. memtrimd "
+                           "samples on its own interval, not per scrape."};
+const MetricDef kCollectorSuccess{"memtrimd_collector_success",
+                                  MetricType::Gauge,
+                                  {"collector"},
+                                  "1 if the collector's last run succeeded, 0 if it failed (the "
+                                  "reason is logged once)."};
+const MetricDef kCollectorDuration{"memtrimd_collector_duration_seconds",
+                                   MetricType::Gauge,
+                                   {"collector"},
+                                   "How long the collector's last run took."};
+
+const MetricDef kTargetUp{"memtrimd_target_up",
+                          MetricType::Gauge,
+                          {},
+                          "1 while memtrimd has a live target process, 0 when it has none (not "
+                          "found yet, exited, or unreadable)."};
+const MetricDef kTargetInfo{"memtrimd_target_info",
+                            MetricType::Gauge,
+                            {"pid", "comm", "runtime", "jvm_version"},
+                            "The watched process: pid, command name and runtime (glibc, jvm, "
+                            "musl, unknown). Value is always 1."};
+const MetricDef kTargetStartTime{"memtrimd_target_start_time_seconds",
+                                 MetricType::Gauge,
+                                 {"pid"},
+                                 "Start time of the target process since the Unix epoch."};
+const MetricDef kTargetResident{
+    "memtrimd_target_resident_memory_bytes",
+    MetricType::Gauge,
+    {"pid", "kind"},
+    "Resident memory of the target by kind (/proc/<pid>/status RssAnon, "
+    "RssFile, RssShmem); the kinds add up to its RSS."};
+const MetricDef kTargetSwap{"memtrimd_target_swap_bytes",
+                            MetricType::Gauge,
+                            {"pid"},
+                            "Target memory swapped out (/proc/<pid>/status VmSwap)."};
+const MetricDef kTargetResidentPeak{
+    "memtrimd_target_resident_memory_peak_bytes",
+    MetricType::Gauge,
+    {"pid"},
+    "Highest RSS the target has reached (/proc/<pid>/status VmHWM)."};
+const MetricDef kTargetThreads{"memtrimd_target_threads",
+                               MetricType::Gauge,
+                               {"pid"},
+                               "Threads in the target. Each thread that mallocs can get its own "
+                               "glibc arena, up to 8 per CPU."};
+
+const MetricDef kTargetMemoryLimit{"memtrimd_target_memory_limit_bytes",
+                                   MetricType::Gauge,
+                                   {"pid"},
+                                   "Memory limit of the target's cgroup (memory.max, or the "
+                                   "smallest limit of its ancestors). Absent when unlimited. "
+                                   "--target.memory-limit is used only when the cgroup cannot be "
+                                   "read."};
+const MetricDef kCgroupUsage{"memtrimd_target_cgroup_memory_usage_bytes",
+                             MetricType::Gauge,
+                             {"pid"},
+                             "Memory charged to the target's cgroup (memory.current): all its "
+                             "processes, page cache included. The OOM killer compares this with "
+                             "the limit."};
+const MetricDef kCgroupMemory{"memtrimd_target_cgroup_memory_bytes",
+                              MetricType::Gauge,
+                              {"pid", "kind"},
+                              "Memory charged to the target's cgroup by kind (memory.stat anon "
+                              "and file)."};
+const MetricDef kTargetOomKills{"memtrimd_target_oom_kills_total",
+                                MetricType::Counter,
+                                {"pid"},
+                                "OOM kills in the target's cgroup (memory.events oom_kill)."};
+
+const MetricDef kArenaHeaps{"memtrimd_glibc_arena_heaps",
+                            MetricType::Gauge,
+                            {"pid"},
+                            "glibc arena heaps (64 MiB subheaps of non-main arenas) found in "
+                            "/proc/<pid>/smaps. Read every --smaps.interval."};
+const MetricDef kArenaHeapBytes{"memtrimd_glibc_arena_heap_bytes",
+                                MetricType::Gauge,
+                                {"pid", "state"},
+                                "Bytes of glibc arena heaps: mapped is the part glibc made "
+                                "usable (the rw-p part), resident what is in RAM. Resident bytes "
+                                "of freed chunks are what malloc_trim can give back."};
+const MetricDef kMainArenaResident{"memtrimd_glibc_main_arena_resident_bytes",
+                                   MetricType::Gauge,
+                                   {"pid"},
+                                   "Resident bytes of the main arena (the [heap] brk area)."};
+const MetricDef kSmapsAge{"memtrimd_smaps_age_seconds",
+                          MetricType::Gauge,
+                          {"pid"},
+                          "Seconds since /proc/<pid>/smaps was last read. The glibc metrics are "
+                          "that old: smaps is read on --smaps.interval because the read holds the "
+                          "target's mmap lock."};
+const MetricDef kSmapsDuration{"memtrimd_smaps_read_duration_seconds",
+                               MetricType::Gauge,
+                               {"pid"},
+                               "How long the last /proc/<pid>/smaps read and parse took (the "
+                               "target's mmap lock is taken during the read)."};
+
+const MetricDef kMallocArenas{"memtrimd_glibc_malloc_arenas",
+                              MetricType::Gauge,
+                              {"pid"},
+                              "glibc malloc arenas, main arena included (malloc_info: JVMs on "
+                              "JDK 21+ through System.native_heap_info, other programs through "
+                              "the preload agent)."};
+const MetricDef kMallocSystem{"memtrimd_glibc_malloc_system_bytes",
+                              MetricType::Gauge,
+                              {"pid"},
+                              "Bytes glibc malloc holds from the system across arenas "
+                              "(malloc_info system current), mmapped chunks excluded."};
+const MetricDef kMallocFree{"memtrimd_glibc_malloc_free_bytes",
+                            MetricType::Gauge,
+                            {"pid", "bins"},
+                            "Free bytes glibc malloc keeps (malloc_info): fast bins, and the "
+                            "rest (other bins and top chunks)."};
+const MetricDef kTrimmableEstimate{
+    "memtrimd_glibc_trimmable_estimate_bytes",
+    MetricType::Gauge,
+    {"pid"},
+    "Free bytes in malloc size classes of at least a page, plus the main arena's top chunk: an "
+    "upper bound of what malloc_trim could give back (pages may already be released; top "
+    "chunks of other arenas stay)."};
+const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
+                              MetricType::Gauge,
+                              {"pid", "part"},
+                              "RSS of one smaps read split into parts that add up exactly to it: "
+                              "file (file-backed and shared), java_heap, glibc_arena_heaps, "
+                              "glibc_main_arena, other_anonymous (stacks, metaspace, code cache, "
+                              "GC structures, large mmapped malloc chunks)."};
+
+const MetricDef kJvmAttachable{"memtrimd_jvm_attachable",
+                               MetricType::Gauge,
+                               {"pid"},
+                               "1 if memtrimd could run diagnostic commands in the JVM through "
+                               "its attach socket, 0 if not (the reason is logged and in "
+                               "/report, e.g. -XX:+DisableAttachMechanism)."};
+const MetricDef kJvmSettingInfo{"memtrimd_jvm_setting_info",
+                                MetricType::Gauge,
+                                {"pid", "name", "value"},
+                                "JVM flags and system properties that matter for native memory "
+                                "(MaxDirectMemorySize, MaxHeapSize, NativeMemoryTracking, "
+                                "TrimNativeHeapInterval, jdk.nio.maxCachedBufferSize, ...). "
+                                "Value is always 1."};
+const MetricDef kJvmHeapCommitted{"memtrimd_jvm_heap_committed_bytes",
+                                  MetricType::Gauge,
+                                  {"pid"},
+                                  "Java heap committed (hsperfdata, else GC.heap_info)."};
+const MetricDef kJvmHeapUsed{"memtrimd_jvm_heap_used_bytes",
+                             MetricType::Gauge,
+                             {"pid"},
+                             "Java heap used (hsperfdata, else GC.heap_info)."};
+const MetricDef kJvmHeapMax{"memtrimd_jvm_heap_max_bytes",
+                            MetricType::Gauge,
+                            {"pid"},
+                            "Java heap maximum (hsperfdata, else MaxHeapSize)."};
+const MetricDef kNmtReserved{"memtrimd_jvm_nmt_reserved_bytes",
+                             MetricType::Gauge,
+                             {"pid", "category"},
+                             "Native Memory Tracking: reserved bytes per category."};
+const MetricDef kNmtCommitted{"memtrimd_jvm_nmt_committed_bytes",
+                              MetricType::Gauge,
+                              {"pid", "category"},
+                              "Native Memory Tracking: committed bytes per category."};
+const MetricDef kNmtMalloc{"memtrimd_jvm_nmt_malloc_bytes",
+                           MetricType::Gauge,
+                           {"pid", "category"},
+                           "Native Memory Tracking: bytes malloc'd per category."};
+const MetricDef kRssAccount{
+    "memtrimd_rss_account_bytes",
+    MetricType::Gauge,
+    {"pid", "part"},
+    "Who holds the RSS, from one smaps read, NMT and malloc statistics; the parts add up "
+    "exactly to that read's RSS: file, java_heap, nmt_buffers, nmt_metaspace, nmt_code, "
+    "nmt_threads, nmt_gc, nmt_jvm_other, glibc_free (free pages malloc keeps), and outside_nmt "
+    "(JVM with NMT: native memory NMT does not know) or native (no NMT)."};
+const MetricDef kDirectMemory{"memtrimd_jvm_direct_memory_bytes",
+                              MetricType::Gauge,
+                              {"pid"},
+                              "Memory used by the direct buffer pool (BufferPoolMXBean "
+                              "\"direct\"): what -XX:MaxDirectMemorySize limits. Needs "
+                              "libmemtrimd_agent.so preloaded into the JVM."};
+const MetricDef kBufferPoolUsed{"memtrimd_jvm_buffer_pool_used_bytes",
+                                MetricType::Gauge,
+                                {"pid", "pool"},
+                                "BufferPoolMXBean memory used per pool (direct, mapped), read "
+                                "inside the JVM by the preloaded agent."};
+const MetricDef kBufferPoolCapacity{"memtrimd_jvm_buffer_pool_capacity_bytes",
+                                    MetricType::Gauge,
+                                    {"pid", "pool"},
+                                    "BufferPoolMXBean total capacity per pool (direct, mapped)."};
+const MetricDef kBufferPoolBuffers{"memtrimd_jvm_buffer_pool_used_buffers",
+                                   MetricType::Gauge,
+                                   {"pid", "pool"},
+                                   "BufferPoolMXBean buffer count per pool (direct, mapped)."};
+const MetricDef kTempBufferCache{
+    "memtrimd_jvm_temp_buffer_cache_bytes",
+    MetricType::Gauge,
+    {"pid", "source"},
+    "Temporary direct buffers the JDK caches per thread (sun.nio.ch.Util): source=agent, summed "
+    "over threads inside the JVM; source=estimate, JDK 24+ only, NMT Other minus the direct "
+    "pool (an upper bound)."};
+const MetricDef kGcCollections{"memtrimd_jvm_gc_collections_total",
+                               MetricType::Counter,
+                               {"pid", "collector"},
+                               "Garbage collections per collector (hsperfdata "
+                               "sun.gc.collector.<n>.invocations)."};
+const MetricDef kGcSeconds{"memtrimd_jvm_gc_collection_seconds_total",
+                           MetricType::Counter,
+                           {"pid", "collector"},
+                           "Time spent in garbage collections per collector (hsperfdata "
+                           "sun.gc.collector.<n>.time)."};
+const MetricDef kMallocSetting{"memtrimd_target_malloc_setting_info",
+                               MetricType::Gauge,
+                               {"pid", "name", "value"},
+                               "The target's glibc malloc tuning from its initial environment "
+                               "(MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, "
+                               "MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES, ...). Value is always 1."};
+const MetricDef kDirectMemoryLimit{"memtrimd_jvm_direct_memory_limit_bytes",
+                                   MetricType::Gauge,
+                                   {"pid"},
+                                   "Direct memory limit: MaxDirectMemorySize, or the max heap "
+                                   "size when it is unset or 0."};
+const MetricDef kDirectMemoryRatio{"memtrimd_jvm_direct_memory_usage_ratio",
+                                   MetricType::Gauge,
+                                   {"pid"},
+                                   "The direct buffer pool's memory used over its limit (0..1). "
+                                   "Needs the agent."};
+const MetricDef kJvmRisk{"memtrimd_jvm_risk",
+                         MetricType::Gauge,
+                         {"pid", "check"},
+                         "1 when a check finds a native memory risk, 0 when it does not, "
+                         "absent when it cannot decide: nio_cache_unbounded "
+                         "(jdk.nio.maxCachedBufferSize unset), nmt_off, direct_memory_high "
+                         "(direct pool above 90% of its limit), direct_buffer_gc_storm (1+ "
+                         "collections a second caused by System.gc()), jvm_trims_itself "
+                         "(TrimNativeHeapInterval > 0)."};
+
+const MetricDef kTrimRuns{"memtrimd_trim_runs_total",
+                          MetricType::Counter,
+                          {"result", "reason"},
+                          "Trim decisions by result (success, failure, skipped) and reason "
+                          "(scheduled, manual; deadline, unavailable, not_available, ...; "
+                          "no_target, no_agent, not_attachable, jvm_trims_itself, "
+                          "below_limit_ratio, no_limit)."};
+const MetricDef kTrimReclaimedTotal{"memtrimd_trim_reclaimed_bytes_total",
+                                    MetricType::Counter,
+                                    {},
+                                    "RSS+swap given back by successful trims, measured by "
+                                    "memtrimd from /proc/<pid>/status before and after."};
+const MetricDef kTrimLastReclaimed{
+    "memtrimd_trim_last_reclaimed_bytes",
+    MetricType::Gauge,
+    {"measure"},
+    "What the last trim gave back, by measure: rss_swap (/proc status), cgroup (memory.current; "
+    "huge pages can keep it from moving), arena_heaps (smaps), reported (by the JVM or the "
+    "agent). Negative when memory grew meanwhile."};
+const MetricDef kTrimDuration{"memtrimd_trim_duration_seconds",
+                              MetricType::Histogram,
+                              {},
+                              "How long trims took (a thread using the same arena waits that "
+                              "long)."};
+const MetricDef kTrimLastSuccess{"memtrimd_trim_last_success_timestamp_seconds",
+                                 MetricType::Gauge,
+                                 {},
+                                 "When the last successful trim started (Unix epoch)."};
+const MetricDef kTrimInterval{"memtrimd_trim_interval_seconds",
+                              MetricType::Gauge,
+                              {},
+                              "The trim interval in force now (the base interval, or longer "
+                              "while backing off)."};
+
+const MetricDef kProcessCpu{"process_cpu_seconds_total",
+                            MetricType::Counter,
+                            {},
+                            "Total user and system CPU time spent in seconds."};
+const MetricDef kProcessResident{
+    "process_resident_memory_bytes", MetricType::Gauge, {}, "Resident memory size in bytes."};
+const MetricDef kProcessVirtual{
+    "process_virtual_memory_bytes", MetricType::Gauge, {}, "Virtual memory size in bytes."};
+const MetricDef kProcessStartTime{"process_start_time_seconds",
+                                  MetricType::Gauge,
+                                  {},
+                                  "Start time of the process since unix epoch in seconds."};
+const MetricDef kProcessOpenFds{
+    "process_open_fds", MetricType::Gauge, {}, "Number of open file descriptors."};
+const MetricDef kProcessMaxFds{
+    "process_max_fds", MetricType::Gauge, {}, "Maximum number of open file descriptors."};
+
+}  // namespace metric
+
+const std::vector<const MetricDef*>& AllMetrics() {
+  using namespace metric;
+  static const std::vector<const MetricDef*> all = {
+      &kBuildInfo,          &kSamples,           &kSampleAge,          &kCollectorSuccess,
+      &kCollectorDuration,  &kTargetUp,          &kTargetInfo,         &kTargetStartTime,
+      &kTargetResident,     &kTargetSwap,        &kTargetResidentPeak, &kTargetThreads,
+      &kMallocSetting,      &kTargetMemoryLimit, &kCgroupUsage,        &kCgroupMemory,
+      &kTargetOomKills,     &kArenaHeaps,        &kArenaHeapBytes,     &kMainArenaResident,
+      &kSmapsAge,           &kSmapsDuration,     &kMallocArenas,       &kMallocSystem,
+      &kMallocFree,         &kTrimmableEstimate, &kRssBreakdown,       &kJvmAttachable,
+      &kJvmSettingInfo,     &kJvmHeapCommitted,  &kJvmHeapUsed,        &kJvmHeapMax,
+      &kNmtReserved,        &kNmtCommitted,      &kNmtMalloc,          &kRssAccount,
+      &kDirectMemory,       &kDirectMemoryLimit, &kDirectMemoryRatio,  &kBufferPoolUsed,
+      &kBufferPoolCapacity, &kBufferPoolBuffers, &kTempBufferCache,    &kGcCollections,
+      &kGcSeconds,          &kJvmRisk,           &kTrimRuns,           &kTrimReclaimedTotal,
+      &kTrimLastReclaimed,  &kTrimDuration,      &kTrimLastSuccess,    &kTrimInterval,
+      &kProcessCpu,         &kProcessResident,   &kProcessVirtual,     &kProcessStartTime,
+      &kProcessOpenFds,     &kProcessMaxFds,
+  };
+  return all;
+}
+
+const char* MetricTypeName(prometheus::MetricType t) {
+  switch (t) {
+    case MetricType::Counter:
+      return "counter";
+    case MetricType::Gauge:
+      return "gauge";
+    case MetricType::Summary:
+      return "summary";
+    case MetricType::Histogram:
+      return "histogram";
+    case MetricType::Untyped:
+      break;
+  }
+  return "untyped";
+}
+
+}  // namespace memtrimd

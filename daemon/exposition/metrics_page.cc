@@ -1,0 +1,58 @@
+#include "daemon/exposition/metrics_page.h"
+
+#include "daemon/exposition/exposition.h"
+#include "daemon/trim/trim_engine.h"
+
+namespace memtrimd {
+
+std::vector<std::string_view> MetricsText::Parts() const {
+  std::vector<std::string_view> out{ages};
+  for (const auto* part : {&trims, &process, &snapshot}) {
+    if (*part != nullptr) out.emplace_back(**part);
+  }
+  return out;
+}
+
+std::string MetricsText::Joined() const {
+  std::string out;
+  for (std::string_view part : Parts()) out += part;
+  return out;
+}
+
+MetricsText MetricsPage::Render() const {
+  std::shared_ptr<const Snapshot> snap = store_.Latest();
+  // Read before the figures it stands for: a change racing with this render
+  // leaves a version that the next request sees as new.
+  std::optional<uint64_t> trims_version;
+  if (trims_ != nullptr) trims_version = trims_->MetricsVersion();
+  auto shared = [](std::vector<prometheus::MetricFamily> families) {
+    return std::make_shared<const std::string>(RenderText(families));
+  };
+
+  MetricsText page;
+  page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::system_clock::now()));
+  std::lock_guard<std::mutex> lock(mu_);
+  // Refreshed under the lock: requests that arrive meanwhile want the same
+  // text, and would otherwise each render it again.
+  if (snapshot_text_ == nullptr || snapshot_key_ != snap) {
+    snapshot_text_ = shared(SnapshotFamilies(snap.get()));
+    snapshot_key_ = snap;
+  }
+  page.snapshot = snapshot_text_;
+  if (trims_version) {
+    if (trims_text_ == nullptr || trims_key_ != trims_version) {
+      trims_text_ = shared(TrimFamilies(trims_->Stats()));
+      trims_key_ = trims_version;
+    }
+    page.trims = trims_text_;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (process_text_ == nullptr || now - process_read_at_ >= process_max_age_) {
+    process_text_ = shared(SelfProcessFamilies());
+    process_read_at_ = now;
+  }
+  page.process = process_text_;
+  return page;
+}
+
+}  // namespace memtrimd

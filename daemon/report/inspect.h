@@ -1,0 +1,25 @@
+// What `memtrimd inspect` prints: one target's sample as a table a person
+// can read during an incident, or as JSON.
+#pragma once
+
+#include <string>
+
+#include "daemon/sampling/snapshot.h"
+#include "daemon/trim/trim_engine.h"
+
+namespace memtrimd {
+
+std::string RenderInspectTable(const TargetSnapshot& ts);
+std::string RenderInspectJson(const TargetSnapshot& ts);
+
+// GET /report: the same for every target of the latest snapshot (nullptr:
+// none yet), or why there is none, plus the trim engine's state when there
+// is one (`trims` may be null).
+std::string RenderReportText(const Snapshot* snap, const TrimStats* trims);
+std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims);
+
+// One trim's outcome (memtrimd trim, POST /api/v1/trim).
+std::string RenderTrimText(const TrimResult& r);
+std::string RenderTrimJson(const TrimResult& r);
+
+}  // namespace memtrimd

@@ -1,0 +1,127 @@
+#include "daemon/sampling/target_selector.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/common/text.h"
+#include "collectors/procfs/cmdline.h"
+#include "collectors/procfs/proc_status.h"
+#include "collectors/procfs/target_reader.h"
+
+namespace memtrimd {
+namespace {
+
+bool IsMemtrimd(std::string_view comm) { return comm == "memtrimd"; }
+
+// Ties go to the lower pid (usually the older process), so the choice is
+// stable from one scan to the next.
+template <typename Skip>
+std::optional<pid_t> PickLargest(std::span<const Candidate> candidates, Skip skip) {
+  std::optional<pid_t> best;
+  uint64_t best_rss = 0;
+  for (const Candidate& c : candidates) {
+    if (skip(c)) continue;
+    if (!best || c.rss_bytes > best_rss || (c.rss_bytes == best_rss && c.pid < *best)) {
+      best = c.pid;
+      best_rss = c.rss_bytes;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::optional<pid_t> PickAutomatic(std::span<const Candidate> candidates, pid_t self) {
+  return PickLargest(candidates, [self](const Candidate& c) {
+    return c.pid == 1 || c.pid == self || IsMemtrimd(c.comm) || c.comm == "pause";
+  });
+}
+
+TargetSelector::TargetSelector(TargetRule rule, std::string proc_root)
+    : rule_(std::move(rule)), proc_root_(std::move(proc_root)) {
+  if (rule_.mode == TargetRule::Mode::kMatch) {
+    // Validated by the flag parser, so this does not throw.
+    regex_.emplace(rule_.match, std::regex::extended | std::regex::nosubs);
+  }
+}
+
+std::string TargetSelector::Describe() const {
+  switch (rule_.mode) {
+    case TargetRule::Mode::kPid:
+      return "pid " + std::to_string(rule_.pid);
+    case TargetRule::Mode::kPidfile:
+      return "pidfile " + rule_.pidfile;
+    case TargetRule::Mode::kMatch:
+      return "match \"" + rule_.match + "\"";
+    case TargetRule::Mode::kAuto:
+      break;
+  }
+  return "automatic";
+}
+
+Result<pid_t> TargetSelector::PidFromFile() const {
+  Result<std::string> text = ReadSmallFile(rule_.pidfile, 4096);
+  if (!text.ok()) return text.status();
+  auto pid = text::ParseUint(text::Trim(*text));
+  if (!pid || *pid == 0 || *pid > 0x7fffffff) {
+    return Status(ErrorCode::kParseError, rule_.pidfile + " does not hold a pid");
+  }
+  return static_cast<pid_t>(*pid);
+}
+
+Result<pid_t> TargetSelector::Scan() const {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc_root_.c_str()), ::closedir);
+  if (!dir) return Status::FromErrno(errno, "opendir " + proc_root_);
+  const pid_t self = ::getpid();
+  std::vector<Candidate> candidates;
+  while (struct dirent* e = ::readdir(dir.get())) {
+    auto pid = text::ParseUint(e->d_name);
+    if (!pid || *pid > 0x7fffffff) continue;
+    std::string dir_path = proc_root_ + "/" + e->d_name;
+    // Processes come and go while we scan: any read failure just skips one.
+    Result<std::string> status = ReadSmallFile(dir_path + "/status");
+    if (!status.ok()) continue;
+    Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);
+    if (!st.ok() || !st->has_memory) continue;
+    if (regex_) {
+      Result<std::string> raw = ReadSmallFile(dir_path + "/cmdline", 1u << 20);
+      if (!raw.ok()) continue;
+      if (!std::regex_search(procfs::CmdlineToString(*raw), *regex_)) continue;
+      // The match rule still never picks memtrimd: its own command line
+      // contains the pattern.
+      if (static_cast<pid_t>(*pid) == self || IsMemtrimd(st->name)) continue;
+    }
+    candidates.push_back({static_cast<pid_t>(*pid), st->name, st->vm_rss});
+  }
+  std::optional<pid_t> best = regex_
+                                  ? PickLargest(candidates, [](const Candidate&) { return false; })
+                                  : PickAutomatic(candidates, self);
+  if (!best) {
+    return Status(ErrorCode::kNotFound,
+                  regex_ ? "no process matches " + Describe() : "no candidate process");
+  }
+  return *best;
+}
+
+Result<Target> TargetSelector::Select() const {
+  Result<pid_t> pid = Status(ErrorCode::kInternal, "unset");
+  switch (rule_.mode) {
+    case TargetRule::Mode::kPid:
+      pid = rule_.pid;
+      break;
+    case TargetRule::Mode::kPidfile:
+      pid = PidFromFile();
+      break;
+    case TargetRule::Mode::kMatch:
+    case TargetRule::Mode::kAuto:
+      pid = Scan();
+      break;
+  }
+  if (!pid.ok()) return pid.status();
+  return procfs::ReadTarget(proc_root_, *pid);
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,150 @@
+#include "daemon/trim/trim.h"
+
+#include "collectors/agent/agent_client.h"
+#include "collectors/cgroup/cgroup_collector.h"
+#include "collectors/common/file_reader.h"
+#include "collectors/glibc/glibc_heap_collector.h"
+#include "collectors/jvm/attach_client.h"
+#include "collectors/procfs/proc_status.h"
+#include "collectors/sample.h"
+
+namespace memtrimd {
+
+const char* TrimBackendName(TrimBackendKind k) {
+  switch (k) {
+    case TrimBackendKind::kJvm:
+      return "jvm";
+    case TrimBackendKind::kAgent:
+      return "agent";
+    case TrimBackendKind::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+std::optional<int64_t> TrimResult::ReclaimedCgroup() const {
+  if (!before.cgroup_usage_bytes || !after.cgroup_usage_bytes) return std::nullopt;
+  return static_cast<int64_t>(*before.cgroup_usage_bytes) -
+         static_cast<int64_t>(*after.cgroup_usage_bytes);
+}
+
+std::optional<int64_t> TrimResult::ReclaimedArenaHeaps() const {
+  if (!before.arena_resident_bytes || !after.arena_resident_bytes) return std::nullopt;
+  return static_cast<int64_t>(*before.arena_resident_bytes) -
+         static_cast<int64_t>(*after.arena_resident_bytes);
+}
+
+std::optional<int64_t> TrimResult::Reported() const {
+  if (jvm_report && jvm_report->delta) return -*jvm_report->delta;
+  if (agent_rss_delta) return -*agent_rss_delta;
+  return std::nullopt;
+}
+
+Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) {
+  bool jvm = t.runtime == Runtime::kJvm;
+  if (wanted == TrimBackendKind::kJvm || (wanted == TrimBackendKind::kAuto && jvm)) {
+    if (!jvm) return Status(ErrorCode::kUnavailable, "not a JVM");
+    return TrimBackendKind::kJvm;
+  }
+  if (!agent::HasAgent(t)) {
+    return Status(ErrorCode::kUnavailable,
+                  "not a JVM, and libmemtrimd_agent.so is not loaded (start it with "
+                  "LD_PRELOAD=libmemtrimd_agent.so)");
+  }
+  return TrimBackendKind::kAgent;
+}
+
+TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
+  TrimMeasure m;
+  if (Result<std::string> text = ReadSmallFile(t.proc_dir + "/status"); text.ok()) {
+    if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*text); st.ok()) {
+      m.rss_swap_bytes = st->rss_anon + st->rss_file + st->rss_shmem + st->vm_swap;
+    }
+  }
+  TargetSample s;
+  cgroup::CgroupCollector cg(std::nullopt);
+  if (cg.Collect(t, s).ok() && s.cgroup) m.cgroup_usage_bytes = s.cgroup->usage_bytes;
+  if (o.measure_arena_heaps) {
+    glibc::GlibcHeapOptions g;
+    g.heap_size = o.glibc_heap_size;
+    g.confirm_with_heap_info = false;  // shape is enough to compare before and after
+    glibc::GlibcHeapCollector heaps(g);
+    if (heaps.Collect(t, s).ok() && s.glibc) {
+      m.arena_resident_bytes = s.glibc->resident_bytes;
+      m.arena_heaps = std::move(s.glibc->heaps);  // the same read: they sum to the above
+    }
+  }
+  return m;
+}
+
+namespace {
+
+// Label for memtrimd_trim_runs_total{result="failure"}.
+std::string FailureReason(const Status& st) {
+  switch (st.code()) {
+    case ErrorCode::kNotFound:
+      return "target_gone";
+    case ErrorCode::kPermissionDenied:
+      return "permission";
+    case ErrorCode::kUnavailable:
+      return st.message().find("deadline") != std::string::npos ||
+                     st.message().find("timed out") != std::string::npos
+                 ? "deadline"
+                 : "unavailable";
+    default:
+      return "error";
+  }
+}
+
+}  // namespace
+
+Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
+  Result<TrimBackendKind> backend = ResolveBackend(t, o.backend);
+  if (!backend.ok()) return backend.status();
+  TrimResult r;
+  r.pid = t.pid;
+  r.backend = TrimBackendName(*backend);
+  r.before = MeasureForTrim(t, o);
+  auto t0 = std::chrono::steady_clock::now();
+  r.at = std::chrono::system_clock::now();
+  if (*backend == TrimBackendKind::kJvm) {
+    jvm::AttachOptions a;
+    a.command_timeout = o.timeout;
+    Result<jvm::AttachResponse> resp = jvm::ExecuteJcmd(t, "System.trim_native_heap", a);
+    if (!resp.ok()) {
+      r.reason = FailureReason(resp.status());
+      r.error = resp.status().message();
+    } else if (resp->status != 0 ||
+               resp->output.find("Unknown diagnostic command") != std::string::npos) {
+      r.reason = "not_available";
+      r.error = "the JVM has no System.trim_native_heap (JDK 17.0.2+ needed): " +
+                resp->output.substr(0, resp->output.find('\n'));
+    } else {
+      Result<jvm::TrimReport> report = jvm::ParseTrimOutput(resp->output);
+      if (report.ok() && report->outcome == jvm::TrimReport::Outcome::kNotAvailable) {
+        r.reason = "not_available";
+        r.error = "the JVM says trimming is not available (not glibc)";
+      } else {
+        r.success = true;
+        if (report.ok()) r.jvm_report = *report;
+      }
+    }
+  } else {
+    agent::AgentOptions a;
+    a.timeout = o.timeout;
+    Result<agent::AgentTrim> at = agent::AgentTrimNow(t, a);
+    if (!at.ok()) {
+      r.reason = FailureReason(at.status());
+      r.error = at.status().message();
+    } else {
+      r.success = true;
+      r.agent_rss_delta =
+          static_cast<int64_t>(at->rss_after) - static_cast<int64_t>(at->rss_before);
+    }
+  }
+  r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.after = MeasureForTrim(t, o);
+  return r;
+}
+
+}  // namespace memtrimd
