@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/sampling/collector_registry.h"
+
 namespace memtrimd {
 
 using namespace std::chrono_literals;
@@ -19,15 +21,6 @@ using namespace std::chrono_literals;
 inline constexpr const char* kDefaultListenAddress = ":8486";
 
 enum class LogFormat { kLogfmt, kJson };
-
-struct CollectorSwitches {
-  bool process = true;
-  bool glibc = true;
-  bool cgroup = true;
-  bool jvm = true;
-  bool hsperfdata = true;
-  bool agent = true;
-};
 
 struct TrimConfig {
   std::chrono::milliseconds interval = 5min;  // 0: no scheduled trims
@@ -47,16 +40,11 @@ struct DaemonConfig {
   int max_connections = 48;  // civetweb worker threads
   std::string telemetry_path = "/metrics";
   std::chrono::milliseconds sample_interval = 10s;
-  std::chrono::milliseconds smaps_interval = 60s;
-  std::chrono::milliseconds jvm_interval = 60s;
-  std::chrono::milliseconds jvm_command_timeout = 5s;
   std::optional<pid_t> target_pid;
   std::string target_pidfile;
   std::string target_match;
-  std::optional<uint64_t> target_memory_limit;
+  CollectorOptions collector;  // intervals, deadlines, heap size, limit fallback
   CollectorSwitches collectors;
-  uint64_t glibc_heap_size = 64ull << 20;
-  bool glibc_confirm_heaps = true;
   std::string log_level = "info";
   LogFormat log_format = LogFormat::kLogfmt;
   TrimConfig trim;
@@ -69,7 +57,7 @@ struct TrimCommandConfig {
   bool json = false;
   std::string backend = "auto";
   std::chrono::milliseconds timeout = 60s;
-  uint64_t glibc_heap_size = 64ull << 20;
+  uint64_t glibc_heap_size = CollectorOptions{}.glibc_heap_size;
 };
 
 struct JcmdConfig {
@@ -81,8 +69,7 @@ struct JcmdConfig {
 struct InspectConfig {
   pid_t pid = 0;
   bool json = false;
-  uint64_t glibc_heap_size = 64ull << 20;
-  std::optional<uint64_t> target_memory_limit;
+  CollectorOptions collector;
 };
 
 }  // namespace memtrimd

@@ -1,5 +1,6 @@
 #include "daemon/cli/flags.h"
 
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -24,15 +25,11 @@ struct RawFlags {
   std::string target_pidfile;
   std::string target_match;
   std::string target_memory_limit;
-  bool collector_process = true;
-  bool collector_glibc = true;
-  bool collector_cgroup = true;
-  bool collector_jvm = true;
-  bool collector_hsperfdata = true;
-  bool collector_agent = true;
+  // --collector.<name>, one per registry entry (collector_registry.h).
+  std::map<std::string, bool> collector_on;
   std::string jvm_interval = "60s";
   std::string jvm_command_timeout = "5s";
-  std::string glibc_heap_size = "64MiB";
+  std::string glibc_heap_size = "64MiB";  // CollectorOptions::glibc_heap_size
   bool glibc_confirm_heaps = true;
   std::string log_level = "info";
   std::string log_format = "logfmt";
@@ -82,10 +79,11 @@ void AddOption(CLI::App& app, const std::string& flag, std::string& target, cons
 
 void AddCollectorSwitch(CLI::App& app, const std::string& name, bool& target,
                         const std::string& help) {
+  // A switch that is off by default is turned on by --collector.<name>.
   std::string flag = "--collector." + name;
   CLI::Option* o = app.add_flag(flag + ",!--no-collector." + name, target,
                                 help + " (--no-collector." + name + " turns it off)");
-  o->default_str("true");
+  o->default_str(target ? "true" : "false");
   WithEnv(o, flag);
 }
 
@@ -127,19 +125,11 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
             "2Gi; e.g. from the Downward API)");
-  AddCollectorSwitch(app, "process", r.collector_process, "Read /proc/<pid>/status every sample");
-  AddCollectorSwitch(app, "glibc", r.collector_glibc,
-                     "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval");
-  AddCollectorSwitch(app, "cgroup", r.collector_cgroup,
-                     "Read the target's cgroup memory limit, usage and OOM kills");
-  AddCollectorSwitch(app, "jvm", r.collector_jvm,
-                     "Ask a JVM target for NMT, heap, flags and malloc statistics through its "
-                     "attach socket every --jvm.interval");
-  AddCollectorSwitch(app, "hsperfdata", r.collector_hsperfdata,
-                     "Read a JVM target's hsperfdata file (heap committed and used) every sample");
-  AddCollectorSwitch(app, "agent", r.collector_agent,
-                     "For a program with libmemtrimd_agent.so loaded: glibc malloc_info through "
-                     "the agent every --smaps.interval");
+  for (const CollectorDecl& d : CollectorRegistry()) {
+    bool& on = r.collector_on[d.name];
+    on = d.default_on;
+    AddCollectorSwitch(app, d.name, on, d.help);
+  }
   AddOption(app, "--jvm.interval", r.jvm_interval,
             "How often to run diagnostic commands in a JVM target (each is a short pause for the "
             "JVM's attach listener thread)");
@@ -294,7 +284,8 @@ Command Validate(const Parser& p) {
     if (!pid) return UsageError{"--pid: " + Quote(r.inspect_pid) + " is not a process id"};
     c.pid = *pid;
     c.json = r.inspect_json;
-    std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+    std::string err =
+        CheckCommon(r, c.collector.glibc_heap_size, c.collector.memory_limit_fallback);
     if (!err.empty()) return UsageError{err};
     return RunInspect{c};
   }
@@ -369,19 +360,19 @@ Command Validate(const Parser& p) {
     return UsageError{"--smaps.interval: " + Quote(r.smaps_interval) +
                       " is not a positive duration (e.g. 30s, 1m, 5m)"};
   }
-  c.smaps_interval = *mi;
+  c.collector.smaps_interval = *mi;
   auto ji = ParseDuration(r.jvm_interval);
   if (!ji || ji->count() == 0) {
     return UsageError{"--jvm.interval: " + Quote(r.jvm_interval) +
                       " is not a positive duration (e.g. 30s, 1m)"};
   }
-  c.jvm_interval = *ji;
+  c.collector.jvm_interval = *ji;
   auto jt = ParseDuration(r.jvm_command_timeout);
   if (!jt || jt->count() == 0) {
     return UsageError{"--jvm.command-timeout: " + Quote(r.jvm_command_timeout) +
                       " is not a positive duration (e.g. 5s)"};
   }
-  c.jvm_command_timeout = *jt;
+  c.collector.jvm_command_timeout = *jt;
   int modes = !r.target_pid.empty() + !r.target_pidfile.empty() + !r.target_match.empty();
   if (modes > 1) {
     return UsageError{"--target.pid, --target.pidfile and --target.match exclude each other"};
@@ -402,16 +393,15 @@ Command Validate(const Parser& p) {
     }
   }
   c.target_match = r.target_match;
-  std::string err = CheckCommon(r, c.glibc_heap_size, c.target_memory_limit);
+  std::string err = CheckCommon(r, c.collector.glibc_heap_size, c.collector.memory_limit_fallback);
   if (!err.empty()) return UsageError{err};
   std::string trim_err = CheckTrim(r, c.trim);
   if (!trim_err.empty()) return UsageError{trim_err};
   // Whether authentication backs it is checked once the web config is read.
   c.enable_trim_api = r.enable_trim_api;
   c.web_config_file = r.web_config_file;
-  c.collectors = {r.collector_process, r.collector_glibc,      r.collector_cgroup,
-                  r.collector_jvm,     r.collector_hsperfdata, r.collector_agent};
-  c.glibc_confirm_heaps = r.glibc_confirm_heaps;
+  c.collectors.insert(r.collector_on.begin(), r.collector_on.end());
+  c.collector.glibc_confirm_heaps = r.glibc_confirm_heaps;
   if (r.log_level != "debug" && r.log_level != "info" && r.log_level != "warn" &&
       r.log_level != "error") {
     return UsageError{"--log.level: " + Quote(r.log_level) + " is not debug, info, warn or error"};

@@ -47,10 +47,7 @@ TargetRule RuleFrom(const DaemonConfig& c) {
 int RunInspectCommand(const InspectConfig& c) {
   Result<Target> target = procfs::ReadTarget("/proc", c.pid);
   if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
-  CollectorSetOptions o;
-  o.glibc_heap_size = c.glibc_heap_size;
-  o.memory_limit_fallback = c.target_memory_limit;
-  std::vector<CollectorSlot> slots = BuildCollectors(o);
+  std::vector<CollectorSlot> slots = BuildCollectors(c.collector, {});
   TargetSnapshot ts;
   ts.target = *target;
   ts.start_time_seconds = ProcessStartTimeSeconds(target->start_ticks);
@@ -114,7 +111,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   trim.policy.force_when_jvm_trims = c.trim.force;
   trim.trim.backend = BackendKind(c.trim.backend);
   trim.trim.timeout = c.trim.timeout;
-  trim.trim.glibc_heap_size = c.glibc_heap_size;
+  trim.trim.glibc_heap_size = c.collector.glibc_heap_size;
   TrimEngine trims(trim, store);
 
   std::unique_ptr<WebConfigFile> web;
@@ -140,20 +137,8 @@ int RunDaemonCommand(const DaemonConfig& c) {
   Status listening = server.Start();
   if (!listening.ok()) return UsageFail(listening.message());
 
-  CollectorSetOptions o;
-  o.process = c.collectors.process;
-  o.glibc = c.collectors.glibc;
-  o.cgroup = c.collectors.cgroup;
-  o.jvm = c.collectors.jvm;
-  o.hsperfdata = c.collectors.hsperfdata;
-  o.agent = c.collectors.agent;
-  o.smaps_interval = c.smaps_interval;
-  o.jvm_interval = c.jvm_interval;
-  o.jvm_command_timeout = c.jvm_command_timeout;
-  o.glibc_heap_size = c.glibc_heap_size;
-  o.glibc_confirm_heaps = c.glibc_confirm_heaps;
-  o.memory_limit_fallback = c.target_memory_limit;
-  Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(o), c.sample_interval, store);
+  Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(c.collector, c.collectors),
+                      c.sample_interval, store);
   trims.SetAfterTrim([&scheduler](const Target& t, std::chrono::system_clock::time_point ended) {
     scheduler.AfterTrim(t, ended);
   });
@@ -169,7 +154,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
                                  {"ports", ports},
                                  {"telemetry_path", c.telemetry_path},
                                  {"sample_interval", FormatDuration(c.sample_interval)},
-                                 {"smaps_interval", FormatDuration(c.smaps_interval)},
+                                 {"smaps_interval", FormatDuration(c.collector.smaps_interval)},
                                  {"trim_interval", FormatDuration(c.trim.interval)},
                                  {"trim_backend", c.trim.backend}});
   trims.Start();

@@ -2,71 +2,27 @@
 
 #include <unistd.h>
 
-#include "collectors/agent/agent_collector.h"
-#include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/common/file_reader.h"
-#include "collectors/glibc/glibc_heap_collector.h"
-#include "collectors/jvm/jvm_collector.h"
 #include "collectors/procfs/proc_stat.h"
-#include "collectors/procfs/process_collector.h"
 
 namespace memtrimd {
 
-std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& o) {
+std::vector<CollectorSlot> BuildCollectors(const CollectorOptions& o,
+                                           const CollectorSwitches& switches,
+                                           const Target* target) {
   std::vector<CollectorSlot> slots;
-  if (o.process) slots.push_back({std::make_shared<procfs::ProcessCollector>(), {}, false, {}, {}});
-  if (o.cgroup) {
-    slots.push_back(
-        {std::make_shared<cgroup::CgroupCollector>(o.memory_limit_fallback), {}, false, {}, {}});
-  }
-  // hsperfdata is a file read: no socket, no waiting on the target.
-  if (o.hsperfdata) slots.push_back({std::make_shared<jvm::JvmPerfCollector>(), {}, false, {}, {}});
-  if (o.agent) {
-    agent::AgentOptions a;
-    a.timeout = o.jvm_command_timeout;
-    slots.push_back(
-        {std::make_shared<agent::AgentMallocCollector>(a), o.smaps_interval, true, {}, {}});
-  }
-  // After the agent slot: when the jvm slot runs it writes fresh malloc
-  // statistics that a carried-over part must not overwrite.
-  if (o.jvm) {
-    jvm::AttachOptions a;
-    a.command_timeout = o.jvm_command_timeout;
-    slots.push_back({std::make_shared<jvm::JvmAttachCollector>(a), o.jvm_interval, true, {}, {}});
-  }
-  // Last: the smaps read uses the Java heap range the JVM collector found.
-  if (o.glibc) {
-    glibc::GlibcHeapOptions g;
-    g.heap_size = o.glibc_heap_size;
-    g.confirm_with_heap_info = o.glibc_confirm_heaps;
-    slots.push_back(
-        {std::make_shared<glibc::GlibcHeapCollector>(g), o.smaps_interval, false, {}, {}});
+  for (const CollectorDecl& d : CollectorRegistry()) {
+    if (!CollectorEnabled(switches, d)) continue;
+    if (target != nullptr && d.applies != nullptr && !d.applies(*target)) continue;
+    CollectorSlot slot;
+    slot.decl = &d;
+    slot.collector = d.make(o);
+    slot.interval = d.Interval(o);
+    slot.own_thread = d.own_thread;
+    slots.push_back(std::move(slot));
   }
   return slots;
 }
-
-namespace {
-
-// Copies the part a collector owns from one sample to another.
-void CarryPart(std::string_view name, const TargetSample& from, TargetSample& to) {
-  if (name == "process") to.process = from.process;
-  if (name == "glibc") to.glibc = from.glibc;
-  if (name == "cgroup") to.cgroup = from.cgroup;
-  if (name == "jvm") {
-    to.jvm = from.jvm;
-    if (from.malloc && from.malloc->source == "jvm") to.malloc = from.malloc;
-  }
-  if (name == "agent") {
-    to.agent_loaded = from.agent_loaded;
-    to.agent_unreachable = from.agent_unreachable;
-    to.jvm_buffers = from.jvm_buffers;
-    to.jvm_buffers_missing = from.jvm_buffers_missing;
-    if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
-  }
-  if (name == "hsperfdata") to.jvm_perf = from.jvm_perf;
-}
-
-}  // namespace
 
 void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSnapshot* previous,
                   TargetSnapshot& out,
@@ -78,7 +34,7 @@ void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSna
     if (finished != nullptr && slot.own_thread) {
       const FinishedRun* run = i < finished->size() ? (*finished)[i].get() : nullptr;
       if (run != nullptr && run->target.SameProcess(out.target)) {
-        CarryPart(name, run->sample, out.sample);
+        slot.decl->carry(run->sample, out.sample);
         out.collectors.push_back(run->outcome);
       } else {
         out.pending.push_back(name);
@@ -88,7 +44,7 @@ void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSna
     bool due = force || !slot.last_run || slot.interval.count() == 0 ||
                now - *slot.last_run >= slot.interval;
     if (!due && previous != nullptr) {
-      CarryPart(name, previous->sample, out.sample);
+      slot.decl->carry(previous->sample, out.sample);
       for (const CollectorOutcome& o : previous->collectors) {
         if (o.name == name) out.collectors.push_back(o);
       }

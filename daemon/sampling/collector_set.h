@@ -1,4 +1,5 @@
-// The collectors the flags switched on, each with how often it runs, and the
+// The collectors the flags switched on (collector_registry), each with how
+// often it runs, and the
 // one routine that samples a target with them (the daemon's ticks and
 // `inspect` both use it).
 #pragma once
@@ -10,11 +11,13 @@
 #include <vector>
 
 #include "collectors/common/collector.h"
+#include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/snapshot.h"
 
 namespace memtrimd {
 
 struct CollectorSlot {
+  const CollectorDecl* decl = nullptr;
   std::shared_ptr<Collector> collector;
   std::chrono::milliseconds interval{0};  // 0: every sample
   // Talks to the target over a socket, so a stopped or hung target makes it
@@ -25,22 +28,11 @@ struct CollectorSlot {
   std::string last_error;  // what was last logged, so a failure is logged once
 };
 
-struct CollectorSetOptions {
-  bool process = true;
-  bool glibc = true;
-  bool cgroup = true;
-  bool jvm = true;
-  bool hsperfdata = true;
-  bool agent = true;
-  std::chrono::milliseconds smaps_interval{0};
-  std::chrono::milliseconds jvm_interval{0};
-  std::chrono::milliseconds jvm_command_timeout{5000};
-  uint64_t glibc_heap_size = 64ull << 20;
-  bool glibc_confirm_heaps = true;
-  std::optional<uint64_t> memory_limit_fallback;
-};
-
-std::vector<CollectorSlot> BuildCollectors(const CollectorSetOptions& options);
+// The enabled collectors, in registry order, as slots. With `target`, only
+// those that apply to it (a glibc program gets no jvm slot); without, all.
+std::vector<CollectorSlot> BuildCollectors(const CollectorOptions& options,
+                                           const CollectorSwitches& switches,
+                                           const Target* target = nullptr);
 
 // The latest finished run of a collector that runs on its own thread.
 struct FinishedRun {

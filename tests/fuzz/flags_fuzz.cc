@@ -31,13 +31,13 @@ void Check(const DaemonConfig& c) {
     FUZZ_CHECK(colon != std::string::npos && colon + 1 < a.size());
   }
   FUZZ_CHECK(c.telemetry_path.size() > 1 && c.telemetry_path.front() == '/');
-  FUZZ_CHECK(c.sample_interval.count() > 0 && c.smaps_interval.count() > 0);
-  FUZZ_CHECK(c.jvm_interval.count() > 0 && c.jvm_command_timeout.count() > 0);
+  FUZZ_CHECK(c.sample_interval.count() > 0 && c.collector.smaps_interval.count() > 0);
+  FUZZ_CHECK(c.collector.jvm_interval.count() > 0 && c.collector.jvm_command_timeout.count() > 0);
   int modes = c.target_pid.has_value() + !c.target_pidfile.empty() + !c.target_match.empty();
   FUZZ_CHECK(modes <= 1);
   if (c.target_pid) FUZZ_CHECK(*c.target_pid > 0);
-  if (c.target_memory_limit) FUZZ_CHECK(*c.target_memory_limit > 0);
-  FUZZ_CHECK(PowerOfTwoHeap(c.glibc_heap_size));
+  if (c.collector.memory_limit_fallback) FUZZ_CHECK(*c.collector.memory_limit_fallback > 0);
+  FUZZ_CHECK(PowerOfTwoHeap(c.collector.glibc_heap_size));
   FUZZ_CHECK(c.log_level == "debug" || c.log_level == "info" || c.log_level == "warn" ||
              c.log_level == "error");
   const TrimConfig& t = c.trim;
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(d->config);
   } else if (const RunInspect* i = std::get_if<RunInspect>(&cmd)) {
     FUZZ_CHECK(i->config.pid > 0);
-    FUZZ_CHECK(PowerOfTwoHeap(i->config.glibc_heap_size));
+    FUZZ_CHECK(PowerOfTwoHeap(i->config.collector.glibc_heap_size));
   } else if (const RunJcmd* j = std::get_if<RunJcmd>(&cmd)) {
     FUZZ_CHECK(j->config.pid > 0 && j->config.timeout.count() > 0);
     FUZZ_CHECK(!j->config.command.empty());

@@ -28,10 +28,10 @@ TEST(Flags, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(d->config.listen_addresses, std::vector<std::string>{":8486"});
   EXPECT_EQ(d->config.telemetry_path, "/metrics");
   EXPECT_EQ(d->config.sample_interval, std::chrono::seconds(10));
-  EXPECT_EQ(d->config.smaps_interval, std::chrono::seconds(60));
+  EXPECT_EQ(d->config.collector.smaps_interval, std::chrono::seconds(60));
   EXPECT_EQ(d->config.max_connections, 48);
   EXPECT_FALSE(d->config.target_pid.has_value());
-  EXPECT_TRUE(d->config.collectors.glibc);
+  EXPECT_TRUE(d->config.collectors.at("glibc"));
   EXPECT_EQ(d->config.log_format, LogFormat::kLogfmt);
 }
 
@@ -47,13 +47,13 @@ TEST(Flags, ParsesEveryDaemonFlag) {
   EXPECT_EQ(d->config.telemetry_path, "/m");
   EXPECT_EQ(d->config.max_connections, 8);
   EXPECT_EQ(d->config.sample_interval, std::chrono::milliseconds(250));
-  EXPECT_EQ(d->config.smaps_interval, std::chrono::minutes(2));
+  EXPECT_EQ(d->config.collector.smaps_interval, std::chrono::minutes(2));
   EXPECT_EQ(d->config.target_match, "java.*Main");
-  EXPECT_EQ(d->config.target_memory_limit, 2ull << 30);
-  EXPECT_FALSE(d->config.collectors.glibc);
-  EXPECT_TRUE(d->config.collectors.process);
-  EXPECT_EQ(d->config.glibc_heap_size, 8ull << 20);
-  EXPECT_FALSE(d->config.glibc_confirm_heaps);
+  EXPECT_EQ(d->config.collector.memory_limit_fallback, 2ull << 30);
+  EXPECT_FALSE(d->config.collectors.at("glibc"));
+  EXPECT_TRUE(d->config.collectors.at("process"));
+  EXPECT_EQ(d->config.collector.glibc_heap_size, 8ull << 20);
+  EXPECT_FALSE(d->config.collector.glibc_confirm_heaps);
   EXPECT_EQ(d->config.log_level, "debug");
   EXPECT_EQ(d->config.log_format, LogFormat::kJson);
 }
@@ -69,7 +69,7 @@ TEST(Flags, EnvironmentVariablesSetFlags) {
   const RunDaemon* d = std::get_if<RunDaemon>(&c);
   ASSERT_NE(d, nullptr) << UsageMessage(c);
   EXPECT_EQ(d->config.sample_interval, std::chrono::seconds(3));
-  EXPECT_FALSE(d->config.collectors.cgroup);
+  EXPECT_FALSE(d->config.collectors.at("cgroup"));
   EXPECT_EQ(d->config.listen_addresses, (std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
 }
 

@@ -1,0 +1,112 @@
+#include "daemon/sampling/collector_registry.h"
+
+#include "collectors/agent/agent_client.h"
+#include "collectors/agent/agent_collector.h"
+#include "collectors/cgroup/cgroup_collector.h"
+#include "collectors/glibc/glibc_heap_collector.h"
+#include "collectors/jvm/jvm_collector.h"
+#include "collectors/procfs/process_collector.h"
+#include "collectors/sample.h"
+
+namespace memtrimd {
+namespace {
+
+bool IsJvm(const Target& t) { return t.runtime == Runtime::kJvm; }
+
+// In a JVM without the agent the agent collector still has something to say
+// (why the buffer pools are missing), and it costs one maps read.
+bool MayHaveAgent(const Target& t) { return t.runtime == Runtime::kJvm || agent::HasAgent(t); }
+
+const CollectorDecl kCollectors[] = {
+    {"process", true, "Read /proc/<pid>/status every sample", CollectorDecl::Every::kSample, false,
+     "", nullptr,
+     [](const CollectorOptions&) -> std::shared_ptr<Collector> {
+       return std::make_shared<procfs::ProcessCollector>();
+     },
+     [](const TargetSample& from, TargetSample& to) { to.process = from.process; }},
+    {"cgroup", true, "Read the target's cgroup memory limit, usage and OOM kills",
+     CollectorDecl::Every::kSample, false, "", nullptr,
+     [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
+       return std::make_shared<cgroup::CgroupCollector>(o.memory_limit_fallback);
+     },
+     [](const TargetSample& from, TargetSample& to) { to.cgroup = from.cgroup; }},
+    // hsperfdata is a file read: no socket, no waiting on the target.
+    {"hsperfdata", true,
+     "Read a JVM target's hsperfdata file (heap committed and used) every sample",
+     CollectorDecl::Every::kSample, false, "", IsJvm,
+     [](const CollectorOptions&) -> std::shared_ptr<Collector> {
+       return std::make_shared<jvm::JvmPerfCollector>();
+     },
+     [](const TargetSample& from, TargetSample& to) { to.jvm_perf = from.jvm_perf; }},
+    {"agent", true,
+     "For a program with libmemtrimd_agent.so loaded: glibc malloc_info through the agent "
+     "every --smaps.interval",
+     CollectorDecl::Every::kSmaps, true, "", MayHaveAgent,
+     [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
+       agent::AgentOptions a;
+       a.timeout = o.jvm_command_timeout;
+       return std::make_shared<agent::AgentMallocCollector>(a);
+     },
+     [](const TargetSample& from, TargetSample& to) {
+       to.agent_loaded = from.agent_loaded;
+       to.agent_unreachable = from.agent_unreachable;
+       to.jvm_buffers = from.jvm_buffers;
+       to.jvm_buffers_missing = from.jvm_buffers_missing;
+       if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
+     }},
+    // After the agent: when the jvm collector runs it writes fresh malloc
+    // statistics that the agent's carried-over part must not overwrite.
+    {"jvm", true,
+     "Ask a JVM target for NMT, heap, flags and malloc statistics through its attach socket "
+     "every --jvm.interval",
+     CollectorDecl::Every::kJvm, true, "agent", IsJvm,
+     [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
+       jvm::AttachOptions a;
+       a.command_timeout = o.jvm_command_timeout;
+       return std::make_shared<jvm::JvmAttachCollector>(a);
+     },
+     [](const TargetSample& from, TargetSample& to) {
+       to.jvm = from.jvm;
+       if (from.malloc && from.malloc->source == "jvm") to.malloc = from.malloc;
+     }},
+    // Last: the smaps read uses the Java heap range the jvm collector found.
+    {"glibc", true, "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval",
+     CollectorDecl::Every::kSmaps, false, "jvm", nullptr,
+     [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
+       glibc::GlibcHeapOptions g;
+       g.heap_size = o.glibc_heap_size;
+       g.confirm_with_heap_info = o.glibc_confirm_heaps;
+       return std::make_shared<glibc::GlibcHeapCollector>(g);
+     },
+     [](const TargetSample& from, TargetSample& to) { to.glibc = from.glibc; }},
+};
+
+}  // namespace
+
+std::chrono::milliseconds CollectorDecl::Interval(const CollectorOptions& o) const {
+  switch (every) {
+    case Every::kSmaps:
+      return o.smaps_interval;
+    case Every::kJvm:
+      return o.jvm_interval;
+    case Every::kSample:
+      break;
+  }
+  return std::chrono::milliseconds(0);
+}
+
+std::span<const CollectorDecl> CollectorRegistry() { return kCollectors; }
+
+const CollectorDecl* FindCollector(std::string_view name) {
+  for (const CollectorDecl& d : kCollectors) {
+    if (name == d.name) return &d;
+  }
+  return nullptr;
+}
+
+bool CollectorEnabled(const CollectorSwitches& switches, const CollectorDecl& decl) {
+  auto it = switches.find(decl.name);
+  return it == switches.end() ? decl.default_on : it->second;
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,68 @@
+// Every collector, declared once: its name (the `collector` label and the
+// --collector.<name> flag), whether it is on by default, its flag help, how
+// often it runs, whether it talks to the target over a socket (and so runs on
+// a thread of its own), which collector's part it reads, which targets it
+// applies to, how to make one, and how its part of a sample is carried over
+// when it is not due. Flags, the collector set and the scheduler read this
+// table; adding a collector is a row here plus the collector's own folder.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "collectors/common/collector.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd {
+
+struct TargetSample;
+
+// What the collectors are made with: one struct for every entry point (the
+// daemon, inspect), not copied field by field.
+struct CollectorOptions {
+  std::chrono::milliseconds smaps_interval{60000};
+  std::chrono::milliseconds jvm_interval{60000};
+  std::chrono::milliseconds jvm_command_timeout{5000};
+  uint64_t glibc_heap_size = 64ull << 20;
+  bool glibc_confirm_heaps = true;
+  std::optional<uint64_t> memory_limit_fallback;
+};
+
+// Which collectors the flags switched on, by name; a name not in the map
+// takes its declared default.
+using CollectorSwitches = std::map<std::string, bool, std::less<>>;
+
+struct CollectorDecl {
+  enum class Every { kSample, kSmaps, kJvm };
+
+  const char* name;
+  bool default_on;
+  const char* help;  // the flag's help
+  Every every;
+  // Talks to the target over a socket, so a stopped or hung target makes it
+  // wait out deadlines: the daemon runs it on a thread of its own.
+  bool own_thread;
+  // The collector whose part of the sample this one reads (it runs after it
+  // in a sample), or "".
+  const char* needs;
+  // Whether it has anything to read in this target; nullptr: every target.
+  bool (*applies)(const Target& target);
+  std::shared_ptr<Collector> (*make)(const CollectorOptions& options);
+  // Copies this collector's part from an earlier sample (not due now).
+  void (*carry)(const TargetSample& from, TargetSample& to);
+
+  std::chrono::milliseconds Interval(const CollectorOptions& o) const;
+};
+
+// In run order: a collector comes after the one it `needs`.
+std::span<const CollectorDecl> CollectorRegistry();
+const CollectorDecl* FindCollector(std::string_view name);
+bool CollectorEnabled(const CollectorSwitches& switches, const CollectorDecl& decl);
+
+}  // namespace memtrimd
