@@ -8,6 +8,11 @@
 #   rendered object passes validate.mjs: a known kind, its schema, no field
 #   the schema does not define;
 # - a PodMonitor's selector and port name match the Deployment's pods;
+# - the memtrimd container's privileges: capabilities dropped, none added
+#   but SYS_PTRACE, DAC_OVERRIDE and KILL (and those only as root), no
+#   privilege escalation, read-only root, seccomp RuntimeDefault, no host
+#   network, IPC or hostPath; hostPID only in the node agent's DaemonSet,
+#   which must run `--targets=node` on every node;
 # - yamllint on deploy/ and dashboards/provisioning/;
 # - the PrometheusRule is up to date with deploy/prometheus/*.rules.yml;
 # - promtool check config on deploy/scrape-config/prometheus.yml;
@@ -15,8 +20,9 @@
 # - environment variable names in the manifests and the env file exist in
 #   README.md's flag table, and the Dockerfile installs install-deps.sh's
 #   build and library packages;
-# - negative self-tests: a typo'd field, a wrong type, an unknown kind and a
-#   stale PrometheusRule must each make their check fail.
+# - negative self-tests: a typo'd field, a wrong type, an unknown kind, a
+#   stale PrometheusRule and each privilege widened must each make their
+#   check fail.
 #
 # Exit 0 when all pass, 1 when any fails, 77 (skip) only when
 # tests/manifests/node_modules is missing (`npm ci --prefix tests/manifests`).
@@ -86,6 +92,64 @@ for d in docs:
 EOF
 }
 
+# Writes a privilege problem of the memtrimd container per line, nothing if
+# fine. README.md ("Permissions", "Node-agent mode") says why each rule.
+privileges() {
+  python3 - "$1" << 'EOF'
+import sys, yaml
+ALLOWED = {"SYS_PTRACE", "DAC_OVERRIDE", "KILL"}
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if isinstance(d, dict)]
+for d in docs:
+    tpl = (d.get("spec") or {}).get("template")
+    if d.get("kind") not in ("Deployment", "StatefulSet", "DaemonSet") or not tpl:
+        continue
+    where = f"{d['kind']}/{d['metadata']['name']}"
+    pod = tpl.get("spec") or {}
+    psc = pod.get("securityContext") or {}
+    mine = [c for c in (pod.get("containers") or []) + (pod.get("initContainers") or [])
+            if c.get("name") == "memtrimd"]
+    if not mine:
+        continue
+    for field in ("hostNetwork", "hostIPC"):
+        if pod.get(field):
+            print(f"{where}: {field}: true (memtrimd needs neither)")
+    if pod.get("hostPID") and d["kind"] != "DaemonSet":
+        print(f"{where}: hostPID outside the node agent's DaemonSet")
+    for v in pod.get("volumes") or []:
+        if "hostPath" in v:
+            print(f"{where}: hostPath volume {v.get('name')!r} (memtrimd reads the host through /proc)")
+    for c in mine:
+        sc = c.get("securityContext") or {}
+        caps = sc.get("capabilities") or {}
+        if caps.get("drop") != ["ALL"]:
+            print(f"{where}: memtrimd does not drop ALL capabilities")
+        added = set(caps.get("add") or [])
+        if added - ALLOWED:
+            print(f"{where}: memtrimd adds capabilities {sorted(added - ALLOWED)}")
+        uid = sc.get("runAsUser", psc.get("runAsUser"))
+        if added and uid != 0:
+            print(f"{where}: capabilities added for uid {uid}; without ambient capabilities only root has them")
+        if sc.get("privileged"):
+            print(f"{where}: memtrimd is privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            print(f"{where}: memtrimd lacks allowPrivilegeEscalation: false")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            print(f"{where}: memtrimd lacks readOnlyRootFilesystem: true")
+        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp != "RuntimeDefault":
+            print(f"{where}: memtrimd's seccomp profile is {seccomp}, not RuntimeDefault")
+        if not (c.get("resources") or {}).get("limits", {}).get("memory"):
+            print(f"{where}: memtrimd has no memory limit")
+    if d["kind"] == "DaemonSet":
+        if not pod.get("hostPID"):
+            print(f"{where}: the node agent needs hostPID: true to see the node's processes")
+        if not any("--targets=node" in (c.get("args") or []) for c in mine):
+            print(f"{where}: memtrimd does not run with --targets=node")
+        if not any(t.get("operator") == "Exists" and not t.get("key") for t in pod.get("tolerations") or []):
+            print(f"{where}: no toleration of every taint; tainted nodes would go unwatched")
+EOF
+}
+
 for dir in "${kustomizations[@]}"; do
   name=${dir#"$src"/}
   out=$tmp/$(echo "$name" | tr / _).yaml
@@ -104,6 +168,10 @@ for dir in "${kustomizations[@]}"; do
   if [ -n "$problems" ]; then
     fail "$name: $problems"
   fi
+  problems=$(privileges "$out") || problems="privilege check crashed"
+  if [ -n "$problems" ]; then
+    fail "$name: $problems"
+  fi
   if [ -n "${KUBECTL_LEGACY:-}" ]; then
     if ! "$KUBECTL_LEGACY" kustomize "$dir" > "$out.legacy" 2> "$tmp/err"; then
       fail "$name: $KUBECTL_LEGACY kustomize failed:"
@@ -119,13 +187,15 @@ done
 
 # Negative self-tests: the checks above must be able to fail.
 sidecar=$tmp/deploy_kubernetes_overlays_sidecar.yaml
-expect_invalid() { # description, expected output (regex), sed expression
-  if [ ! -s "$sidecar" ]; then
-    fail "self-test '$1': no rendered sidecar overlay to mutate"
+node_agent=$tmp/deploy_kubernetes_overlays_node-agent.yaml
+expect_invalid() { # description, expected output (regex), sed expression[, rendered file]
+  local rendered=${4:-$sidecar}
+  if [ ! -s "$rendered" ]; then
+    fail "self-test '$1': no rendered ${rendered##*/} to mutate"
     return
   fi
-  sed -e "$3" "$sidecar" > "$tmp/mutated.yaml"
-  if cmp -s "$sidecar" "$tmp/mutated.yaml"; then
+  sed -e "$3" "$rendered" > "$tmp/mutated.yaml"
+  if cmp -s "$rendered" "$tmp/mutated.yaml"; then
     fail "self-test '$1': the mutation changed nothing (update the test)"
   elif node "$here/validate.mjs" "$tmp/mutated.yaml" > "$tmp/mutated.out" 2>&1; then
     fail "self-test '$1': validate.mjs accepted it"
@@ -142,6 +212,38 @@ expect_invalid "a wrong type (containerPort: eighty)" \
   'containerPort: must be integer' 's/containerPort: 8486/containerPort: eighty/'
 expect_invalid "an unknown kind (PodMonitr)" \
   'unknown kind PodMonitr' 's/^kind: PodMonitor$/kind: PodMonitr/'
+expect_invalid "a typo'd DaemonSet field (toleration)" \
+  'DaemonSet/memtrimd-node-agent: unknown field spec\.template\.spec\.toleration$' \
+  's/^      tolerations:$/      toleration:/' "$node_agent"
+
+# Each privilege widened in the node agent must fail the privilege check.
+expect_refused() { # description, expected output (regex), sed expression
+  if [ ! -s "$node_agent" ]; then
+    fail "self-test '$1': no rendered node-agent overlay to mutate"
+    return
+  fi
+  sed -e "$3" "$node_agent" > "$tmp/widened.yaml"
+  if cmp -s "$node_agent" "$tmp/widened.yaml"; then
+    fail "self-test '$1': the mutation changed nothing (update the test)"
+  elif ! out=$(privileges "$tmp/widened.yaml"); then
+    fail "self-test '$1': the privilege check crashed"
+  elif [ -z "$out" ]; then
+    fail "self-test '$1': the privilege check accepted it"
+  elif ! grep -Eq "$2" <<< "$out"; then
+    fail "self-test '$1': the privilege check failed without saying /$2/: $out"
+  else
+    ok "self-test: the privilege check refuses $1"
+  fi
+}
+expect_refused "an added capability (SYS_ADMIN)" "adds capabilities \\['SYS_ADMIN'\\]" \
+  's/^            - DAC_OVERRIDE$/            - DAC_OVERRIDE\n            - SYS_ADMIN/'
+expect_refused "a writable root file system" 'readOnlyRootFilesystem' \
+  's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/'
+expect_refused "the host network" 'hostNetwork' 's/hostNetwork: false/hostNetwork: true/'
+expect_refused "a non-root uid with capabilities" 'capabilities added for uid 65532' \
+  's/runAsUser: 0$/runAsUser: 65532/'
+expect_refused "seccomp Unconfined" 'not RuntimeDefault' 's/type: RuntimeDefault/type: Unconfined/'
+expect_refused "no --targets=node" 'targets=node' 's/- --targets=node/- --targets=one/'
 
 # --- yamllint ---------------------------------------------------------------
 
@@ -234,7 +336,8 @@ fi
 # --- names that must exist elsewhere ------------------------------------------
 
 # Environment variables: README.md's flag table is the list memtrimd reads.
-for f in "$src"/deploy/systemd/memtrimd.default "$src"/deploy/kubernetes/base/*.yaml; do
+for f in "$src"/deploy/systemd/memtrimd.default "$src"/deploy/kubernetes/base/*.yaml \
+  "$src"/deploy/kubernetes/overlays/*/*.yaml; do
   for var in $(grep -o 'MEMTRIMD_[A-Z0-9_]*' "$f" | sort -u); do
     grep -q "\`$var\`" "$src/README.md" || fail "${f#"$src"/}: $var is not in README.md's flag table"
   done
