@@ -1,0 +1,291 @@
+#include "collectors/cgroup/pod_identity.h"
+
+#include <cstddef>
+#include <vector>
+
+namespace memtrimd::cgroup {
+namespace {
+
+bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+bool AllLowerHex(std::string_view s) {
+  for (char c : s) {
+    if (!IsLowerHex(c)) return false;
+  }
+  return true;
+}
+
+// A pod UID as it appears in a cgroup name: a UUID whose dashes are `sep`
+// ('-' under cgroupfs; '_' under systemd, where '-' separates slice levels),
+// or the 32 hex digits of a static pod. Returns it with dashes, or "".
+std::string PodUid(std::string_view s, char sep) {
+  if (s.size() == 32 && AllLowerHex(s)) return std::string(s);
+  if (s.size() != 36) return "";
+  std::string uid(s);
+  for (std::size_t i = 0; i < uid.size(); ++i) {
+    const bool dash_here = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash_here) {
+      if (uid[i] != sep) return "";
+      uid[i] = '-';
+    } else if (!IsLowerHex(uid[i])) {
+      return "";
+    }
+  }
+  return uid;
+}
+
+bool IsContainerId(std::string_view s) { return s.size() == 64 && AllLowerHex(s); }
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool EndsWith(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// Segments that claim to be a pod's group, valid or not: two of them, or
+// one that does not parse, make the path unreadable rather than half-read.
+bool LooksLikePodSegment(std::string_view seg) {
+  if (StartsWith(seg, "pod")) return true;  // cgroupfs: pod<uid>
+  return EndsWith(seg, ".slice") && seg.find("kubepods") != std::string_view::npos &&
+         seg.find("-pod") != std::string_view::npos;
+}
+
+struct PodPart {
+  std::string uid;
+  QosClass qos = QosClass::kBestEffort;
+  bool systemd = false;
+};
+
+// systemd driver: [<root>-]kubepods[-<qos>]-pod<uid_>.slice. The slice name
+// spells out the whole kubelet path (kubepods, QoS, pod), so its parents
+// need not be seen (they are ".." from inside another pod's namespace).
+std::optional<PodPart> SystemdPodSlice(std::string_view seg) {
+  if (!EndsWith(seg, ".slice")) return std::nullopt;
+  std::string_view body = seg.substr(0, seg.size() - 6);
+  std::size_t pod = body.rfind("-pod");
+  if (pod == std::string_view::npos) return std::nullopt;
+  PodPart p;
+  p.systemd = true;
+  p.uid = PodUid(body.substr(pod + 4), '_');
+  if (p.uid.empty()) return std::nullopt;
+  std::string_view prefix = body.substr(0, pod);
+  std::string_view root;
+  if (EndsWith(prefix, "kubepods-burstable")) {
+    p.qos = QosClass::kBurstable;
+    root = prefix.substr(0, prefix.size() - 18);
+  } else if (EndsWith(prefix, "kubepods-besteffort")) {
+    p.qos = QosClass::kBestEffort;
+    root = prefix.substr(0, prefix.size() - 19);
+  } else if (EndsWith(prefix, "kubepods")) {
+    p.qos = QosClass::kGuaranteed;
+    root = prefix.substr(0, prefix.size() - 8);
+  } else {
+    return std::nullopt;
+  }
+  // A --cgroup-root (kind's /kubelet) prefixes every level: "kubelet-".
+  if (!root.empty() && root.back() != '-') return std::nullopt;
+  return p;
+}
+
+// cgroupfs driver: .../kubepods[/<qos>]/pod<uid>. The QoS is the parent's
+// name; Guaranteed pods sit right under kubepods. A ".." parent (a reader in
+// another pod's cgroup namespace) leaves the QoS unknown: no identity.
+std::optional<PodPart> CgroupfsPodDir(const std::vector<std::string_view>& segs, std::size_t i) {
+  if (!StartsWith(segs[i], "pod")) return std::nullopt;
+  PodPart p;
+  p.uid = PodUid(segs[i].substr(3), '-');
+  if (p.uid.empty() || i == 0) return std::nullopt;
+  std::string_view parent = segs[i - 1];
+  if (parent == "kubepods") {
+    p.qos = QosClass::kGuaranteed;
+    return p;
+  }
+  if (parent != "burstable" && parent != "besteffort") return std::nullopt;
+  if (i < 2 || (segs[i - 2] != "kubepods" && segs[i - 2] != "..")) return std::nullopt;
+  p.qos = parent == "burstable" ? QosClass::kBurstable : QosClass::kBestEffort;
+  return p;
+}
+
+struct ContainerPart {
+  std::string id;  // empty: the CRI-O monitor
+  std::string runtime;
+};
+
+// The container's group right below the pod's. systemd: runc names a scope
+// "<prefix>-<id>.scope" from the runtime's "slice:prefix:id". cgroupfs: the
+// bare ID (containerd, Docker) or "crio-<id>" (CRI-O).
+std::optional<ContainerPart> ContainerSegment(std::string_view seg, bool systemd) {
+  if (systemd) {
+    if (!EndsWith(seg, ".scope")) return std::nullopt;
+    seg.remove_suffix(6);
+  }
+  struct Form {
+    std::string_view prefix;
+    const char* runtime;
+    bool monitor;
+  };
+  static constexpr Form kSystemd[] = {{"cri-containerd-", "containerd", false},
+                                      {"crio-conmon-", "cri-o", true},
+                                      {"crio-", "cri-o", false},
+                                      {"docker-", "docker", false}};
+  static constexpr Form kCgroupfs[] = {
+      {"crio-conmon-", "cri-o", true}, {"crio-", "cri-o", false}, {"", "", false}};
+  auto try_forms = [&](const auto& forms) -> std::optional<ContainerPart> {
+    for (const Form& f : forms) {
+      if (!StartsWith(seg, f.prefix)) continue;
+      std::string_view id = seg.substr(f.prefix.size());
+      if (!IsContainerId(id)) continue;
+      return ContainerPart{f.monitor ? std::string() : std::string(id), f.runtime};
+    }
+    return std::nullopt;
+  };
+  return systemd ? try_forms(kSystemd) : try_forms(kCgroupfs);
+}
+
+// The path's segments, or nullopt when it is not an absolute path of
+// non-empty names with ".." only as a leading run (as the kernel prints it).
+std::optional<std::vector<std::string_view>> Segments(std::string_view path) {
+  if (path.empty() || path[0] != '/') return std::nullopt;
+  std::vector<std::string_view> segs;
+  if (path == "/") return segs;
+  path.remove_prefix(1);
+  bool leading = true;
+  for (;;) {
+    std::size_t slash = path.find('/');
+    std::string_view seg = path.substr(0, slash);
+    if (seg.empty() || seg == ".") return std::nullopt;
+    if (seg == "..") {
+      if (!leading) return std::nullopt;
+    } else {
+      leading = false;
+    }
+    segs.push_back(seg);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return segs;
+}
+
+bool MentionsPod(std::string_view path) {
+  if (path.find("kubepods") != std::string_view::npos) return true;
+  return path.find("/pod") != std::string_view::npos;
+}
+
+bool HasController(std::string_view list, std::string_view name) {
+  while (!list.empty()) {
+    std::size_t comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
+  std::optional<std::vector<std::string_view>> segs = Segments(path);
+  if (!segs) return std::nullopt;
+  std::optional<PodPart> pod;
+  std::size_t pod_at = 0;
+  for (std::size_t i = 0; i < segs->size(); ++i) {
+    if (!LooksLikePodSegment((*segs)[i])) continue;
+    if (pod) return std::nullopt;  // two pods in one path
+    pod = SystemdPodSlice((*segs)[i]);
+    if (!pod) pod = CgroupfsPodDir(*segs, i);
+    if (!pod) return std::nullopt;
+    pod_at = i;
+  }
+  if (!pod) return std::nullopt;
+  PodIdentity id;
+  id.pod_uid = std::move(pod->uid);
+  id.qos = pod->qos;
+  if (pod_at + 1 < segs->size()) {
+    // Groups below the container's (crun's "container" leaf, a container
+    // that manages its own sub-groups) still belong to that container.
+    std::optional<ContainerPart> c = ContainerSegment((*segs)[pod_at + 1], pod->systemd);
+    if (!c) return std::nullopt;
+    id.container_id = std::move(c->id);
+    id.runtime = std::move(c->runtime);
+  }
+  return id;
+}
+
+std::optional<PodIdentity> ParsePodIdentity(std::string_view text) {
+  std::string_view unified;
+  bool has_unified = false;
+  std::string_view memory;
+  bool has_memory = false;
+  std::vector<std::string_view> others;
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    std::size_t c1 = line.find(':');
+    if (c1 == std::string_view::npos) continue;
+    std::size_t c2 = line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    std::string_view hierarchy = line.substr(0, c1);
+    std::string_view controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    std::string_view path = line.substr(c2 + 1);
+    if (hierarchy == "0" && controllers.empty()) {
+      unified = path;
+      has_unified = true;
+    } else if (HasController(controllers, "memory")) {
+      memory = path;
+      has_memory = true;
+    } else {
+      others.push_back(path);
+    }
+  }
+  // On a hybrid host the v2 line can be "/" while the v1 lines hold the
+  // kubelet's paths: the first line that names a pod decides.
+  if (has_unified && MentionsPod(unified)) return ParsePodCgroupPath(unified);
+  if (has_memory && MentionsPod(memory)) return ParsePodCgroupPath(memory);
+  for (std::string_view p : others) {
+    if (MentionsPod(p)) return ParsePodCgroupPath(p);
+  }
+  return std::nullopt;
+}
+
+const char* QosClassName(QosClass qos) {
+  switch (qos) {
+    case QosClass::kGuaranteed:
+      return "guaranteed";
+    case QosClass::kBurstable:
+      return "burstable";
+    case QosClass::kBestEffort:
+      return "besteffort";
+  }
+  return "besteffort";
+}
+
+std::string ParseHostname(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!line.empty() && blank(line.front())) line.remove_prefix(1);
+  while (!line.empty() && blank(line.back())) line.remove_suffix(1);
+  // DNS-1123 subdomain: at most 253 characters; labels of 1-63 lower-case
+  // letters, digits and '-', starting and ending with a letter or digit.
+  if (line.empty() || line.size() > 253) return "";
+  std::size_t label = 0;
+  char prev = '.';
+  for (char c : line) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (c == '.') {
+      if (prev == '.' || prev == '-') return "";
+      label = 0;
+    } else if (c == '-') {
+      if (prev == '.') return "";
+      if (++label > 63) return "";
+    } else if (alnum) {
+      if (++label > 63) return "";
+    } else {
+      return "";
+    }
+    prev = c;
+  }
+  if (prev == '.' || prev == '-') return "";
+  return std::string(line);
+}
+
+}  // namespace memtrimd::cgroup

@@ -1,0 +1,51 @@
+// Kubernetes identity of a process without API access: which pod (UID and
+// QoS class) and which container (runtime and 64-hex ID) it runs in, read
+// from the cgroup path the kubelet and the container runtime gave it, and
+// the pod's name from the container's /etc/hostname. Pure functions; the
+// shapes and where each is documented: tests/fixtures/cgroup/pod_paths/README.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace memtrimd::cgroup {
+
+enum class QosClass { kGuaranteed, kBurstable, kBestEffort };
+
+struct PodIdentity {
+  // The pod's UID with dashes (as kube_pod_info's `uid` label has it), or
+  // the 32 hex digits a static pod's UID is (the kubelet hashes the file).
+  std::string pod_uid;
+  // 64 lower-case hex digits, no runtime prefix; empty when the path stops
+  // at the pod, or names CRI-O's monitor (crio-conmon-<id>), which is not
+  // the application's container.
+  std::string container_id;
+  // "containerd", "cri-o", "docker", or "" when the path does not say
+  // (a bare ID under the cgroupfs driver).
+  std::string runtime;
+  QosClass qos = QosClass::kBestEffort;
+
+  bool operator==(const PodIdentity&) const = default;
+};
+
+// /proc/<pid>/cgroup -> the pod the process runs in; nullopt when it is not
+// in a pod (a host daemon) or the path is not one of the known shapes (never
+// a half-read identity). Reads the cgroup v2 `0::` line, else the v1 memory
+// controller's line, else any other v1 line: the first of these that names
+// a pod decides. The pod may sit anywhere in the path: a kind or k3s node
+// nests the kubelet's tree under its own prefix, and a reader in a private
+// cgroup namespace sees paths relative to its own group (`/../../...`).
+std::optional<PodIdentity> ParsePodIdentity(std::string_view proc_pid_cgroup_text);
+
+// One cgroup path (the part after the second ':' of a /proc/<pid>/cgroup line).
+std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path);
+
+// "guaranteed", "burstable", "besteffort" (the `qos_class` label's values).
+const char* QosClassName(QosClass qos);
+
+// /etc/hostname -> its first line without surrounding blanks, if that is a
+// DNS-1123 subdomain (as pod names are), else "".
+std::string ParseHostname(std::string_view etc_hostname_text);
+
+}  // namespace memtrimd::cgroup

@@ -1,0 +1,204 @@
+// Pod identity from cgroup paths: every recorded shape in
+// tests/fixtures/cgroup/pod_paths (README.md there says how each was made),
+// malformed paths, and /etc/hostname.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "collectors/cgroup/pod_identity.h"
+#include "tests/unit/fixtures.h"
+
+namespace memtrimd::cgroup {
+namespace {
+
+std::optional<PodIdentity> FromFixture(const std::string& name) {
+  return ParsePodIdentity(test::ReadFixture("cgroup/pod_paths/" + name));
+}
+
+PodIdentity Id(std::string uid, std::string cid, std::string runtime, QosClass qos) {
+  return PodIdentity{std::move(uid), std::move(cid), std::move(runtime), qos};
+}
+
+struct Case {
+  const char* fixture;
+  const char* uid;
+  const char* cid;
+  const char* runtime;
+  QosClass qos;
+};
+
+constexpr QosClass kG = QosClass::kGuaranteed;
+constexpr QosClass kBu = QosClass::kBurstable;
+constexpr QosClass kBe = QosClass::kBestEffort;
+
+// Expected values: record.sh derives each UID and container ID from the
+// fixture's name (md5 / sha256 of "pod:<name>" / "container:<name>").
+const Case kCases[] = {
+    {"cgroupfs_v1_burstable", "ac32b344-e62f-67f8-2a5d-a2202e1f5850",
+     "472e55d8537e6177046a04089bc4c601d928bb3cb8480b1996619589d24f45d8", "", kBu},
+    {"cgroupfs_v1_besteffort", "f9c95c80-14d6-8a56-1669-d6b4749e9ca4",
+     "4ca534297e740f4bf4384f2f2e5db99d45c4ece418827542c4a1a14e44be1beb", "", kBe},
+    {"cgroupfs_v1_guaranteed", "79d588a5-d353-a1df-04d8-4aa9d5c836bc",
+     "18e26ea3c44e2b39b8358a623ae9a6f2b5383164af523dc90f0443d704716b18", "", kG},
+    {"cgroupfs_v2_burstable", "36f5882d-0621-f60f-9ff2-04ff5fe547ba",
+     "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e", "", kBu},
+    {"cgroupfs_v2_besteffort", "c9ca0c76-cc59-8d60-f062-aa2d2de15c14",
+     "f4b335c736d63f897321dbaf9f5394657ddf5217e9bf48eb251658ca1e70586b", "", kBe},
+    {"cgroupfs_v2_guaranteed", "c3701274-cff9-35f6-9e93-eda62e829e78",
+     "de9cae233c1e362ca22aa9beef4a49a58745fc406ec6db2926057a23271f7354", "", kG},
+    {"cgroupfs_v1_crio", "0b535b4f-6865-3508-7ca0-3f8ba03379ec",
+     "b21030f58df3fa36d57697770b60844a5651a74d8667c5e009e61b18162f8aad", "cri-o", kBu},
+    {"systemd_containerd_v2", "96f184ee-830a-7343-9b26-7becc95af94d",
+     "3ae99838d3e91c80a4282433d479855f8624b7c18a3bb7eb59f6f67350190e5b", "containerd", kBu},
+    {"systemd_containerd_v1", "db4abe09-5f18-7d8f-1b7a-35a474fdc921",
+     "694b9af640208330933f42f630ae321f71aedc7b70a0afab5a156f78f89cfa3e", "containerd", kBe},
+    {"systemd_crio_v2", "1980ec8b-e07f-7791-1c1d-8a56a15c861a",
+     "69f3c8c787b4e9b09516414a6f4679c9412ffa713c35869fc23745be0260b9b6", "cri-o", kBu},
+    // CRI-O's monitor: the pod is right, the container is not the app's.
+    {"systemd_crio_conmon_v2", "0deb4891-c4f4-b04c-5cb3-9abe70109ac8", "", "cri-o", kBu},
+    {"systemd_crio_crun_v2", "148c1da9-53d1-d928-8cf1-4a0a113d6cbb",
+     "268208b8981a53c55716af4a86d115c7604e87c218624f124e3ebf92bbdbd258", "cri-o", kBe},
+    {"systemd_docker_v1", "e6ec6b65-ddea-f329-6a9b-4253b23be9cc",
+     "3f3e39f3f0201e5330edcda721b28bcc3a891bf3ea9da33db9cb2b727e21643e", "docker", kBe},
+    {"systemd_guaranteed_v2", "27a37110-89c0-f4b3-d1f8-e3a700e42628",
+     "70dc529accef476096f58c0cc999e59bd194dd6f56b08bc5becbb4b74a5632dc", "containerd", kG},
+    {"systemd_pod_only_v2", "538964b1-bb7b-41d7-72eb-77e7a45e1bc3", "", "", kBu},
+    {"systemd_static_pod_v2", "c4063f783086f7c380aeb4aa9ca4ace8",
+     "4a6c8370ca499281a47e3774389b5d887e03be982849743db89c7ef23c2f8a43", "containerd", kBu},
+    {"kind_v2", "19200344-3aa6-1d04-b488-568b15091e22",
+     "4eb686fd0cca1ee1d3be0f1e13f6deb8c36ec919aa52e75c05d28c21f9ac953e", "containerd", kBe},
+    {"k3s_docker_v1", "e84dd7e6-7267-9dbf-1255-e5132732ac42",
+     "df38cbeb3fad218e0d9a97afbfe3c3e99eb7d42616aa2889946e8b628900a91f", "", kBu},
+    {"private_ns_systemd_v2", "47aea925-2b37-e448-1684-14694ebfac97",
+     "da8b1debdefdd15eb1b4f93d3d97a101c3980521efcebc52bc2ee96007c2f335", "containerd", kBe},
+    {"private_ns_cgroupfs_v1", "effceabb-4bb4-6abe-7783-3dc8a0186c1b",
+     "2fb57522c9787c288d7690c21142ea68391ea762953d479a879c25d9ecacec47", "", kBe},
+};
+
+TEST(PodIdentity, EveryRecordedShape) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.fixture);
+    std::optional<PodIdentity> id = FromFixture(c.fixture);
+    ASSERT_TRUE(id.has_value());
+    EXPECT_EQ(*id, Id(c.uid, c.cid, c.runtime, c.qos));
+  }
+}
+
+TEST(PodIdentity, HostProcessHasNone) { EXPECT_EQ(FromFixture("host_process"), std::nullopt); }
+
+TEST(PodIdentity, CgroupfsGuaranteedFromAnotherPodsNamespaceIsAmbiguous) {
+  // "/../../../pod<U>/<C>": the level above the pod is the reader's
+  // ancestor, which could be kubepods (Guaranteed) or a QoS level.
+  EXPECT_EQ(FromFixture("private_ns_cgroupfs_guaranteed_v1"), std::nullopt);
+}
+
+TEST(PodIdentity, ContainerSubgroupsBelongToTheContainer) {
+  std::optional<PodIdentity> id = ParsePodCgroupPath(
+      "/kubepods/besteffort/podc9ca0c76-cc59-8d60-f062-aa2d2de15c14/"
+      "f4b335c736d63f897321dbaf9f5394657ddf5217e9bf48eb251658ca1e70586b/init.scope");
+  ASSERT_TRUE(id.has_value());
+  EXPECT_EQ(id->container_id, "f4b335c736d63f897321dbaf9f5394657ddf5217e9bf48eb251658ca1e70586b");
+}
+
+TEST(PodIdentity, LineChoice) {
+  const std::string pod =
+      "/kubepods/burstable/pod36f5882d-0621-f60f-9ff2-04ff5fe547ba/"
+      "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e";
+  const std::string other =
+      "/kubepods/besteffort/podc9ca0c76-cc59-8d60-f062-aa2d2de15c14/"
+      "f4b335c736d63f897321dbaf9f5394657ddf5217e9bf48eb251658ca1e70586b";
+  // v2 wins over the memory line; the memory line over the others.
+  auto a = ParsePodIdentity("4:memory:" + other + "\n0::" + pod + "\n");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->qos, QosClass::kBurstable);
+  auto b = ParsePodIdentity("5:pids:" + other + "\n4:cpu,memory:" + pod + "\n0::/\n");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->qos, QosClass::kBurstable);
+  // No memory line (its controller not mounted): any v1 line naming a pod.
+  auto c = ParsePodIdentity("9:name=systemd:/\n5:pids:" + pod + "\n");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->pod_uid, "36f5882d-0621-f60f-9ff2-04ff5fe547ba");
+  // The deciding line is malformed: no falling back to a later one.
+  EXPECT_EQ(ParsePodIdentity("0::/kubepods/burstable/pod36f5882d/x\n4:memory:" + pod + "\n"),
+            std::nullopt);
+}
+
+TEST(PodIdentity, Malformed) {
+  const std::string uid = "36f5882d-0621-f60f-9ff2-04ff5fe547ba";
+  const std::string uid_ = "36f5882d_0621_f60f_9ff2_04ff5fe547ba";
+  const std::string cid = "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e";
+  const std::string sd = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod";
+  // Sanity: the well-formed versions parse.
+  ASSERT_TRUE(ParsePodCgroupPath("/kubepods/burstable/pod" + uid + "/" + cid));
+  ASSERT_TRUE(ParsePodCgroupPath(sd + uid_ + ".slice/cri-containerd-" + cid + ".scope"));
+
+  const std::string bad[] = {
+      "",
+      "/",
+      "kubepods/burstable/pod" + uid + "/" + cid,                            // not absolute
+      "/kubepods/burstable/pod" + uid.substr(0, 35) + "/" + cid,             // truncated UID
+      "/kubepods/burstable/pod" + uid + "/" + cid.substr(0, 63),             // 63-hex ID
+      "/kubepods/burstable/pod" + uid + "/" + cid + "0",                     // 65-hex ID
+      "/kubepods/burstable/pod36F5882D-0621-F60F-9FF2-04FF5FE547BA/" + cid,  // upper-case UID
+      "/kubepods/burstable/pod" + uid + "/A2EA" + cid.substr(4),             // upper-case ID
+      "/kubepods/burstable/pod" + uid_ + "/" + cid,                          // systemd escaping
+      sd + uid + ".slice/cri-containerd-" + cid + ".scope",                  // cgroupfs dashes
+      sd + uid_ + ".slice/cri-containerd-" + cid,                            // no .scope
+      sd + uid_ + ".slice/runc-" + cid + ".scope",                           // unknown runtime
+      sd + uid_ + ".slice/" + cid,  // bare ID under systemd
+      "/kubepods/burstable/pod" + uid + "/cri-containerd-" + cid + ".scope",  // and the reverse
+      "/kubepods/burstable/pod" + uid + "/" + cid + "/../x",                  // ".." inside
+      "/kubepods//burstable/pod" + uid + "/" + cid,                           // empty segment
+      "/kubepods/gold/pod" + uid + "/" + cid,                                 // unknown QoS
+      "/other/burstable/pod" + uid + "/" + cid,                     // QoS not under kubepods
+      "/pod" + uid + "/" + cid,                                     // nothing above the pod
+      "/kubepods.slice/xkubepods-burstable-pod" + uid_ + ".slice",  // not a kubepods slice
+      "/kubepods.slice/kubepods-gold-pod" + uid_ + ".slice",
+      // Two pods in one path.
+      "/kubepods/burstable/pod" + uid + "/" + cid + "/kubepods/besteffort/pod" + uid + "/" + cid,
+      sd + uid_ + ".slice/" + sd.substr(1) + uid_ + ".slice",
+  };
+  for (const std::string& p : bad) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(ParsePodCgroupPath(p), std::nullopt);
+    EXPECT_EQ(ParsePodIdentity("0::" + p + "\n"), std::nullopt);
+  }
+  EXPECT_EQ(ParsePodIdentity(""), std::nullopt);
+  EXPECT_EQ(ParsePodIdentity("\n\n"), std::nullopt);
+  EXPECT_EQ(ParsePodIdentity("garbage"), std::nullopt);
+  EXPECT_EQ(ParsePodIdentity("0::"), std::nullopt);
+}
+
+TEST(PodIdentity, QosClassNames) {
+  EXPECT_STREQ(QosClassName(QosClass::kGuaranteed), "guaranteed");
+  EXPECT_STREQ(QosClassName(QosClass::kBurstable), "burstable");
+  EXPECT_STREQ(QosClassName(QosClass::kBestEffort), "besteffort");
+}
+
+TEST(ParseHostname, PodNames) {
+  EXPECT_EQ(ParseHostname("web-7d4b9c8f6-x2x9q\n"), "web-7d4b9c8f6-x2x9q");
+  EXPECT_EQ(ParseHostname("  db-0 \r\nsecond line\n"), "db-0");
+  EXPECT_EQ(ParseHostname("a.b-c.d"), "a.b-c.d");
+  EXPECT_EQ(ParseHostname(std::string(63, 'a')), std::string(63, 'a'));
+  std::string long_name = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
+                          std::string(63, 'c') + "." + std::string(61, 'd');
+  ASSERT_EQ(long_name.size(), 253u);
+  EXPECT_EQ(ParseHostname(long_name), long_name);
+}
+
+TEST(ParseHostname, NotADns1123Name) {
+  for (const char* bad :
+       {"", "\n", "   \n", "Web-1", "web_1", "-web", "web-", "web..1", ".web", "web.", "web 1",
+        "w\xc3\xa9"
+        "b"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(ParseHostname(bad), "");
+  }
+  EXPECT_EQ(ParseHostname(std::string(64, 'a')), "");
+  EXPECT_EQ(ParseHostname(std::string(254, 'a')), "");
+  EXPECT_EQ(ParseHostname(std::string("web\0x", 5)), "");
+}
+
+}  // namespace
+}  // namespace memtrimd::cgroup
