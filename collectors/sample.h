@@ -10,6 +10,7 @@
 
 #include <map>
 
+#include "collectors/cgroup/pod_identity.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/jvm/hsperfdata.h"
@@ -50,6 +51,12 @@ struct CgroupMemory {
   std::optional<uint64_t> anon_bytes;
   std::optional<uint64_t> file_bytes;
   std::optional<uint64_t> oom_kills;
+  // The pod the target runs in, from its /proc/<pid>/cgroup (absent: not in
+  // a pod), and the pod's name from the container's /etc/hostname ("" when
+  // there is no pod, the file is unreadable or not a pod name, or the target
+  // shares the node's hostname: a hostNetwork pod).
+  std::optional<cgroup::PodIdentity> pod;
+  std::string pod_name;
 };
 
 // What the JVM says about itself through the attach socket (on --jvm.interval).

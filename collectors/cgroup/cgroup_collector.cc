@@ -1,13 +1,20 @@
 #include "collectors/cgroup/cgroup_collector.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
 #include <vector>
 
 #include "collectors/cgroup/cgroup_files.h"
+#include "collectors/cgroup/pod_identity.h"
 #include "collectors/common/file_reader.h"
+#include "collectors/common/private_socket.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::cgroup {
@@ -121,10 +128,8 @@ Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
   return Status(ErrorCode::kNotFound, "no cgroup v1 memory files under " + mount);
 }
 
-Result<CgroupMemory> ReadCgroup(const Target& target) {
-  Result<std::string> text = ReadSmallFile(target.proc_dir + "/cgroup");
-  if (!text.ok()) return text.status();
-  Result<ProcCgroup> pc = ParseProcCgroup(*text);
+Result<CgroupMemory> ReadCgroup(const Target& target, const std::string& text) {
+  Result<ProcCgroup> pc = ParseProcCgroup(text);
   if (!pc.ok()) return pc.status();
   const std::string root = target.proc_dir + "/root/sys/fs/cgroup";
   // A memory controller bound to v1 wins: on hybrid hosts the v2 tree has no
@@ -133,21 +138,79 @@ Result<CgroupMemory> ReadCgroup(const Target& target) {
   return ReadV2(root, pc->unified.value_or("/"));
 }
 
+// Whether two /proc entries' processes share a UTS (hostname) namespace;
+// false when either cannot be looked at.
+bool SameUtsNamespace(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (::stat((a + "/ns/uts").c_str(), &sa) != 0 || ::stat((b + "/ns/uts").c_str(), &sb) != 0) {
+    return false;
+  }
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// A pod's hostname file holds at most a 253-character name and a newline;
+// more is read only to see that the first line is not longer.
+constexpr std::size_t kMaxHostnameBytes = 512;
+
+// The pod's name from the target's /etc/hostname, resolved inside the
+// target's root (openat2 RESOLVE_IN_ROOT: a symlink there cannot point into
+// memtrimd's own files); "" when it cannot be read or is not a pod name.
+std::string ReadPodName(const Target& t) {
+  UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.get() < 0) return "";
+  open_how how{};
+  // O_NONBLOCK: a FIFO put there must not block the sampling thread.
+  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  long raw = ::syscall(SYS_openat2, root.get(), "/etc/hostname", &how, sizeof(how));
+  if (raw < 0 && errno == ENOSYS) {
+    // Before Linux 5.6: through the magic link, no symlink at the end.
+    raw = ::open((t.proc_dir + "/root/etc/hostname").c_str(),
+                 O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+  }
+  UniqueFd fd(static_cast<int>(raw));
+  if (fd.get() < 0) return "";
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  std::string text(kMaxHostnameBytes, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = detail::ReadRetry(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0) return "";
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return ParseHostname(text);
+}
+
 }  // namespace
 
 Status CgroupCollector::Collect(const Target& target, TargetSample& out) {
-  Result<CgroupMemory> m = ReadCgroup(target);
+  Result<std::string> text = ReadSmallFile(target.proc_dir + "/cgroup");
+  Result<CgroupMemory> m = text.ok() ? ReadCgroup(target, *text) : text.status();
   if (m.ok()) {
     out.cgroup = std::move(m).value();
-    return Status::Ok();
-  }
-  if (fallback_limit_) {
+  } else if (fallback_limit_) {
     CgroupMemory fb;
     fb.limit_bytes = fallback_limit_;
     fb.limit_source = LimitSource::kFlag;
     out.cgroup = fb;
   }
-  return m.status();
+  // The pod rides with the memory figures: without them there is no
+  // CgroupMemory to hold it (and an empty one would read as "no limit").
+  if (out.cgroup && text.ok()) {
+    out.cgroup->pod = ParsePodIdentity(*text);
+    // Only for a pod: a host process's hostname is the node's.
+    if (out.cgroup->pod) {
+      Result<std::string> node = ReadSmallFile(node_proc_dir_ + "/cgroup");
+      const bool node_is_host = node.ok() && !ParsePodIdentity(*node);
+      if (!(node_is_host && SameUtsNamespace(target.proc_dir, node_proc_dir_))) {
+        out.cgroup->pod_name = ReadPodName(target);
+      }
+    }
+  }
+  return m.ok() ? Status::Ok() : m.status();
 }
 
 }  // namespace memtrimd::cgroup
