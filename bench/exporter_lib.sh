@@ -49,27 +49,43 @@ start_target() {
 start_process_exporter() {
   local dir=$1 tag=$2
   shift 2
-  local attempt port pid deadline
-  [[ -x "$PROCESS_EXPORTER" ]] || die "$PROCESS_EXPORTER not found (apt-get install prometheus-process-exporter)"
   cat >"$dir/process-exporter.yml" <<EOF
 process_names:
   - name: "{{.Comm}}"
     cmdline:
       - '--tag ${tag}( |\$)'
 EOF
+  launch_process_exporter "$dir" pe_tracks_one "$@"
+  PE_GROUP=$(sed -n 's/^namedprocess_namegroup_num_procs{groupname="\([^"]*\)"} .*/\1/p' "$dir/pe.metrics")
+}
+
+# pe_tracks_one FILE: true when a process-exporter exposition has exactly one
+# group, of one process.
+pe_tracks_one() { [[ "$(pe_num_procs "$1")" == "1 1" ]]; }
+
+# launch_process_exporter TMPDIR READY ARGS...: starts
+# prometheus-process-exporter with TMPDIR/process-exporter.yml on a free
+# 127.0.0.1 port and scrapes it until `READY FILE` (a command given the saved
+# exposition) succeeds, for up to PE_READY_SECONDS (20). Sets PE_PID and
+# PE_PORT; TMPDIR/pe.metrics holds the last scrape.
+# shellcheck disable=SC2034  # results for the caller
+launch_process_exporter() {
+  local dir=$1 ready=$2
+  shift 2
+  local attempt port pid deadline
+  [[ -x "$PROCESS_EXPORTER" ]] || die "$PROCESS_EXPORTER not found (apt-get install prometheus-process-exporter)"
   for attempt in 1 2 3 4 5; do
     port=$(free_port) || die "no free port found"
     "$PROCESS_EXPORTER" -config.path "$dir/process-exporter.yml" \
       -web.listen-address "127.0.0.1:$port" "$@" >"$dir/process-exporter.log" 2>&1 &
     pid=$!
     track_pid "$pid"
-    deadline=$((SECONDS + 20))
+    deadline=$((SECONDS + ${PE_READY_SECONDS:-20}))
     while ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null; do
       if curl -fsS --max-time 5 -o "$dir/pe.metrics" "http://127.0.0.1:$port/metrics" 2>/dev/null &&
-        [[ "$(pe_num_procs "$dir/pe.metrics")" == "1 1" ]]; then
+        "$ready" "$dir/pe.metrics"; then
         PE_PID=$pid
         PE_PORT=$port
-        PE_GROUP=$(sed -n 's/^namedprocess_namegroup_num_procs{groupname="\([^"]*\)"} .*/\1/p' "$dir/pe.metrics")
         return 0
       fi
       sleep 0.2
@@ -81,8 +97,8 @@ EOF
       continue
     fi
     cat "$dir/process-exporter.log" >&2
-    [[ -f "$dir/pe.metrics" ]] && grep namegroup_num_procs "$dir/pe.metrics" >&2
-    die "process-exporter did not report the target (num_procs 1) on port $port"
+    [[ -f "$dir/pe.metrics" ]] && grep namegroup_num_procs "$dir/pe.metrics" | head -5 >&2
+    die "process-exporter did not report the targets ($ready) on port $port"
   done
   die "process-exporter could not listen after 5 attempts"
 }
