@@ -35,7 +35,9 @@ struct PodIdentity {
 // controller's line, else any other v1 line: the first of these that names
 // a pod decides. The pod may sit anywhere in the path: a kind or k3s node
 // nests the kubelet's tree under its own prefix, and a reader in a private
-// cgroup namespace sees paths relative to its own group (`/../../...`).
+// cgroup namespace sees paths relative to its own group (`/../../...`); a
+// target in the reader's own pod then shows only `/../<container>`, no pod
+// (a sidecar on cgroup v2 learns its pod another way, e.g. the Downward API).
 std::optional<PodIdentity> ParsePodIdentity(std::string_view proc_pid_cgroup_text);
 
 // One cgroup path (the part after the second ':' of a /proc/<pid>/cgroup line).
