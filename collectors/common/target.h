@@ -1,10 +1,11 @@
-// The process memtrimd watches. A value, not a global: the daemon holds one
-// today and could hold a set (node-agent mode) without changing collectors.
+// A process memtrimd watches. A value, not a global: the daemon holds one
+// (sidecar) or a set (node-agent mode) without changing collectors.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace memtrimd {
@@ -27,6 +28,9 @@ struct Target {
   // Directory of the target's /proc entry ("/proc/<pid>"); tests point it at a
   // fixture tree.
   std::string proc_dir;
+  // MEMTRIMD_TRIM in the environment it started with: true to opt in to
+  // trims, false to opt out, nullopt when unset (or not readable).
+  std::optional<bool> trim_opt_in;
 
   bool SameProcess(const Target& o) const { return pid == o.pid && start_ticks == o.start_ticks; }
 };

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "daemon/exposition/metric_detail.h"
 #include "daemon/sampling/collector_registry.h"
+#include "daemon/sampling/node_discovery.h"
 
 namespace memtrimd {
 
@@ -33,6 +35,12 @@ struct TrimConfig {
   std::chrono::milliseconds timeout = 60s;
   double jitter = 0.1;
   bool force = false;  // trim even a JVM that trims itself
+  // Which targets are trimmed: every one that did not opt out with
+  // MEMTRIMD_TRIM=0 ("all"), or only those that opted in with
+  // MEMTRIMD_TRIM=1 ("opted-in"). Unset: all in sidecar mode, opted-in in
+  // node-agent mode.
+  std::optional<bool> only_opted_in;
+  int max_per_minute = 6;  // node-wide: trims started in any 60 s
 };
 
 struct DaemonConfig {
@@ -43,6 +51,12 @@ struct DaemonConfig {
   std::optional<pid_t> target_pid;
   std::string target_pidfile;
   std::string target_match;
+  // --targets=node: node-agent mode (every matching process); otherwise the
+  // one target of the --target.* rule.
+  bool node_mode = false;
+  NodeSelectors node;
+  std::chrono::milliseconds discovery_interval = 30s;
+  MetricDetail metric_detail;  // which detail families /metrics carries
   CollectorOptions collector;  // intervals, deadlines, heap size, limit fallback
   CollectorSwitches collectors;
   std::string log_level = "info";

@@ -3,6 +3,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -25,6 +26,15 @@ struct RawFlags {
   std::string target_pidfile;
   std::string target_match;
   std::string target_memory_limit;
+  std::string targets = "one";
+  std::string targets_max = "300";
+  std::string targets_min_rss = "32MiB";
+  std::string targets_match;
+  std::string targets_exclude;
+  std::string discovery_interval = "30s";
+  std::string metrics_detail;  // "" = the mode's default
+  std::string trim_targets;    // "" = the mode's default
+  std::string trim_max_per_minute = "6";
   // --collector.<name>, one per registry entry (collector_registry.h).
   std::map<std::string, bool> collector_on;
   std::string jvm_interval = "60s";
@@ -122,6 +132,27 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--target.match", r.target_match,
             "Watch the largest process whose command line (arguments joined by spaces) matches "
             "this regular expression");
+  AddOption(app, "--targets", r.targets,
+            "one: watch one process, chosen by --target.* (the sidecar); node: every JVM, and "
+            "every glibc program above --targets.min-rss, in memtrimd's PID namespace (a node "
+            "agent with hostPID)");
+  AddOption(app, "--targets.max", r.targets_max,
+            "Node mode: watch at most this many processes, the largest RSS first; the rest are "
+            "counted in memtrimd_targets_skipped");
+  AddOption(app, "--targets.min-rss", r.targets_min_rss,
+            "Node mode: smallest RSS of a glibc program worth watching (JVMs are always watched)");
+  AddOption(app, "--targets.match", r.targets_match,
+            "Node mode: watch only processes whose command line matches this regular expression");
+  AddOption(app, "--targets.exclude", r.targets_exclude,
+            "Node mode: never watch processes whose command line matches this regular "
+            "expression (a process can also opt out with MEMTRIMD_WATCH=0 in its environment)");
+  AddOption(app, "--discovery.interval", r.discovery_interval,
+            "Node mode: how often to look for new processes (exited ones are dropped every "
+            "sample)");
+  AddOption(app, "--metrics.detail", r.metrics_detail,
+            "Detail families /metrics carries: all, none, or a list of nmt, buffer_pools, gc, "
+            "settings, breakdown, heaps, process, cgroup, collectors, trim (default: all with "
+            "--targets=one, none with --targets=node; README \"Series budget\")");
   AddOption(app, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
             "2Gi; e.g. from the Downward API)");
@@ -162,6 +193,13 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--trim.jitter", r.trim_jitter,
             "Random spread of each interval (0 to 1: 0.1 is +-10%), so replicas do not trim "
             "in lockstep");
+  AddOption(app, "--trim.targets", r.trim_targets,
+            "all: trim every target but those with MEMTRIMD_TRIM=0 in their environment; "
+            "opted-in: only those with MEMTRIMD_TRIM=1 (default: all with --targets=one, "
+            "opted-in with --targets=node)");
+  AddOption(app, "--trim.max-per-minute", r.trim_max_per_minute,
+            "Scheduled trims started in any minute, across all targets (0: no cap); a due trim "
+            "beyond it waits its turn");
   app.add_flag("--trim.force", r.trim_force,
                "Trim a JVM even when it trims itself (-XX:TrimNativeHeapInterval)")
       ->default_str("false")
@@ -373,6 +411,67 @@ Command Validate(const Parser& p) {
                       " is not a positive duration (e.g. 5s)"};
   }
   c.collector.jvm_command_timeout = *jt;
+  if (r.targets != "one" && r.targets != "node") {
+    return UsageError{"--targets: " + Quote(r.targets) + " is not one or node"};
+  }
+  c.node_mode = r.targets == "node";
+  auto max_targets = ParsePid(r.targets_max);
+  if (!max_targets || *max_targets > 100000) {
+    return UsageError{"--targets.max: " + Quote(r.targets_max) + " is not 1 to 100000"};
+  }
+  c.node.max_targets = static_cast<std::size_t>(*max_targets);
+  auto min_rss = ParseByteSize(r.targets_min_rss);
+  if (!min_rss)
+    return UsageError{"--targets.min-rss: " + Quote(r.targets_min_rss) + " is not a size"};
+  c.node.min_rss_bytes = *min_rss;
+  for (auto [flag, value, out] :
+       {std::tuple{"--targets.match", &r.targets_match, &c.node.match},
+        std::tuple{"--targets.exclude", &r.targets_exclude, &c.node.exclude}}) {
+    if (value->empty()) continue;
+    // std::regex reports a bad pattern by throwing; keep that inside.
+    try {
+      std::regex re(*value, std::regex::extended);
+    } catch (const std::regex_error&) {
+      return UsageError{std::string(flag) + ": " + Quote(*value) +
+                        " is not a valid POSIX extended regular expression"};
+    }
+    *out = *value;
+  }
+  auto di = ParseDuration(r.discovery_interval);
+  if (!di || di->count() == 0) {
+    return UsageError{"--discovery.interval: " + Quote(r.discovery_interval) +
+                      " is not a positive duration (e.g. 30s)"};
+  }
+  c.discovery_interval = *di;
+  std::string detail_err = ParseMetricDetail(
+      r.metrics_detail.empty() ? (c.node_mode ? "none" : "all") : r.metrics_detail,
+      c.metric_detail);
+  if (!detail_err.empty()) return UsageError{"--metrics.detail: " + detail_err};
+  if (c.node_mode &&
+      (!r.target_pid.empty() || !r.target_pidfile.empty() || !r.target_match.empty())) {
+    return UsageError{
+        "--targets=node watches every matching process: use --targets.match, not "
+        "--target.pid, --target.pidfile or --target.match"};
+  }
+  if (!c.node_mode && (!r.targets_match.empty() || !r.targets_exclude.empty())) {
+    return UsageError{
+        "--targets.match and --targets.exclude need --targets=node (the sidecar "
+        "takes --target.match)"};
+  }
+  if (r.trim_targets.empty()) {
+    c.trim.only_opted_in = c.node_mode;
+  } else if (r.trim_targets == "all" || r.trim_targets == "opted-in") {
+    c.trim.only_opted_in = r.trim_targets == "opted-in";
+  } else {
+    return UsageError{"--trim.targets: " + Quote(r.trim_targets) + " is not all or opted-in"};
+  }
+  auto per_minute =
+      r.trim_max_per_minute == "0" ? std::optional<pid_t>(0) : ParsePid(r.trim_max_per_minute);
+  if (!per_minute || *per_minute > 10000) {
+    return UsageError{"--trim.max-per-minute: " + Quote(r.trim_max_per_minute) +
+                      " is not 0 to 10000"};
+  }
+  c.trim.max_per_minute = *per_minute;
   int modes = !r.target_pid.empty() + !r.target_pidfile.empty() + !r.target_match.empty();
   if (modes > 1) {
     return UsageError{"--target.pid, --target.pidfile and --target.match exclude each other"};

@@ -112,6 +112,8 @@ int RunDaemonCommand(const DaemonConfig& c) {
   trim.trim.backend = BackendKind(c.trim.backend);
   trim.trim.timeout = c.trim.timeout;
   trim.trim.glibc_heap_size = c.collector.glibc_heap_size;
+  trim.only_opted_in = c.trim.only_opted_in.value_or(c.node_mode);
+  trim.max_per_minute = c.trim.max_per_minute;
   TrimEngine trims(trim, store);
 
   std::unique_ptr<WebConfigFile> web;
@@ -133,12 +135,18 @@ int RunDaemonCommand(const DaemonConfig& c) {
   http.max_connections = c.max_connections;
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
   http.enable_trim_api = c.enable_trim_api;
+  http.metric_detail = c.metric_detail;
   HttpServer server(http, store, &trims);
   Status listening = server.Start();
   if (!listening.ok()) return UsageFail(listening.message());
 
-  Scheduler scheduler(TargetSelector(RuleFrom(c)), BuildCollectors(c.collector, c.collectors),
-                      c.sample_interval, store);
+  SchedulerOptions sampling;
+  sampling.interval = c.sample_interval;
+  sampling.collector = c.collector;
+  sampling.switches = c.collectors;
+  if (c.node_mode) sampling.node = c.node;
+  sampling.discovery_interval = c.discovery_interval;
+  Scheduler scheduler(sampling, TargetSelector(RuleFrom(c)), store);
   trims.SetAfterTrim([&scheduler](const Target& t, std::chrono::system_clock::time_point ended) {
     scheduler.AfterTrim(t, ended);
   });
@@ -156,7 +164,8 @@ int RunDaemonCommand(const DaemonConfig& c) {
                                  {"sample_interval", FormatDuration(c.sample_interval)},
                                  {"smaps_interval", FormatDuration(c.collector.smaps_interval)},
                                  {"trim_interval", FormatDuration(c.trim.interval)},
-                                 {"trim_backend", c.trim.backend}});
+                                 {"trim_backend", c.trim.backend},
+                                 {"targets", c.node_mode ? "node" : "one"}});
   trims.Start();
 
   int sig = 0;

@@ -10,6 +10,7 @@
 #include <map>
 #include <span>
 
+#include "collectors/cgroup/pod_identity.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/analysis/findings.h"
@@ -30,8 +31,16 @@ using prometheus::MetricType;
 // every family's lines together.
 class FamilyBuilder {
  public:
-  // REQUIRES: label_values matches def.labels in length.
+  explicit FamilyBuilder(const MetricDetail& detail = MetricDetail{}) : detail_(detail) {}
+
+  // Whether the detail family `name` is served ("" always is).
+  bool Has(std::string_view name) const { return name.empty() || detail_.Has(name); }
+
+  // REQUIRES: label_values matches def.labels in length, or is shorter to
+  // leave the last labels out. A metric of a detail family --metrics.detail
+  // left out is not added.
   void Add(const MetricDef& def, std::vector<std::string> label_values, double value) {
+    if (!Has(def.detail)) return;
     MetricFamily& f = Family(def);
     ClientMetric m;
     for (std::size_t i = 0; i < def.labels.size() && i < label_values.size(); ++i) {
@@ -54,6 +63,7 @@ class FamilyBuilder {
   // REQUIRES: def is a histogram; `cumulative` matches `bounds`.
   void AddHistogram(const MetricDef& def, std::span<const double> bounds,
                     const std::vector<uint64_t>& cumulative, uint64_t count, double sum) {
+    if (!Has(def.detail)) return;
     MetricFamily& f = Family(def);
     ClientMetric m;
     m.histogram.sample_count = count;
@@ -84,6 +94,7 @@ class FamilyBuilder {
     }
     return it->second;
   }
+  MetricDetail detail_;
   std::map<std::string_view, MetricFamily> families_;
 };
 
@@ -151,11 +162,22 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
   const std::string pid = std::to_string(ts.target.pid);
   const TargetSample& smp = ts.sample;
   std::string jvm_version = smp.jvm && smp.jvm->version ? smp.jvm->version->full : "";
-  b.Add(kTargetInfo, {pid, ts.target.comm, RuntimeName(ts.target.runtime), jvm_version}, 1);
+  std::string pod_uid, container_id, qos, pod_name;
+  if (smp.cgroup && smp.cgroup->pod) {
+    pod_uid = smp.cgroup->pod->pod_uid;
+    container_id = smp.cgroup->pod->container_id;
+    qos = cgroup::QosClassName(smp.cgroup->pod->qos);
+    pod_name = smp.cgroup->pod_name;
+  }
+  b.Add(kTargetUp, {pid}, 1);
+  b.Add(kTargetInfo,
+        {pid, ts.target.comm, RuntimeName(ts.target.runtime), jvm_version, pod_uid, container_id,
+         qos, pod_name},
+        1);
   b.Add(kTargetStartTime, {pid}, ts.start_time_seconds);
   for (const CollectorOutcome& o : ts.collectors) {
-    b.Add(kCollectorSuccess, {o.name}, o.success ? 1 : 0);
-    b.Add(kCollectorDuration, {o.name}, o.duration_seconds);
+    b.Add(kCollectorSuccess, {pid, o.name}, o.success ? 1 : 0);
+    b.Add(kCollectorDuration, {pid, o.name}, o.duration_seconds);
   }
   if (const auto& p = ts.sample.process) {
     b.Add(kTargetResident, {pid, "anon"}, static_cast<double>(p->rss_anon));
@@ -174,7 +196,10 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
   }
   if (const auto& g = ts.sample.glibc) {
     b.Add(kArenaHeaps, {pid}, static_cast<double>(g->heaps.size()));
-    b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
+    // Mapped is the heaps' size, resident what they hold: only the latter
+    // is served without --metrics.detail=heaps.
+    if (b.Has("heaps"))
+      b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
     b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
     b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
     b.Add(kSmapsDuration, {pid}, g->read_seconds);
@@ -197,24 +222,33 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
 
 }  // namespace
 
-std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap) {
+std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDetail& detail) {
   using namespace metric;
-  FamilyBuilder b;
+  FamilyBuilder b(detail);
   b.Add(kBuildInfo, {kVersion, kRevision}, 1);
-  if (snap == nullptr) {
-    b.Add(kTargetUp, {}, 0);
-    return b.Take();
-  }
+  // No target: one series without the pid label, so that
+  // "memtrimd_target_up == 0" still finds it.
+  if (snap == nullptr || snap->targets.empty()) b.Add(kTargetUp, {}, 0);
+  if (snap == nullptr) return b.Take();
   b.Add(kSamples, {}, static_cast<double>(snap->sequence));
-  b.Add(kTargetUp, {}, snap->targets.empty() ? 0 : 1);
+  b.Add(kTargetsWatched, {}, static_cast<double>(snap->targets.size()));
+  if (snap->node_mode) {
+    b.Add(kTargetsSkipped, {"targets_max"}, static_cast<double>(snap->targets_skipped));
+  }
+  std::map<std::string, int> failing;
+  for (const TargetSnapshot& ts : snap->targets) {
+    for (const CollectorOutcome& o : ts.collectors) failing[o.name] += o.success ? 0 : 1;
+  }
+  for (const auto& [name, n] : failing) b.Add(kCollectorFailingTargets, {name}, n);
   for (const TargetSnapshot& ts : snap->targets) AddTarget(b, ts);
   return b.Take();
 }
 
 std::vector<MetricFamily> AgeFamilies(const Snapshot* snap,
-                                      std::chrono::system_clock::time_point now) {
+                                      std::chrono::system_clock::time_point now,
+                                      const MetricDetail& detail) {
   using namespace metric;
-  FamilyBuilder b;
+  FamilyBuilder b(detail);
   if (snap == nullptr) return b.Take();
   b.Add(kSampleAge, {}, Seconds(now - snap->taken_at));
   for (const TargetSnapshot& ts : snap->targets) {
@@ -255,27 +289,53 @@ std::vector<MetricFamily> SelfProcessFamilies() {
   return b.Take();
 }
 
-std::vector<MetricFamily> TrimFamilies(const TrimStats& st) {
+std::vector<MetricFamily> TrimFamilies(const std::vector<TrimStats>& all,
+                                       const MetricDetail& detail) {
   using namespace metric;
-  FamilyBuilder b;
-  for (const auto& [key, count] : st.runs) {
-    b.Add(kTrimRuns, {key.first, key.second}, static_cast<double>(count));
-  }
-  b.Add(kTrimReclaimedTotal, {}, static_cast<double>(st.reclaimed_total_bytes));
-  if (st.last && st.last->success) {
-    const TrimResult& r = *st.last;
-    b.Add(kTrimLastReclaimed, {"rss_swap"}, static_cast<double>(r.ReclaimedRssSwap()));
-    if (auto c = r.ReclaimedCgroup())
-      b.Add(kTrimLastReclaimed, {"cgroup"}, static_cast<double>(*c));
-    if (auto a = r.ReclaimedArenaHeaps()) {
-      b.Add(kTrimLastReclaimed, {"arena_heaps"}, static_cast<double>(*a));
+  FamilyBuilder b(detail);
+  // Without --metrics.detail=trim, a run counter is served once it moved,
+  // and the total once a trim gave something back: in node-agent mode most
+  // targets never trim, and a zero series per reason and target would be
+  // most of the budget.
+  const bool zeros = b.Has("trim");
+  for (const TrimStats& st : all) {
+    const std::string pid = std::to_string(st.pid);
+    for (const auto& [key, count] : st.runs) {
+      if (count > 0 || zeros) {
+        b.Add(kTrimRuns, {pid, key.first, key.second}, static_cast<double>(count));
+      }
     }
-    if (auto rep = r.Reported()) b.Add(kTrimLastReclaimed, {"reported"}, static_cast<double>(*rep));
+    if (st.reclaimed_total_bytes > 0 || st.last_success_unix_seconds || zeros) {
+      b.Add(kTrimReclaimedTotal, {pid}, static_cast<double>(st.reclaimed_total_bytes));
+    }
+    if (st.last && st.last->success) {
+      const TrimResult& r = *st.last;
+      b.Add(kTrimLastReclaimed, {pid, "rss_swap"}, static_cast<double>(r.ReclaimedRssSwap()));
+      if (auto c = r.ReclaimedCgroup())
+        b.Add(kTrimLastReclaimed, {pid, "cgroup"}, static_cast<double>(*c));
+      if (auto a = r.ReclaimedArenaHeaps()) {
+        b.Add(kTrimLastReclaimed, {pid, "arena_heaps"}, static_cast<double>(*a));
+      }
+      if (auto rep = r.Reported()) {
+        b.Add(kTrimLastReclaimed, {pid, "reported"}, static_cast<double>(*rep));
+      }
+    }
+    if (st.last_success_unix_seconds) b.Add(kTrimLastSuccess, {pid}, *st.last_success_unix_seconds);
+    b.Add(kTrimInterval, {pid}, std::chrono::duration<double>(st.effective_interval).count());
   }
-  b.AddHistogram(kTrimDuration, kTrimDurationBuckets, st.duration_bucket_counts, st.duration_count,
-                 st.duration_sum);
-  if (st.last_success_unix_seconds) b.Add(kTrimLastSuccess, {}, *st.last_success_unix_seconds);
-  b.Add(kTrimInterval, {}, std::chrono::duration<double>(st.effective_interval).count());
+  // One histogram for the node: trim durations do not need a series per
+  // target.
+  std::vector<uint64_t> buckets(std::size(kTrimDurationBuckets), 0);
+  uint64_t count = 0;
+  double sum = 0;
+  for (const TrimStats& st : all) {
+    for (std::size_t i = 0; i < buckets.size() && i < st.duration_bucket_counts.size(); ++i) {
+      buckets[i] += st.duration_bucket_counts[i];
+    }
+    count += st.duration_count;
+    sum += st.duration_sum;
+  }
+  b.AddHistogram(kTrimDuration, kTrimDurationBuckets, buckets, count, sum);
   return b.Take();
 }
 

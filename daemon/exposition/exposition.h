@@ -9,23 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "daemon/exposition/metric_detail.h"
 #include "daemon/sampling/snapshot.h"
 
 namespace memtrimd {
 
 struct TrimStats;
 
-std::vector<prometheus::MetricFamily> TrimFamilies(const TrimStats& stats);
+// The trim engine's figures, per target (TrimEngine::Stats).
+std::vector<prometheus::MetricFamily> TrimFamilies(const std::vector<TrimStats>& stats,
+                                                   const MetricDetail& detail = MetricDetail{});
 
 // Families for one snapshot (nullptr: before the first sample), all but the
 // ages. Pure: the same snapshot always gives the same families, so their text
 // can be rendered once per snapshot.
-std::vector<prometheus::MetricFamily> SnapshotFamilies(const Snapshot* snap);
+std::vector<prometheus::MetricFamily> SnapshotFamilies(const Snapshot* snap,
+                                                       const MetricDetail& detail = MetricDetail{});
 
 // The snapshot's ages at `now`: memtrimd_sample_age_seconds and
 // memtrimd_smaps_age_seconds. Empty for nullptr.
 std::vector<prometheus::MetricFamily> AgeFamilies(const Snapshot* snap,
-                                                  std::chrono::system_clock::time_point now);
+                                                  std::chrono::system_clock::time_point now,
+                                                  const MetricDetail& detail = MetricDetail{});
 
 // memtrimd's own process_* families, read from /proc/self.
 std::vector<prometheus::MetricFamily> SelfProcessFamilies();

@@ -20,30 +20,52 @@ const MetricDef kSampleAge{"memtrimd_sample_age_seconds",
                            {},
                            "Seconds since the sample these metrics come from was taken. memtrimd "
                            "samples on its own interval, not per scrape."};
+const MetricDef kTargetsWatched{"memtrimd_targets_watched",
+                                MetricType::Gauge,
+                                {},
+                                "Processes memtrimd watches now (one at most in sidecar mode)."};
+const MetricDef kTargetsSkipped{"memtrimd_targets_skipped",
+                                MetricType::Gauge,
+                                {"reason"},
+                                "Processes the node selectors matched but memtrimd does not watch, "
+                                "by reason (targets_max: beyond --targets.max, the smallest RSS "
+                                "first)."};
+const MetricDef kCollectorFailingTargets{
+    "memtrimd_collector_failing_targets",
+    MetricType::Gauge,
+    {"collector"},
+    "Targets whose last run of the collector failed (the reason is in /report and logged once)."};
 const MetricDef kCollectorSuccess{"memtrimd_collector_success",
                                   MetricType::Gauge,
-                                  {"collector"},
+                                  {"pid", "collector"},
                                   "1 if the collector's last run succeeded, 0 if it failed (the "
-                                  "reason is logged once)."};
+                                  "reason is logged once).",
+                                  "collectors"};
 const MetricDef kCollectorDuration{"memtrimd_collector_duration_seconds",
                                    MetricType::Gauge,
-                                   {"collector"},
-                                   "How long the collector's last run took."};
+                                   {"pid", "collector"},
+                                   "How long the collector's last run took.",
+                                   "collectors"};
 
 const MetricDef kTargetUp{"memtrimd_target_up",
                           MetricType::Gauge,
-                          {},
-                          "1 while memtrimd has a live target process, 0 when it has none (not "
-                          "found yet, exited, or unreadable)."};
-const MetricDef kTargetInfo{"memtrimd_target_info",
-                            MetricType::Gauge,
-                            {"pid", "comm", "runtime", "jvm_version"},
-                            "The watched process: pid, command name and runtime (glibc, jvm, "
-                            "musl, unknown). Value is always 1."};
+                          {"pid"},
+                          "1 for each live target process memtrimd watches; one series with no pid "
+                          "and value 0 when it watches none (not found yet, exited, unreadable, or "
+                          "no process matches the node selectors)."};
+const MetricDef kTargetInfo{
+    "memtrimd_target_info",
+    MetricType::Gauge,
+    {"pid", "comm", "runtime", "jvm_version", "pod_uid", "container_id", "qos_class", "pod_name"},
+    "The watched process: pid, command name, runtime (glibc, jvm, musl, "
+    "unknown), JVM version, and for a process in a Kubernetes pod its pod "
+    "UID, container ID (64 hex, no runtime prefix), QoS class and pod name "
+    "(its hostname); empty outside a pod. Value is always 1."};
 const MetricDef kTargetStartTime{"memtrimd_target_start_time_seconds",
                                  MetricType::Gauge,
                                  {"pid"},
-                                 "Start time of the target process since the Unix epoch."};
+                                 "Start time of the target process since the Unix epoch.",
+                                 "process"};
 const MetricDef kTargetResident{
     "memtrimd_target_resident_memory_bytes",
     MetricType::Gauge,
@@ -53,17 +75,20 @@ const MetricDef kTargetResident{
 const MetricDef kTargetSwap{"memtrimd_target_swap_bytes",
                             MetricType::Gauge,
                             {"pid"},
-                            "Target memory swapped out (/proc/<pid>/status VmSwap)."};
+                            "Target memory swapped out (/proc/<pid>/status VmSwap).",
+                            "process"};
 const MetricDef kTargetResidentPeak{
     "memtrimd_target_resident_memory_peak_bytes",
     MetricType::Gauge,
     {"pid"},
-    "Highest RSS the target has reached (/proc/<pid>/status VmHWM)."};
+    "Highest RSS the target has reached (/proc/<pid>/status VmHWM).",
+    "process"};
 const MetricDef kTargetThreads{"memtrimd_target_threads",
                                MetricType::Gauge,
                                {"pid"},
                                "Threads in the target. Each thread that mallocs can get its own "
-                               "glibc arena, up to 8 per CPU."};
+                               "glibc arena, up to 8 per CPU.",
+                               "process"};
 
 const MetricDef kTargetMemoryLimit{"memtrimd_target_memory_limit_bytes",
                                    MetricType::Gauge,
@@ -77,12 +102,14 @@ const MetricDef kCgroupUsage{"memtrimd_target_cgroup_memory_usage_bytes",
                              {"pid"},
                              "Memory charged to the target's cgroup (memory.current): all its "
                              "processes, page cache included. The OOM killer compares this with "
-                             "the limit."};
+                             "the limit.",
+                             "cgroup"};
 const MetricDef kCgroupMemory{"memtrimd_target_cgroup_memory_bytes",
                               MetricType::Gauge,
                               {"pid", "kind"},
                               "Memory charged to the target's cgroup by kind (memory.stat anon "
-                              "and file)."};
+                              "and file).",
+                              "cgroup"};
 const MetricDef kTargetOomKills{"memtrimd_target_oom_kills_total",
                                 MetricType::Counter,
                                 {"pid"},
@@ -92,7 +119,8 @@ const MetricDef kArenaHeaps{"memtrimd_glibc_arena_heaps",
                             MetricType::Gauge,
                             {"pid"},
                             "glibc arena heaps (64 MiB subheaps of non-main arenas) found in "
-                            "/proc/<pid>/smaps. Read every --smaps.interval."};
+                            "/proc/<pid>/smaps. Read every --smaps.interval.",
+                            "heaps"};
 const MetricDef kArenaHeapBytes{"memtrimd_glibc_arena_heap_bytes",
                                 MetricType::Gauge,
                                 {"pid", "state"},
@@ -102,35 +130,41 @@ const MetricDef kArenaHeapBytes{"memtrimd_glibc_arena_heap_bytes",
 const MetricDef kMainArenaResident{"memtrimd_glibc_main_arena_resident_bytes",
                                    MetricType::Gauge,
                                    {"pid"},
-                                   "Resident bytes of the main arena (the [heap] brk area)."};
+                                   "Resident bytes of the main arena (the [heap] brk area).",
+                                   "heaps"};
 const MetricDef kSmapsAge{"memtrimd_smaps_age_seconds",
                           MetricType::Gauge,
                           {"pid"},
                           "Seconds since /proc/<pid>/smaps was last read. The glibc metrics are "
                           "that old: smaps is read on --smaps.interval because the read holds the "
-                          "target's mmap lock."};
+                          "target's mmap lock.",
+                          "heaps"};
 const MetricDef kSmapsDuration{"memtrimd_smaps_read_duration_seconds",
                                MetricType::Gauge,
                                {"pid"},
                                "How long the last /proc/<pid>/smaps read and parse took (the "
-                               "target's mmap lock is taken during the read)."};
+                               "target's mmap lock is taken during the read).",
+                               "heaps"};
 
 const MetricDef kMallocArenas{"memtrimd_glibc_malloc_arenas",
                               MetricType::Gauge,
                               {"pid"},
                               "glibc malloc arenas, main arena included (malloc_info: JVMs on "
                               "JDK 21+ through System.native_heap_info, other programs through "
-                              "the preload agent)."};
+                              "the preload agent).",
+                              "heaps"};
 const MetricDef kMallocSystem{"memtrimd_glibc_malloc_system_bytes",
                               MetricType::Gauge,
                               {"pid"},
                               "Bytes glibc malloc holds from the system across arenas "
-                              "(malloc_info system current), mmapped chunks excluded."};
+                              "(malloc_info system current), mmapped chunks excluded.",
+                              "heaps"};
 const MetricDef kMallocFree{"memtrimd_glibc_malloc_free_bytes",
                             MetricType::Gauge,
                             {"pid", "bins"},
                             "Free bytes glibc malloc keeps (malloc_info): fast bins, and the "
-                            "rest (other bins and top chunks)."};
+                            "rest (other bins and top chunks).",
+                            "heaps"};
 const MetricDef kTrimmableEstimate{
     "memtrimd_glibc_trimmable_estimate_bytes",
     MetricType::Gauge,
@@ -144,7 +178,8 @@ const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
                               "RSS of one smaps read split into parts that add up exactly to it: "
                               "file (file-backed and shared), java_heap, glibc_arena_heaps, "
                               "glibc_main_arena, other_anonymous (stacks, metaspace, code cache, "
-                              "GC structures, large mmapped malloc chunks)."};
+                              "GC structures, large mmapped malloc chunks).",
+                              "breakdown"};
 
 const MetricDef kJvmAttachable{"memtrimd_jvm_attachable",
                                MetricType::Gauge,
@@ -158,7 +193,8 @@ const MetricDef kJvmSettingInfo{"memtrimd_jvm_setting_info",
                                 "JVM flags and system properties that matter for native memory "
                                 "(MaxDirectMemorySize, MaxHeapSize, NativeMemoryTracking, "
                                 "TrimNativeHeapInterval, jdk.nio.maxCachedBufferSize, ...). "
-                                "Value is always 1."};
+                                "Value is always 1.",
+                                "settings"};
 const MetricDef kJvmHeapCommitted{"memtrimd_jvm_heap_committed_bytes",
                                   MetricType::Gauge,
                                   {"pid"},
@@ -170,19 +206,23 @@ const MetricDef kJvmHeapUsed{"memtrimd_jvm_heap_used_bytes",
 const MetricDef kJvmHeapMax{"memtrimd_jvm_heap_max_bytes",
                             MetricType::Gauge,
                             {"pid"},
-                            "Java heap maximum (hsperfdata, else MaxHeapSize)."};
+                            "Java heap maximum (hsperfdata, else MaxHeapSize).",
+                            "settings"};
 const MetricDef kNmtReserved{"memtrimd_jvm_nmt_reserved_bytes",
                              MetricType::Gauge,
                              {"pid", "category"},
-                             "Native Memory Tracking: reserved bytes per category."};
+                             "Native Memory Tracking: reserved bytes per category.",
+                             "nmt"};
 const MetricDef kNmtCommitted{"memtrimd_jvm_nmt_committed_bytes",
                               MetricType::Gauge,
                               {"pid", "category"},
-                              "Native Memory Tracking: committed bytes per category."};
+                              "Native Memory Tracking: committed bytes per category.",
+                              "nmt"};
 const MetricDef kNmtMalloc{"memtrimd_jvm_nmt_malloc_bytes",
                            MetricType::Gauge,
                            {"pid", "category"},
-                           "Native Memory Tracking: bytes malloc'd per category."};
+                           "Native Memory Tracking: bytes malloc'd per category.",
+                           "nmt"};
 const MetricDef kRssAccount{
     "memtrimd_rss_account_bytes",
     MetricType::Gauge,
@@ -196,20 +236,24 @@ const MetricDef kDirectMemory{"memtrimd_jvm_direct_memory_bytes",
                               {"pid"},
                               "Memory used by the direct buffer pool (BufferPoolMXBean "
                               "\"direct\"): what -XX:MaxDirectMemorySize limits. Needs "
-                              "libmemtrimd_agent.so preloaded into the JVM."};
+                              "libmemtrimd_agent.so preloaded into the JVM.",
+                              "buffer_pools"};
 const MetricDef kBufferPoolUsed{"memtrimd_jvm_buffer_pool_used_bytes",
                                 MetricType::Gauge,
                                 {"pid", "pool"},
                                 "BufferPoolMXBean memory used per pool (direct, mapped), read "
-                                "inside the JVM by the preloaded agent."};
+                                "inside the JVM by the preloaded agent.",
+                                "buffer_pools"};
 const MetricDef kBufferPoolCapacity{"memtrimd_jvm_buffer_pool_capacity_bytes",
                                     MetricType::Gauge,
                                     {"pid", "pool"},
-                                    "BufferPoolMXBean total capacity per pool (direct, mapped)."};
+                                    "BufferPoolMXBean total capacity per pool (direct, mapped).",
+                                    "buffer_pools"};
 const MetricDef kBufferPoolBuffers{"memtrimd_jvm_buffer_pool_used_buffers",
                                    MetricType::Gauge,
                                    {"pid", "pool"},
-                                   "BufferPoolMXBean buffer count per pool (direct, mapped)."};
+                                   "BufferPoolMXBean buffer count per pool (direct, mapped).",
+                                   "buffer_pools"};
 const MetricDef kTempBufferCache{
     "memtrimd_jvm_temp_buffer_cache_bytes",
     MetricType::Gauge,
@@ -221,23 +265,27 @@ const MetricDef kGcCollections{"memtrimd_jvm_gc_collections_total",
                                MetricType::Counter,
                                {"pid", "collector"},
                                "Garbage collections per collector (hsperfdata "
-                               "sun.gc.collector.<n>.invocations)."};
+                               "sun.gc.collector.<n>.invocations).",
+                               "gc"};
 const MetricDef kGcSeconds{"memtrimd_jvm_gc_collection_seconds_total",
                            MetricType::Counter,
                            {"pid", "collector"},
                            "Time spent in garbage collections per collector (hsperfdata "
-                           "sun.gc.collector.<n>.time)."};
+                           "sun.gc.collector.<n>.time).",
+                           "gc"};
 const MetricDef kMallocSetting{"memtrimd_target_malloc_setting_info",
                                MetricType::Gauge,
                                {"pid", "name", "value"},
                                "The target's glibc malloc tuning from its initial environment "
                                "(MALLOC_ARENA_MAX, MALLOC_TRIM_THRESHOLD_, MALLOC_TOP_PAD_, "
-                               "MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES, ...). Value is always 1."};
+                               "MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES, ...). Value is always 1.",
+                               "settings"};
 const MetricDef kDirectMemoryLimit{"memtrimd_jvm_direct_memory_limit_bytes",
                                    MetricType::Gauge,
                                    {"pid"},
                                    "Direct memory limit: MaxDirectMemorySize, or the max heap "
-                                   "size when it is unset or 0."};
+                                   "size when it is unset or 0.",
+                                   "buffer_pools"};
 const MetricDef kDirectMemoryRatio{"memtrimd_jvm_direct_memory_usage_ratio",
                                    MetricType::Gauge,
                                    {"pid"},
@@ -255,37 +303,42 @@ const MetricDef kJvmRisk{"memtrimd_jvm_risk",
 
 const MetricDef kTrimRuns{"memtrimd_trim_runs_total",
                           MetricType::Counter,
-                          {"result", "reason"},
+                          {"pid", "result", "reason"},
                           "Trim decisions by result (success, failure, skipped) and reason "
                           "(scheduled, manual; deadline, unavailable, not_available, ...; "
-                          "no_target, no_agent, not_attachable, jvm_trims_itself, "
-                          "below_limit_ratio, no_limit)."};
+                          "no_target, not_opted_in, no_agent, not_attachable, jvm_trims_itself, "
+                          "below_limit_ratio, no_limit), and deferred (node_rate_limit: due, held "
+                          "back by --trim.max-per-minute)."};
 const MetricDef kTrimReclaimedTotal{"memtrimd_trim_reclaimed_bytes_total",
                                     MetricType::Counter,
-                                    {},
+                                    {"pid"},
                                     "RSS+swap given back by successful trims, measured by "
                                     "memtrimd from /proc/<pid>/status before and after."};
 const MetricDef kTrimLastReclaimed{
     "memtrimd_trim_last_reclaimed_bytes",
     MetricType::Gauge,
-    {"measure"},
+    {"pid", "measure"},
     "What the last trim gave back, by measure: rss_swap (/proc status), cgroup (memory.current; "
     "huge pages can keep it from moving), arena_heaps (smaps), reported (by the JVM or the "
-    "agent). Negative when memory grew meanwhile."};
+    "agent). Negative when memory grew meanwhile.",
+    "trim"};
 const MetricDef kTrimDuration{"memtrimd_trim_duration_seconds",
                               MetricType::Histogram,
                               {},
                               "How long trims took (a thread using the same arena waits that "
-                              "long)."};
+                              "long).",
+                              "trim"};
 const MetricDef kTrimLastSuccess{"memtrimd_trim_last_success_timestamp_seconds",
                                  MetricType::Gauge,
-                                 {},
-                                 "When the last successful trim started (Unix epoch)."};
+                                 {"pid"},
+                                 "When the last successful trim started (Unix epoch).",
+                                 "trim"};
 const MetricDef kTrimInterval{"memtrimd_trim_interval_seconds",
                               MetricType::Gauge,
-                              {},
+                              {"pid"},
                               "The trim interval in force now (the base interval, or longer "
-                              "while backing off)."};
+                              "while backing off).",
+                              "trim"};
 
 const MetricDef kProcessCpu{"process_cpu_seconds_total",
                             MetricType::Counter,
@@ -309,21 +362,67 @@ const MetricDef kProcessMaxFds{
 const std::vector<const MetricDef*>& AllMetrics() {
   using namespace metric;
   static const std::vector<const MetricDef*> all = {
-      &kBuildInfo,          &kSamples,           &kSampleAge,          &kCollectorSuccess,
-      &kCollectorDuration,  &kTargetUp,          &kTargetInfo,         &kTargetStartTime,
-      &kTargetResident,     &kTargetSwap,        &kTargetResidentPeak, &kTargetThreads,
-      &kMallocSetting,      &kTargetMemoryLimit, &kCgroupUsage,        &kCgroupMemory,
-      &kTargetOomKills,     &kArenaHeaps,        &kArenaHeapBytes,     &kMainArenaResident,
-      &kSmapsAge,           &kSmapsDuration,     &kMallocArenas,       &kMallocSystem,
-      &kMallocFree,         &kTrimmableEstimate, &kRssBreakdown,       &kJvmAttachable,
-      &kJvmSettingInfo,     &kJvmHeapCommitted,  &kJvmHeapUsed,        &kJvmHeapMax,
-      &kNmtReserved,        &kNmtCommitted,      &kNmtMalloc,          &kRssAccount,
-      &kDirectMemory,       &kDirectMemoryLimit, &kDirectMemoryRatio,  &kBufferPoolUsed,
-      &kBufferPoolCapacity, &kBufferPoolBuffers, &kTempBufferCache,    &kGcCollections,
-      &kGcSeconds,          &kJvmRisk,           &kTrimRuns,           &kTrimReclaimedTotal,
-      &kTrimLastReclaimed,  &kTrimDuration,      &kTrimLastSuccess,    &kTrimInterval,
-      &kProcessCpu,         &kProcessResident,   &kProcessVirtual,     &kProcessStartTime,
-      &kProcessOpenFds,     &kProcessMaxFds,
+      &kBuildInfo,
+      &kSamples,
+      &kSampleAge,
+      &kTargetsWatched,
+      &kTargetsSkipped,
+      &kCollectorFailingTargets,
+      &kCollectorSuccess,
+      &kCollectorDuration,
+      &kTargetUp,
+      &kTargetInfo,
+      &kTargetStartTime,
+      &kTargetResident,
+      &kTargetSwap,
+      &kTargetResidentPeak,
+      &kTargetThreads,
+      &kMallocSetting,
+      &kTargetMemoryLimit,
+      &kCgroupUsage,
+      &kCgroupMemory,
+      &kTargetOomKills,
+      &kArenaHeaps,
+      &kArenaHeapBytes,
+      &kMainArenaResident,
+      &kSmapsAge,
+      &kSmapsDuration,
+      &kMallocArenas,
+      &kMallocSystem,
+      &kMallocFree,
+      &kTrimmableEstimate,
+      &kRssBreakdown,
+      &kJvmAttachable,
+      &kJvmSettingInfo,
+      &kJvmHeapCommitted,
+      &kJvmHeapUsed,
+      &kJvmHeapMax,
+      &kNmtReserved,
+      &kNmtCommitted,
+      &kNmtMalloc,
+      &kRssAccount,
+      &kDirectMemory,
+      &kDirectMemoryLimit,
+      &kDirectMemoryRatio,
+      &kBufferPoolUsed,
+      &kBufferPoolCapacity,
+      &kBufferPoolBuffers,
+      &kTempBufferCache,
+      &kGcCollections,
+      &kGcSeconds,
+      &kJvmRisk,
+      &kTrimRuns,
+      &kTrimReclaimedTotal,
+      &kTrimLastReclaimed,
+      &kTrimDuration,
+      &kTrimLastSuccess,
+      &kTrimInterval,
+      &kProcessCpu,
+      &kProcessResident,
+      &kProcessVirtual,
+      &kProcessStartTime,
+      &kProcessOpenFds,
+      &kProcessMaxFds,
   };
   return all;
 }

@@ -15,6 +15,9 @@ struct MetricDef {
   prometheus::MetricType type;
   std::vector<std::string_view> labels;  // in exposition order
   std::string_view help;
+  // The --metrics.detail family this metric belongs to (metric_detail.h), or
+  // "" for a metric always served.
+  std::string_view detail = "";
 };
 
 namespace metric {
@@ -22,6 +25,9 @@ namespace metric {
 extern const MetricDef kBuildInfo;
 extern const MetricDef kSamples;
 extern const MetricDef kSampleAge;
+extern const MetricDef kTargetsWatched;
+extern const MetricDef kTargetsSkipped;
+extern const MetricDef kCollectorFailingTargets;
 extern const MetricDef kCollectorSuccess;
 extern const MetricDef kCollectorDuration;
 // The target process.

@@ -30,18 +30,18 @@ MetricsText MetricsPage::Render() const {
   };
 
   MetricsText page;
-  page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::system_clock::now()));
+  page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::system_clock::now(), detail_));
   std::lock_guard<std::mutex> lock(mu_);
   // Refreshed under the lock: requests that arrive meanwhile want the same
   // text, and would otherwise each render it again.
   if (snapshot_text_ == nullptr || snapshot_key_ != snap) {
-    snapshot_text_ = shared(SnapshotFamilies(snap.get()));
+    snapshot_text_ = shared(SnapshotFamilies(snap.get(), detail_));
     snapshot_key_ = snap;
   }
   page.snapshot = snapshot_text_;
   if (trims_version) {
     if (trims_text_ == nullptr || trims_key_ != trims_version) {
-      trims_text_ = shared(TrimFamilies(trims_->Stats()));
+      trims_text_ = shared(TrimFamilies(trims_->Stats(), detail_));
       trims_key_ = trims_version;
     }
     page.trims = trims_text_;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/exposition/metric_detail.h"
 #include "daemon/sampling/snapshot.h"
 
 namespace memtrimd {
@@ -47,8 +48,12 @@ class MetricsPage {
 
   // `trims` may be null (no trim engine, no trim families).
   MetricsPage(const SnapshotStore& store, const TrimEngine* trims,
-              std::chrono::milliseconds process_max_age = kProcessMaxAge)
-      : store_(store), trims_(trims), process_max_age_(process_max_age) {}
+              std::chrono::milliseconds process_max_age = kProcessMaxAge,
+              MetricDetail detail = MetricDetail{})
+      : store_(store),
+        trims_(trims),
+        process_max_age_(process_max_age),
+        detail_(std::move(detail)) {}
 
   // The whole text exposition as of now. Thread-safe.
   MetricsText Render() const;
@@ -57,6 +62,7 @@ class MetricsPage {
   const SnapshotStore& store_;
   const TrimEngine* trims_;
   const std::chrono::milliseconds process_max_age_;
+  const MetricDetail detail_;
 
   mutable std::mutex mu_;  // guards the cache below
   // The cache holds its snapshot so that a new snapshot can never be taken

@@ -257,6 +257,12 @@ std::string AgentHint(std::string_view why) {
     return " (the agent did not start; it says why on the program's stderr, e.g. a seccomp "
            "profile that refuses unshare)";
   }
+  // The reason already names the capability memtrimd lacks (a node agent
+  // without CAP_DAC_OVERRIDE): nothing to add.
+  if (why.find("(needs CAP_") != std::string_view::npos &&
+      why.find(" or root)") == std::string_view::npos) {
+    return "";
+  }
   if (why.find("permission denied") != std::string_view::npos) {
     return " (the program made the socket as root and changed uid without glibc's setuid: run "
            "memtrimd as root)";
@@ -718,24 +724,65 @@ std::string RenderTrimJson(const TrimResult& r) {
   return w.str() + "\n";
 }
 
-std::string RenderReportText(const Snapshot* snap, const TrimStats* trims) {
+namespace {
+
+const TrimStats* TrimsOf(const std::vector<TrimStats>* trims, const Target& t) {
+  if (trims == nullptr) return nullptr;
+  for (const TrimStats& s : *trims) {
+    if (s.pid == t.pid && s.start_ticks == t.start_ticks) return &s;
+  }
+  return nullptr;
+}
+
+void TrimStatsJson(JsonWriter& w, const TrimStats& trims) {
+  w.BeginObject();
+  w.Key("pid").Int(trims.pid);
+  w.Key("opted_in").Bool(trims.opted_in);
+  w.Key("backend").String(trims.backend_setting);
+  w.Key("interval_seconds").Double(std::chrono::duration<double>(trims.effective_interval).count());
+  if (trims.next_due_in_seconds) w.Key("next_in_seconds").Double(*trims.next_due_in_seconds);
+  w.Key("in_progress").Bool(trims.in_progress);
+  w.Key("last_skip_reason").String(trims.last_skip_reason);
+  w.Key("reclaimed_total_bytes").Uint(trims.reclaimed_total_bytes);
+  w.Key("recent").BeginArray();
+  for (const TrimResult& r : trims.recent) {
+    w.BeginObject();
+    TrimJsonFields(w, r);
+    w.EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+}  // namespace
+
+std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>* trims) {
   std::string out;
   if (snap == nullptr) {
     out = "no sample yet\n";
   } else if (snap->targets.empty()) {
     out = "no target: " + snap->no_target_reason + "\n";
   } else {
-    for (const TargetSnapshot& ts : snap->targets) out += RenderInspectTable(ts);
-  }
-  if (trims != nullptr) {
-    Table t;
-    RenderTrimStats(t, *trims);
-    out += "\n" + t.Take();
+    if (snap->node_mode) {
+      out += "node-agent mode: " + std::to_string(snap->targets.size()) + " targets watched";
+      if (snap->targets_skipped > 0) {
+        out += ", " + std::to_string(snap->targets_skipped) + " more left out by --targets.max";
+      }
+      out += "\n\n";
+    }
+    for (std::size_t i = 0; i < snap->targets.size(); ++i) {
+      const TargetSnapshot& ts = snap->targets[i];
+      out += (i ? "\n" : "") + RenderInspectTable(ts);
+      if (const TrimStats* st = TrimsOf(trims, ts.target)) {
+        Table t;
+        RenderTrimStats(t, *st);
+        out += "\n" + t.Take();
+      }
+    }
   }
   return out;
 }
 
-std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims) {
+std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>* trims) {
   std::string out = "{\"targets\":[";
   if (snap != nullptr) {
     for (std::size_t i = 0; i < snap->targets.size(); ++i) {
@@ -746,24 +793,28 @@ std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims) {
   }
   out += "],\"no_target_reason\":";
   AppendJsonString(out, snap == nullptr ? "no sample yet" : snap->no_target_reason);
+  if (snap != nullptr) {
+    out += ",\"node_mode\":" + std::string(snap->node_mode ? "true" : "false");
+    out += ",\"targets_skipped\":" + std::to_string(snap->targets_skipped);
+  }
   if (trims != nullptr) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("backend").String(trims->backend_setting);
-    w.Key("interval_seconds")
-        .Double(std::chrono::duration<double>(trims->effective_interval).count());
-    if (trims->next_due_in_seconds) w.Key("next_in_seconds").Double(*trims->next_due_in_seconds);
-    w.Key("in_progress").Bool(trims->in_progress);
-    w.Key("last_skip_reason").String(trims->last_skip_reason);
-    w.Key("reclaimed_total_bytes").Uint(trims->reclaimed_total_bytes);
-    w.Key("recent").BeginArray();
-    for (const TrimResult& r : trims->recent) {
-      w.BeginObject();
-      TrimJsonFields(w, r);
-      w.EndObject();
+    // "trims": one entry per target; "trim": the first target's, as the
+    // sidecar has always served it.
+    std::string all = "[";
+    for (std::size_t i = 0; i < trims->size(); ++i) {
+      JsonWriter w;
+      TrimStatsJson(w, (*trims)[i]);
+      all += (i ? "," : "") + w.str();
     }
-    w.EndArray().EndObject();
-    out += ",\"trim\":" + w.str();
+    out += ",\"trims\":" + all + "]";
+    const TrimStats* first = snap != nullptr && !snap->targets.empty()
+                                 ? TrimsOf(trims, snap->targets.front().target)
+                                 : nullptr;
+    if (first != nullptr) {
+      JsonWriter w;
+      TrimStatsJson(w, *first);
+      out += ",\"trim\":" + w.str();
+    }
   }
   out += "}\n";
   return out;

@@ -15,8 +15,10 @@ std::string RenderInspectJson(const TargetSnapshot& ts);
 // GET /report: the same for every target of the latest snapshot (nullptr:
 // none yet), or why there is none, plus the trim engine's state when there
 // is one (`trims` may be null).
-std::string RenderReportText(const Snapshot* snap, const TrimStats* trims);
-std::string RenderReportJson(const Snapshot* snap, const TrimStats* trims);
+// /report: every target of the snapshot, each with its trims (`trims`:
+// TrimEngine::Stats, or null without a trim engine).
+std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>* trims);
+std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>* trims);
 
 // One trim's outcome (memtrimd trim, POST /api/v1/trim).
 std::string RenderTrimText(const TrimResult& r);

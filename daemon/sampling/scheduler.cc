@@ -10,19 +10,9 @@
 
 namespace memtrimd {
 
-Scheduler::Scheduler(TargetSelector selector, std::vector<CollectorSlot> slots,
-                     std::chrono::milliseconds interval, SnapshotStore& store)
-    : selector_(std::move(selector)), slots_(std::move(slots)), interval_(interval), store_(store) {
-  for (CollectorSlot& slot : slots_) {
-    std::unique_ptr<SlowSource> source;
-    if (slot.own_thread) {
-      // "Every sample" for a socket collector means on the sample interval,
-      // on its own thread.
-      auto every = slot.interval.count() > 0 ? slot.interval : interval_;
-      source = std::make_unique<SlowSource>(slot.collector, every);
-    }
-    slow_.push_back(std::move(source));
-  }
+Scheduler::Scheduler(SchedulerOptions options, TargetSelector selector, SnapshotStore& store)
+    : options_(std::move(options)), selector_(std::move(selector)), store_(store) {
+  if (options_.node) discovery_.emplace(*options_.node, options_.proc_root);
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -39,19 +29,16 @@ void Scheduler::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (std::unique_ptr<SlowSource>& source : slow_) {
-    if (source) source->Stop();
+  std::map<Key, std::shared_ptr<WatchedTarget>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    targets.swap(targets_);
   }
-}
-
-void Scheduler::PointSlowSources() {
-  for (std::unique_ptr<SlowSource>& source : slow_) {
-    if (source) source->SetTarget(target_);
-  }
+  for (auto& [key, target] : targets) target->Stop(std::chrono::milliseconds(50));
 }
 
 void Scheduler::Run() {
-  auto next = std::chrono::steady_clock::now() + interval_;
+  auto next = std::chrono::steady_clock::now() + options_.interval;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     if (cv_.wait_until(lock, next, [this] { return stop_ || tick_now_; })) {
@@ -71,104 +58,116 @@ void Scheduler::Run() {
     // memtrimd's RSS flat; with two small arenas this takes microseconds.
     malloc_trim(0);
     lock.lock();
-    next += interval_;
+    next += options_.interval;
     // After a slow tick, do not fire a burst of catch-up ticks.
     auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now + interval_;
+    if (next < now) next = now + options_.interval;
   }
 }
 
-void Scheduler::CheckTargetAlive() {
-  if (!target_) return;
-  Result<uint64_t> ticks = procfs::ReadStartTicks(target_->proc_dir);
-  if (ticks.ok() && *ticks == target_->start_ticks) return;
-  log::Warn("target exited", {{"pid", std::to_string(target_->pid)}, {"comm", target_->comm}});
-  if (selector_.rule().mode == TargetRule::Mode::kPid) fixed_pid_gone_ = true;
-  target_.reset();
-  // A new target starts with fresh collector state (e.g. smaps read at once).
-  for (CollectorSlot& slot : slots_) {
-    slot.last_run.reset();
-    slot.last_error.clear();
+void Scheduler::Drop(const Key& key, const char* why) {
+  std::shared_ptr<WatchedTarget> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = targets_.find(key);
+    if (it == targets_.end()) return;
+    gone = std::move(it->second);
+    targets_.erase(it);
+    trim_notes_.erase(key);
+    malloc_source_.erase(key);
   }
+  const Target& t = gone->target();
+  log::Info(why, {{"pid", std::to_string(t.pid)}, {"comm", t.comm}});
+  if (!options_.node && selector_.rule().mode == TargetRule::Mode::kPid) fixed_pid_gone_ = true;
+  // Its socket collectors may be waiting out a deadline on the dead process:
+  // let them end on their own rather than hold this tick.
+  gone->Stop(std::chrono::milliseconds(0));
 }
 
-void Scheduler::SelectIfNeeded(std::string& reason) {
-  if (target_) return;
+void Scheduler::Add(const Target& target) {
+  auto watched = std::make_shared<WatchedTarget>(target, options_.collector, options_.switches,
+                                                 options_.interval);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    targets_[{target.pid, target.start_ticks}] = std::move(watched);
+  }
+  log::Info("target selected",
+            {{"pid", std::to_string(target.pid)},
+             {"comm", target.comm},
+             {"runtime", RuntimeName(target.runtime)},
+             {"rule", options_.node ? std::string("node") : selector_.Describe()}});
+}
+
+void Scheduler::DropExited() {
+  std::vector<Key> gone;
+  for (const auto& [key, watched] : targets_) {
+    Result<uint64_t> ticks = procfs::ReadStartTicks(watched->target().proc_dir);
+    if (!ticks.ok() || *ticks != key.second) gone.push_back(key);
+  }
+  for (const Key& key : gone) Drop(key, "target exited");
+}
+
+void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skipped) {
+  if (discovery_) {
+    auto now = std::chrono::steady_clock::now();
+    if (!next_discovery_ || now >= *next_discovery_) {
+      next_discovery_ = now + options_.discovery_interval;
+      Discovery found = discovery_->Discover();
+      skipped_by_cap_ = found.skipped_by_cap;
+      std::map<Key, const Target*> wanted;
+      for (const Target& t : found.targets) wanted[{t.pid, t.start_ticks}] = &t;
+      std::vector<Key> unwanted;
+      for (const auto& [key, watched] : targets_) {
+        if (!wanted.count(key)) unwanted.push_back(key);
+      }
+      // A target pushed out by the cap (or that opted out since) is no
+      // longer watched; one that exited was dropped already.
+      for (const Key& key : unwanted) Drop(key, "target no longer selected");
+      for (const auto& [key, t] : wanted) {
+        if (!targets_.count(key)) Add(*t);
+      }
+    }
+    skipped = skipped_by_cap_;
+    if (targets_.empty()) no_target_reason = "no process matches the node selectors";
+    return;
+  }
+  if (!targets_.empty()) return;
   if (fixed_pid_gone_) {
-    reason = "target pid " + std::to_string(selector_.rule().pid) + " exited";
+    no_target_reason = "target pid " + std::to_string(selector_.rule().pid) + " exited";
     return;
   }
   Result<Target> t = selector_.Select();
   if (!t.ok()) {
-    reason = t.status().message();
-    if (reason != last_no_target_reason_) {
-      log::Warn("no target", {{"rule", selector_.Describe()}, {"reason", reason}});
-      last_no_target_reason_ = reason;
+    no_target_reason = t.status().message();
+    if (no_target_reason != last_no_target_reason_) {
+      log::Warn("no target", {{"rule", selector_.Describe()}, {"reason", no_target_reason}});
+      last_no_target_reason_ = no_target_reason;
     }
     return;
   }
-  target_ = std::move(t).value();
   last_no_target_reason_.clear();
-  log::Info("target selected", {{"pid", std::to_string(target_->pid)},
-                                {"comm", target_->comm},
-                                {"runtime", RuntimeName(target_->runtime)},
-                                {"rule", selector_.Describe()}});
-}
-
-void Scheduler::LogCollectorOutcomes(const TargetSnapshot& ts) {
-  for (const CollectorOutcome& o : ts.collectors) {
-    for (CollectorSlot& slot : slots_) {
-      if (slot.collector->Name() != o.name) continue;
-      // Log a failure once, when it starts or its reason changes, and the
-      // recovery once; not on every sample.
-      if (!o.success && o.error != slot.last_error) {
-        log::Warn("collector failed", {{"collector", o.name}, {"err", o.error}});
-        slot.last_error = o.error;
-      } else if (o.success && !slot.last_error.empty()) {
-        log::Info("collector recovered", {{"collector", o.name}});
-        slot.last_error.clear();
-      }
-    }
-  }
-}
-
-void Scheduler::RereadSmapsForJavaHeap(
-    const TargetSnapshot& prev, const std::vector<std::shared_ptr<const FinishedRun>>& finished) {
-  // The first smaps read of a JVM comes before the jvm collector's first run
-  // (which runs on its own thread), so its breakdown has no Java heap. Once
-  // the heap's range is known, read smaps again at once rather than a whole
-  // --smaps.interval later; once per target, since then the range is known.
-  const std::optional<GlibcHeaps>& glibc = prev.sample.glibc;
-  if (!glibc || glibc->java_heap_known) return;
-  bool range_known = false;
-  for (const std::shared_ptr<const FinishedRun>& run : finished) {
-    if (!run || !run->target.SameProcess(prev.target) || !run->sample.jvm) continue;
-    const std::optional<jvm::HeapInfo>& heap = run->sample.jvm->gc_heap;
-    range_known = range_known || (heap && heap->start && heap->end);
-  }
-  if (!range_known) return;
-  for (CollectorSlot& slot : slots_) {
-    if (slot.collector->Name() == "glibc") slot.last_run.reset();
-  }
+  Add(*t);
 }
 
 void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                           std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
-  // The socket collector that gave the malloc statistics ("agent", or
-  // "jvm" on JDK 21+) reads them again at once; the others keep their
-  // interval (a JVM collector run is several attach commands).
+  const Key key{target.pid, target.start_ticks};
+  std::shared_ptr<WatchedTarget> watched;
   std::string source_name;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    source_name = malloc_source_;
+    auto it = targets_.find(key);
+    if (it == targets_.end()) return;  // gone meanwhile: nothing to refresh
+    watched = it->second;
+    trim_notes_[key] = {ended, true};
+    if (auto m = malloc_source_.find(key); m != malloc_source_.end()) source_name = m->second;
   }
-  std::vector<std::pair<SlowSource*, uint64_t>> rerun;
-  for (std::size_t i = 0; i < slow_.size(); ++i) {
-    if (slow_[i] && slots_[i].collector->Name() == source_name) {
-      rerun.emplace_back(slow_[i].get(), slow_[i]->RunSoon());
-    }
-  }
+  // The socket collector that gave the malloc statistics ("agent", or
+  // "jvm" on JDK 21+) reads them again at once; the others keep their
+  // interval (a JVM collector run is several attach commands).
+  SlowSource* source = source_name.empty() ? nullptr : watched->Source(source_name);
+  uint64_t runs = source != nullptr ? source->RunSoon() : 0;
   auto tick_and_wait = [&] {
     uint64_t seen = 0;
     {
@@ -180,93 +179,76 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
     std::unique_lock<std::mutex> lock(mu_);
     return published_cv_.wait_until(lock, deadline, [&] { return stop_ || published_ > seen; });
   };
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    last_trim_ = {target, ended};
-    refresh_after_trim_ = true;
-  }
   // First a sample with the trim's smaps (older statistics marked stale),
-  // then one with the fresh statistics once the collectors have answered:
-  // the estimate is shown as stale for as long as they take, not for a
-  // whole sample interval.
-  if (!tick_and_wait()) return;
+  // then one with the fresh statistics once the collector has answered: the
+  // estimate is shown as stale for as long as it takes, not for a whole
+  // sample interval.
+  if (!tick_and_wait() || source == nullptr) return;
   // A collector waiting out a stopped target's deadline must not hold up
   // shutdown: wait in slices and give up when it comes.
-  auto reread_by = [&](SlowSource* source, uint64_t runs) {
-    for (;;) {
-      auto now = std::chrono::steady_clock::now();
-      if (now >= deadline || ShutdownRequested()) return false;
-      if (source->WaitForRunsPast(runs, std::min(deadline, now + std::chrono::milliseconds(50)))) {
-        return true;
-      }
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || ShutdownRequested()) return;
+    if (source->WaitForRunsPast(runs, std::min(deadline, now + std::chrono::milliseconds(50)))) {
+      break;
     }
-  };
-  bool reread = !rerun.empty();
-  for (auto& [source, runs] : rerun) reread = reread && reread_by(source, runs);
-  if (reread) tick_and_wait();
+  }
+  tick_and_wait();
 }
 
 void Scheduler::Tick() {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
-  std::optional<std::pair<Target, std::chrono::system_clock::time_point>> last_trim;
+  snap->node_mode = options_.node.has_value();
+  DropExited();
+  std::string reason;
+  std::size_t skipped = 0;
+  UpdateTargets(reason, skipped);
+  snap->targets_skipped = skipped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    last_trim = last_trim_;
-    if (refresh_after_trim_) {
-      // The trim changed what smaps shows: read it again now, not a whole
-      // --smaps.interval later.
-      for (CollectorSlot& slot : slots_) {
-        if (slot.collector->Name() == "glibc") slot.last_run.reset();
-      }
-      refresh_after_trim_ = false;
+    for (auto& [key, note] : trim_notes_) {
+      auto it = targets_.find(key);
+      if (it == targets_.end()) continue;
+      it->second->last_trim_at = note.ended;
+      it->second->refresh_after_trim = note.reread_smaps;
     }
+    trim_notes_.clear();
   }
-  CheckTargetAlive();
-  std::string reason;
-  SelectIfNeeded(reason);
-  PointSlowSources();
-  if (target_) {
-    TargetSnapshot ts;
-    ts.target = *target_;
-    ts.start_time_seconds = ProcessStartTimeSeconds(target_->start_ticks);
+  std::vector<Key> exited;
+  for (auto& [key, watched] : targets_) {
     const TargetSnapshot* prev = nullptr;
-    if (previous_ && !previous_->targets.empty() &&
-        previous_->targets.front().target.SameProcess(*target_)) {
-      prev = &previous_->targets.front();
+    if (previous_ && watched->previous_index &&
+        *watched->previous_index < previous_->targets.size() &&
+        previous_->targets[*watched->previous_index].target.SameProcess(watched->target())) {
+      prev = &previous_->targets[*watched->previous_index];
     }
-    std::vector<std::shared_ptr<const FinishedRun>> finished;
-    for (const std::unique_ptr<SlowSource>& source : slow_) {
-      finished.push_back(source ? source->Latest() : nullptr);
-    }
-    if (prev != nullptr) RereadSmapsForJavaHeap(*prev, finished);
-    SampleTarget(slots_, false, prev, ts, &finished);
+    TargetSnapshot ts = watched->Sample(prev);
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.
-    CheckTargetAlive();
-    if (last_trim && last_trim->first.SameProcess(ts.target)) {
-      ts.sample.last_trim_at = last_trim->second;
+    Result<uint64_t> ticks = procfs::ReadStartTicks(watched->target().proc_dir);
+    if (!ticks.ok() || *ticks != key.second) {
+      exited.push_back(key);
+      continue;
     }
-    if (target_) {
-      LogCollectorOutcomes(ts);
-      snap->targets.push_back(std::move(ts));
-    } else {
-      reason = "target exited";
-      PointSlowSources();
-    }
+    watched->previous_index = snap->targets.size();
+    snap->targets.push_back(std::move(ts));
   }
-  snap->no_target_reason = reason;
+  for (const Key& key : exited) Drop(key, "target exited");
+  if (snap->targets.empty() && reason.empty()) reason = "target exited";
+  snap->no_target_reason = snap->targets.empty() ? reason : "";
   snap->taken_at = std::chrono::system_clock::now();
-  std::string malloc_source;
-  if (!snap->targets.empty() && snap->targets.front().sample.malloc) {
-    malloc_source = snap->targets.front().sample.malloc->source;
+  std::map<Key, std::string> sources;
+  for (const TargetSnapshot& ts : snap->targets) {
+    sources[{ts.target.pid, ts.target.start_ticks}] =
+        ts.sample.malloc ? ts.sample.malloc->source : "";
   }
   previous_ = snap;
   store_.Publish(std::move(snap));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++published_;
-    malloc_source_ = malloc_source;
+    malloc_source_ = std::move(sources);
   }
   published_cv_.notify_all();
 }

@@ -1,28 +1,45 @@
-// The sampling loop: keeps a target (re-selecting when it exits), runs the
-// collectors on their intervals and publishes one Snapshot per tick. The
-// collectors that talk to the target over a socket run on threads of their
-// own (SlowSource); a tick takes their latest finished run and never waits
-// for them, so a stopped or hung target cannot stretch the sample interval.
+// The sampling loop: keeps the set of watched targets (one in sidecar mode,
+// every matching process in node-agent mode), runs each target's collectors
+// on their intervals and publishes one Snapshot per tick. The collectors
+// that talk to a target over a socket run on threads of that target's own
+// (WatchedTarget, SlowSource); a tick takes their latest finished run and
+// never waits for them, so a stopped or hung target stretches neither the
+// sample interval nor any other target's sample.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "daemon/sampling/collector_set.h"
-#include "daemon/sampling/slow_source.h"
+#include "daemon/sampling/collector_registry.h"
+#include "daemon/sampling/node_discovery.h"
 #include "daemon/sampling/snapshot.h"
 #include "daemon/sampling/target_selector.h"
+#include "daemon/sampling/watched_target.h"
 
 namespace memtrimd {
 
+struct SchedulerOptions {
+  std::chrono::milliseconds interval{10000};
+  CollectorOptions collector;
+  CollectorSwitches switches;
+  // Set: node-agent mode, targets found by NodeDiscovery every
+  // discovery_interval. Unset: the one target of the TargetSelector.
+  std::optional<NodeSelectors> node;
+  std::chrono::milliseconds discovery_interval{30000};
+  std::string proc_root = "/proc";
+};
+
 class Scheduler {
  public:
-  Scheduler(TargetSelector selector, std::vector<CollectorSlot> slots,
-            std::chrono::milliseconds interval, SnapshotStore& store);
+  // `selector` is used in sidecar mode (options.node unset).
+  Scheduler(SchedulerOptions options, TargetSelector selector, SnapshotStore& store);
   ~Scheduler();
 
   // Takes the first sample synchronously (so /metrics has data from the
@@ -37,33 +54,38 @@ class Scheduler {
   void Tick();
 
   // Called by the trim engine after a successful trim of `target` that
-  // ended at `ended`: asks the socket collector that gives the malloc
-  // statistics for fresh ones at once, publishes a sample with smaps read again (older statistics
-  // marked as read before the trim), then, once the collectors have
-  // answered, one with the fresh statistics; returns then (or after `wait`),
-  // so that a /report read after a manual trim never shows an estimate from
-  // before it as current.
+  // ended at `ended`: asks the socket collector that gives that target's
+  // malloc statistics for fresh ones at once, publishes a sample with smaps
+  // read again (older statistics marked as read before the trim), then, once
+  // the collector has answered, one with the fresh statistics; returns then
+  // (or after `wait`), so that a /report read after a manual trim never
+  // shows an estimate from before it as current.
   void AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                  std::chrono::milliseconds wait = std::chrono::seconds(2));
 
  private:
-  void Run();
-  // Drops the target when its (pid, start time) no longer exists.
-  void CheckTargetAlive();
-  void SelectIfNeeded(std::string& reason);
-  void LogCollectorOutcomes(const TargetSnapshot& ts);
-  void PointSlowSources();
-  void RereadSmapsForJavaHeap(const TargetSnapshot& prev,
-                              const std::vector<std::shared_ptr<const FinishedRun>>& finished);
+  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
+  struct TrimNote {
+    std::chrono::system_clock::time_point ended;
+    bool reread_smaps = true;
+  };
 
+  void Run();
+  // Drops every target whose (pid, start time) no longer exists.
+  void DropExited();
+  void Drop(const Key& key, const char* why);
+  void Add(const Target& target);
+  // Sidecar: selects a target when there is none. Node: re-discovers when due.
+  void UpdateTargets(std::string& no_target_reason, std::size_t& skipped);
+
+  SchedulerOptions options_;
   TargetSelector selector_;
-  std::vector<CollectorSlot> slots_;
-  // One per slot; set for own_thread slots only.
-  std::vector<std::unique_ptr<SlowSource>> slow_;
-  std::chrono::milliseconds interval_;
+  std::optional<NodeDiscovery> discovery_;
   SnapshotStore& store_;
 
-  std::optional<Target> target_;
+  std::map<Key, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
+  std::optional<std::chrono::steady_clock::time_point> next_discovery_;
+  std::size_t skipped_by_cap_ = 0;
   // Set when a --target.pid target exited: a fixed pid is never re-picked,
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;
@@ -74,14 +96,13 @@ class Scheduler {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  // Guarded by mu_: the last trim (AfterTrim), whether the next tick must
-  // re-read smaps, whether to tick before the interval is up, and how many
-  // snapshots were published (AfterTrim waits for the next one).
-  std::optional<std::pair<Target, std::chrono::system_clock::time_point>> last_trim_;
-  bool refresh_after_trim_ = false;
+  // Guarded by mu_: trims the next tick must take into account, whether to
+  // tick before the interval is up, how many snapshots were published
+  // (AfterTrim waits for the next one), and each target's malloc source.
+  std::map<Key, TrimNote> trim_notes_;
   bool tick_now_ = false;
   uint64_t published_ = 0;
-  std::string malloc_source_;  // MallocStats::source of the latest sample
+  std::map<Key, std::string> malloc_source_;
   std::condition_variable published_cv_;
   std::thread thread_;
 };

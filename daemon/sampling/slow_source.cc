@@ -52,7 +52,7 @@ std::shared_ptr<const FinishedRun> SlowSource::Latest() const {
   return state_->latest;
 }
 
-void SlowSource::Stop() {
+void SlowSource::Stop(std::chrono::milliseconds grace) {
   if (!thread_.joinable()) return;
   bool exited = false;
   {
@@ -61,8 +61,7 @@ void SlowSource::Stop() {
     state_->cv.notify_all();
     // An idle thread ends at once; a short grace lets a run that is about to
     // finish end cleanly rather than be abandoned.
-    exited =
-        state_->cv.wait_for(lock, std::chrono::milliseconds(50), [this] { return state_->exited; });
+    exited = state_->cv.wait_for(lock, grace, [this] { return state_->exited; });
   }
   if (exited) {
     thread_.join();

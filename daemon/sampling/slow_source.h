@@ -5,8 +5,9 @@
 // stretched every sample. The scheduler never waits for it: each tick takes
 // the latest finished run (FinishedRun) for the same target.
 //
-// One source serves one target at a time; a set of targets would hold one
-// per target, so that one target's stall never delays another's.
+// One source serves one target at a time; the scheduler holds one per
+// watched target (WatchedTarget), so that one target's stall never delays
+// another's.
 #pragma once
 
 #include <chrono>
@@ -45,7 +46,9 @@ class SlowSource {
   // Ends the thread. A run in progress is not waited for: its thread is
   // left to end at its deadline (it holds only its own state) and counted
   // as abandoned, so that the daemon can exit.
-  void Stop();
+  // `grace`: how long to wait for a run that is about to finish (the daemon
+  // at shutdown); a target that exited is let go at once.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(50));
 
  private:
   struct State;

@@ -36,9 +36,12 @@ struct Snapshot {
   uint64_t sequence = 0;  // samples taken so far, this one included
   std::chrono::system_clock::time_point taken_at{};
   // Empty: no target right now (memtrimd_target_up 0). Sidecar mode has at
-  // most one; the vector is the seam for watching a set.
+  // most one; node-agent mode one per watched process, in (pid, start) order.
   std::vector<TargetSnapshot> targets;
   std::string no_target_reason;  // why `targets` is empty
+  bool node_mode = false;
+  // Processes the node selectors matched but --targets.max left out.
+  std::size_t targets_skipped = 0;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an

@@ -10,11 +10,12 @@
 #include "collectors/procfs/cmdline.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
+#include "daemon/sampling/node_discovery.h"
 
 namespace memtrimd {
 namespace {
 
-bool IsMemtrimd(std::string_view comm) { return comm == "memtrimd"; }
+bool IsMemtrimd(std::string_view comm) { return IsMemtrimdComm(comm); }
 
 // Ties go to the lower pid (usually the older process), so the choice is
 // stable from one scan to the next.

@@ -31,17 +31,7 @@ TrimEngine::TrimEngine(TrimEngineOptions options, const SnapshotStore& store)
     : options_(std::move(options)),
       store_(store),
       // Seeded per process, so replicas draw different jitter. Used under mu_.
-      rng_(std::random_device{}()),
-      policy_(options_.policy,
-              [this] { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }) {
-  stats_.duration_bucket_counts.assign(std::size(kTrimDurationBuckets), 0);
-  for (const auto& [result, reason] : kTrimRunSeries) {
-    stats_.runs[{std::string(result), std::string(reason)}] = 0;
-  }
-  stats_.effective_interval = options_.policy.interval;
-  stats_.backend_setting = TrimBackendName(options_.trim.backend);
-  policy_.Reset(TrimPolicy::Clock::now());
-}
+      rng_(std::random_device{}()) {}
 
 TrimEngine::~TrimEngine() { Stop(); }
 
@@ -71,12 +61,63 @@ void TrimEngine::Run() {
   }
 }
 
-TrimInputs TrimEngine::InputsFrom(const Snapshot* snap, std::optional<Target>& target) const {
+TrimStats TrimEngine::NewStats(const Target& target) const {
+  TrimStats st;
+  st.pid = target.pid;
+  st.start_ticks = target.start_ticks;
+  st.opted_in = OptedIn(target);
+  st.duration_bucket_counts.assign(std::size(kTrimDurationBuckets), 0);
+  for (const auto& [result, reason] : kTrimRunSeries) {
+    st.runs[{std::string(result), std::string(reason)}] = 0;
+  }
+  st.effective_interval = options_.policy.interval;
+  st.backend_setting = TrimBackendName(options_.trim.backend);
+  return st;
+}
+
+bool TrimEngine::OptedIn(const Target& target) const {
+  if (target.trim_opt_in) return *target.trim_opt_in;
+  return !options_.only_opted_in;
+}
+
+TrimEngine::PerTarget* TrimEngine::Find(const Key& key) {
+  auto it = targets_.find(key);
+  return it == targets_.end() ? nullptr : &it->second;
+}
+
+void TrimEngine::Follow(const Snapshot* snap, TrimPolicy::Clock::time_point now) {
+  std::map<Key, const TargetSnapshot*> seen;
+  if (snap != nullptr) {
+    for (const TargetSnapshot& ts : snap->targets) {
+      seen[{ts.target.pid, ts.target.start_ticks}] = &ts;
+    }
+  }
+  bool changed = false;
+  for (auto it = targets_.begin(); it != targets_.end();) {
+    if (seen.count(it->first) || it->second.stats.in_progress) {
+      ++it;
+    } else {
+      it = targets_.erase(it);
+      changed = true;
+    }
+  }
+  for (const auto& [key, ts] : seen) {
+    if (targets_.count(key)) continue;
+    auto [it, inserted] = targets_.try_emplace(key, options_.policy, [this] {
+      return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+    });
+    it->second.target = ts->target;
+    it->second.stats = NewStats(ts->target);
+    it->second.policy.Reset(now);  // a new target starts one interval from now
+    changed = true;
+  }
+  if (changed) metrics_version_.fetch_add(1, std::memory_order_release);
+}
+
+TrimInputs TrimEngine::InputsFrom(const TargetSnapshot& ts) const {
   TrimInputs in;
-  if (snap == nullptr || snap->targets.empty()) return in;
-  const TargetSnapshot& ts = snap->targets.front();
-  target = ts.target;
   in.target_up = true;
+  in.opted_in = OptedIn(ts.target);
   const TargetSample& s = ts.sample;
   if (s.process) {
     in.rss_bytes = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
@@ -87,100 +128,145 @@ TrimInputs TrimEngine::InputsFrom(const Snapshot* snap, std::optional<Target>& t
   return in;
 }
 
-void TrimEngine::ApplyBackend(const Target& target, const TargetSample& s, TrimInputs& in) {
+void TrimEngine::ApplyBackend(PerTarget& pt, const TargetSample& s, TrimInputs& in) {
   // REQUIRES: mu_ held. Resolved once per target: ResolveBackend reads
   // /proc/<pid>/maps to find the agent, and a preloaded library is there from
   // exec on, so re-reading it on every tick would only cost the target.
-  if (!backend_) backend_ = ResolveBackend(target, options_.trim.backend);
-  if (!backend_->ok()) {
+  if (!pt.backend) pt.backend = ResolveBackend(pt.target, options_.trim.backend);
+  if (!pt.backend->ok()) {
     in.backend_available = false;
     in.backend_unavailable_reason =
         options_.trim.backend == TrimBackendKind::kJvm ? "not_a_jvm" : "no_agent";
-  } else if (**backend_ == TrimBackendKind::kJvm && s.jvm && !s.jvm->attachable) {
+  } else if (**pt.backend == TrimBackendKind::kJvm && s.jvm && !s.jvm->attachable) {
     in.backend_available = false;
     in.backend_unavailable_reason = "not_attachable";
   }
 }
 
-void TrimEngine::Count(const std::string& result, const std::string& reason) {
+void TrimEngine::Count(PerTarget& pt, const std::string& result, const std::string& reason) {
   // REQUIRES: mu_ held. Every finished run, trim or skip, is counted here,
   // after the policy has taken its outcome.
-  ++stats_.runs[{result, reason}];
+  ++pt.stats.runs[{result, reason}];
   metrics_version_.fetch_add(1, std::memory_order_release);
+}
+
+bool TrimEngine::RateCapReached(TrimPolicy::Clock::time_point now) {
+  // REQUIRES: mu_ held.
+  while (!started_.empty() && now - started_.front() >= std::chrono::minutes(1)) {
+    started_.pop_front();
+  }
+  return options_.max_per_minute > 0 &&
+         started_.size() >= static_cast<std::size_t>(options_.max_per_minute);
 }
 
 void TrimEngine::Tick() {
   std::shared_ptr<const Snapshot> snap = store_.Latest();
-  std::optional<Target> target;
-  TrimInputs in = InputsFrom(snap.get(), target);
-  TrimDecision d;
+  std::optional<std::pair<Key, Target>> chosen;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = TrimPolicy::Clock::now();
-    if (target) {
-      std::pair<pid_t, uint64_t> id{target->pid, target->start_ticks};
-      if (current_ != id) {
-        current_ = id;
-        backend_.reset();
-        policy_.Reset(now);  // a new target starts one interval from now
-      }
+    Follow(snap.get(), now);
+    if (!snap) return;
+    // The most overdue first, so that under the rate cap every target gets
+    // its turn.
+    std::vector<const TargetSnapshot*> order;
+    for (const TargetSnapshot& ts : snap->targets) order.push_back(&ts);
+    std::stable_sort(order.begin(), order.end(),
+                     [this](const TargetSnapshot* a, const TargetSnapshot* b) {
+                       return Find({a->target.pid, a->target.start_ticks})->policy.next_due() <
+                              Find({b->target.pid, b->target.start_ticks})->policy.next_due();
+                     });
+    const bool capped = RateCapReached(now);
+    for (const TargetSnapshot* ts : order) {
+      Key key{ts->target.pid, ts->target.start_ticks};
+      PerTarget& pt = *Find(key);
       // Whether a JVM trims itself, or can be attached to, comes from the
       // jvm collector, which runs on its own thread: no decision before its
       // first run for this target (the trim is not due yet, not skipped).
-      const std::vector<std::string>& pending = snap->targets.front().pending;
-      if (std::find(pending.begin(), pending.end(), "jvm") != pending.end()) return;
-      ApplyBackend(*target, snap->targets.front().sample, in);
-    }
-    d = policy_.Decide(now, in);
-    if (d.action == TrimDecision::Action::kSkip) {
-      Count("skipped", d.reason);
-      if (d.reason != stats_.last_skip_reason) {
-        log::Info("trim skipped", {{"reason", d.reason}});
+      if (std::find(ts->pending.begin(), ts->pending.end(), "jvm") != ts->pending.end()) continue;
+      TrimInputs in = InputsFrom(*ts);
+      ApplyBackend(pt, ts->sample, in);
+      TrimDecision d = pt.policy.Decide(now, in);
+      if (d.action == TrimDecision::Action::kSkip) {
+        Count(pt, "skipped", d.reason);
+        if (d.reason != pt.stats.last_skip_reason) {
+          log::Info("trim skipped", {{"pid", std::to_string(key.first)}, {"reason", d.reason}});
+        }
+        pt.stats.last_skip_reason = d.reason;
       }
-      stats_.last_skip_reason = d.reason;
+      if (pt.stats.effective_interval != pt.policy.effective_interval()) {
+        pt.stats.effective_interval = pt.policy.effective_interval();
+        metrics_version_.fetch_add(1, std::memory_order_release);
+      }
+      if (d.action != TrimDecision::Action::kTrim) continue;
+      if (chosen) continue;  // one trim at a time: the next tick takes the next one
+      if (capped) {
+        // Due, but the node has started its quota of trims this minute: it
+        // waits (still due) rather than being skipped; counted once a wait.
+        if (!pt.deferred) Count(pt, "deferred", "node_rate_limit");
+        pt.deferred = true;
+        continue;
+      }
+      pt.deferred = false;
+      chosen.emplace(key, ts->target);
     }
-    if (stats_.effective_interval != policy_.effective_interval()) {
-      stats_.effective_interval = policy_.effective_interval();
-      metrics_version_.fetch_add(1, std::memory_order_release);
-    }
-    if (d.action != TrimDecision::Action::kTrim) return;
   }
+  if (!chosen) return;
   std::unique_lock<std::mutex> busy(trim_mu_, std::try_to_lock);
   if (!busy.owns_lock()) return;  // a manual trim is running; try next tick
+  (void)RunTrim(chosen->first, chosen->second, "scheduled");
+}
+
+Result<TrimResult> TrimEngine::RunTrim(const Key& key, const Target& target, const char* trigger) {
+  // REQUIRES: trim_mu_ held, mu_ not held.
+  const bool scheduled = std::string_view(trigger) == "scheduled";
   {
     std::lock_guard<std::mutex> lock(mu_);
-    policy_.Begin(TrimPolicy::Clock::now());
-    stats_.in_progress = true;
+    auto now = TrimPolicy::Clock::now();
+    if (PerTarget* pt = Find(key)) {
+      if (scheduled) pt->policy.Begin(now);
+      pt->stats.in_progress = true;
+    }
+    if (scheduled) started_.push_back(now);
   }
-  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(*target, options_.trim);
+  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(target, options_.trim);
   std::unique_lock<std::mutex> lock(mu_);
-  stats_.in_progress = false;
+  PerTarget* pt = Find(key);
+  if (pt != nullptr) pt->stats.in_progress = false;
   if (!done) {
-    log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target->pid)}});
-    return;
+    log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target.pid)}});
+    return Status(ErrorCode::kUnavailable, "memtrimd is shutting down");
   }
   Result<TrimResult>& r = *done;
   if (!r.ok()) {
     // The target went away or lost its backend between the snapshot and now.
-    policy_.Finish(TrimPolicy::Clock::now(), std::nullopt, std::nullopt);
-    Count("failure", r.status().code() == ErrorCode::kNotFound ? "target_gone" : "unavailable");
-    log::Warn("trim failed", {{"pid", std::to_string(target->pid)}, {"err", r.status().message()}});
-    return;
+    if (pt != nullptr) {
+      if (scheduled) pt->policy.Finish(TrimPolicy::Clock::now(), std::nullopt, std::nullopt);
+      Count(*pt, "failure",
+            scheduled && r.status().code() == ErrorCode::kNotFound ? "target_gone" : "unavailable");
+    }
+    log::Warn("trim failed", {{"pid", std::to_string(target.pid)}, {"err", r.status().message()}});
+    return r.status();
   }
-  r->trigger = "scheduled";
+  r->trigger = trigger;
   bool overran = r->duration_seconds * 1000 > static_cast<double>(options_.trim.timeout.count());
-  if (overran && r->success) {
+  if (scheduled && overran && r->success) {
     // Finished, but later than its deadline: report it as such.
     r->success = false;
     r->reason = "deadline";
     r->error = "trim took " + std::to_string(r->duration_seconds) + " s, past its deadline";
   }
-  policy_.Finish(TrimPolicy::Clock::now(),
-                 r->success ? std::optional<int64_t>(r->ReclaimedRssSwap()) : std::nullopt,
-                 r->after.arena_resident_bytes);
-  Record(*r);
+  if (pt != nullptr) {
+    if (scheduled) {
+      pt->policy.Finish(TrimPolicy::Clock::now(),
+                        r->success ? std::optional<int64_t>(r->ReclaimedRssSwap()) : std::nullopt,
+                        r->after.arena_resident_bytes);
+    }
+    Record(*pt, *r);
+  }
   lock.unlock();
-  NotifyTrimmed(*target, *r);
+  NotifyTrimmed(target, *r);
+  return r;
 }
 
 void TrimEngine::NotifyTrimmed(const Target& target, const TrimResult& r) const {
@@ -191,24 +277,24 @@ void TrimEngine::NotifyTrimmed(const Target& target, const TrimResult& r) const 
   after_trim_(target, ended);
 }
 
-void TrimEngine::Record(const TrimResult& r) {
+void TrimEngine::Record(PerTarget& pt, const TrimResult& r) {
   // REQUIRES: mu_ held.
-  Count(r.success ? "success" : "failure", r.success ? r.trigger : r.reason);
-  stats_.duration_count++;
-  stats_.duration_sum += r.duration_seconds;
+  TrimStats& st = pt.stats;
+  Count(pt, r.success ? "success" : "failure", r.success ? r.trigger : r.reason);
+  st.duration_count++;
+  st.duration_sum += r.duration_seconds;
   for (std::size_t i = 0; i < std::size(kTrimDurationBuckets); ++i) {
-    if (r.duration_seconds <= kTrimDurationBuckets[i]) stats_.duration_bucket_counts[i]++;
+    if (r.duration_seconds <= kTrimDurationBuckets[i]) st.duration_bucket_counts[i]++;
   }
   if (r.success) {
     int64_t rec = r.ReclaimedRssSwap();
-    if (rec > 0) stats_.reclaimed_total_bytes += static_cast<uint64_t>(rec);
-    stats_.last_success_unix_seconds =
-        std::chrono::duration<double>(r.at.time_since_epoch()).count();
+    if (rec > 0) st.reclaimed_total_bytes += static_cast<uint64_t>(rec);
+    st.last_success_unix_seconds = std::chrono::duration<double>(r.at.time_since_epoch()).count();
   }
-  stats_.last = r;
-  stats_.recent.push_front(r);
-  if (stats_.recent.size() > kRecent) stats_.recent.pop_back();
-  stats_.last_skip_reason.clear();
+  st.last = r;
+  st.recent.push_front(r);
+  if (st.recent.size() > kRecent) st.recent.pop_back();
+  st.last_skip_reason.clear();
   auto opt = [](std::optional<int64_t> v) { return v ? Signed(*v) : std::string("unknown"); };
   auto optu = [](std::optional<uint64_t> v) {
     return v ? std::to_string(*v) : std::string("unknown");
@@ -229,44 +315,48 @@ void TrimEngine::Record(const TrimResult& r) {
              {"err", r.error}});
 }
 
-Result<TrimResult> TrimEngine::TrimManually() {
+Result<TrimResult> TrimEngine::TrimManually(std::optional<pid_t> pid) {
   std::unique_lock<std::mutex> busy(trim_mu_, std::try_to_lock);
   if (!busy.owns_lock()) return Status(ErrorCode::kBusy, "a trim is already running");
   std::shared_ptr<const Snapshot> snap = store_.Latest();
   if (!snap || snap->targets.empty()) return Status(ErrorCode::kNotFound, "no target");
-  Target target = snap->targets.front().target;
+  const TargetSnapshot* ts = nullptr;
+  if (!pid) {
+    if (snap->targets.size() > 1) {
+      return Status(ErrorCode::kInvalidArgument, std::to_string(snap->targets.size()) +
+                                                     " targets are watched: say which (pid=N)");
+    }
+    ts = &snap->targets.front();
+  } else {
+    for (const TargetSnapshot& t : snap->targets) {
+      if (t.target.pid == *pid) ts = &t;
+    }
+    if (ts == nullptr)
+      return Status(ErrorCode::kNotFound, "pid " + std::to_string(*pid) + " is not watched");
+  }
+  Target target = ts->target;
   {
+    // A manual trim of a target the engine has not seen yet (the first
+    // snapshot of it is this one) is still recorded.
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.in_progress = true;
+    Follow(snap.get(), TrimPolicy::Clock::now());
   }
-  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(target, options_.trim);
-  std::unique_lock<std::mutex> lock(mu_);
-  stats_.in_progress = false;
-  if (!done) {
-    log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target.pid)}});
-    return Status(ErrorCode::kUnavailable, "memtrimd is shutting down");
-  }
-  Result<TrimResult>& r = *done;
-  if (!r.ok()) {
-    Count("failure", "unavailable");
-    return r.status();
-  }
-  r->trigger = "manual";
-  Record(*r);
-  lock.unlock();
-  NotifyTrimmed(target, *r);
-  return r;
+  return RunTrim({target.pid, target.start_ticks}, target, "manual");
 }
 
-TrimStats TrimEngine::Stats() const {
+std::vector<TrimStats> TrimEngine::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  TrimStats s = stats_;
-  s.effective_interval = policy_.effective_interval();
-  if (options_.policy.interval.count() > 0 && !policy_.in_progress()) {
-    s.next_due_in_seconds =
-        std::chrono::duration<double>(policy_.next_due() - TrimPolicy::Clock::now()).count();
+  std::vector<TrimStats> out;
+  for (const auto& [key, pt] : targets_) {
+    TrimStats s = pt.stats;
+    s.effective_interval = pt.policy.effective_interval();
+    if (options_.policy.interval.count() > 0 && !pt.policy.in_progress()) {
+      s.next_due_in_seconds =
+          std::chrono::duration<double>(pt.policy.next_due() - TrimPolicy::Clock::now()).count();
+    }
+    out.push_back(std::move(s));
   }
-  return s;
+  return out;
 }
 
 }  // namespace memtrimd

@@ -1,7 +1,8 @@
-// The trim engine: on its own thread, asks the policy whether a trim is due
-// for the current target, performs it (never two at once), and keeps the
-// results for /metrics, /report and the log. Manual trims (the HTTP API) go
-// through the same engine so they too are never concurrent.
+// The trim engine: on its own thread, asks each watched target's policy
+// whether a trim is due, performs one at a time (never two at once on the
+// node, and at most --trim.max-per-minute started in any minute), and keeps
+// each target's results for /metrics, /report and the log. Manual trims (the
+// HTTP API) go through the same engine so they too are never concurrent.
 #pragma once
 
 #include <atomic>
@@ -27,8 +28,12 @@ namespace memtrimd {
 inline constexpr double kTrimDurationBuckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,
                                                   2.5,  5,    10,  30,   60};
 
-// Everything /metrics and /report need, copied out under the lock.
+// Everything /metrics and /report need of one target, copied out under the
+// lock.
 struct TrimStats {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  bool opted_in = true;  // whether the engine trims it on a schedule
   std::map<std::pair<std::string, std::string>, uint64_t> runs;  // (result, reason) -> count
   uint64_t reclaimed_total_bytes = 0;  // sum of positive RSS+swap reclaimed
   std::optional<TrimResult> last;
@@ -47,6 +52,10 @@ struct TrimStats {
 struct TrimEngineOptions {
   TrimPolicyConfig policy;
   TrimOptions trim;
+  // Trim only targets that opted in (MEMTRIMD_TRIM=1); otherwise every
+  // target but those that opted out (MEMTRIMD_TRIM=0).
+  bool only_opted_in = false;
+  int max_per_minute = 0;  // trims started on the node in any 60 s; 0: no cap
 };
 
 class TrimEngine {
@@ -67,12 +76,15 @@ class TrimEngine {
   // not wait for a trim blocked on its target: the trim is abandoned.
   void Stop();
 
-  // A trim now, outside the schedule. kUnavailable when one is running, or
-  // there is no target or backend, or at shutdown (the caller, an HTTP
-  // worker, is not kept waiting for a trim blocked on a stopped target).
-  Result<TrimResult> TrimManually();
+  // A trim of `pid` now (nullopt: the one target; an error when there are
+  // several), outside the schedule. kBusy when one is running; kNotFound
+  // when there is no such target; kUnavailable at shutdown (the caller, an
+  // HTTP worker, is not kept waiting for a trim blocked on a stopped target).
+  Result<TrimResult> TrimManually(std::optional<pid_t> pid = std::nullopt);
 
-  TrimStats Stats() const;
+  // One entry per target of the latest snapshot the engine has seen, in pid
+  // order.
+  std::vector<TrimStats> Stats() const;
 
   // Changes whenever a figure the trim metrics show (TrimFamilies: run
   // counts, the last result, durations, the effective interval) may have
@@ -80,24 +92,42 @@ class TrimEngine {
   uint64_t MetricsVersion() const { return metrics_version_.load(std::memory_order_acquire); }
 
  private:
+  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
+  struct PerTarget {
+    PerTarget(const TrimPolicyConfig& config, std::function<double()> uniform01)
+        : policy(config, std::move(uniform01)) {}
+    Target target;
+    TrimPolicy policy;
+    TrimStats stats;
+    std::optional<Result<TrimBackendKind>> backend;  // resolved once
+    bool deferred = false;                           // due, held back by the node-wide rate cap
+  };
+
   void NotifyTrimmed(const Target& target, const TrimResult& r) const;
   AfterTrimHook after_trim_;
   void Run();
   void Tick();
-  TrimInputs InputsFrom(const Snapshot* snap, std::optional<Target>& target) const;
-  void ApplyBackend(const Target& target, const TargetSample& sample, TrimInputs& in);
-  void Record(const TrimResult& r);
-  void Count(const std::string& result, const std::string& reason);
+  // REQUIRES: mu_ held. Follows the snapshot's targets: new ones start one
+  // interval from now, gone ones (and their series) are dropped.
+  void Follow(const Snapshot* snap, TrimPolicy::Clock::time_point now);
+  bool OptedIn(const Target& target) const;
+  TrimInputs InputsFrom(const TargetSnapshot& ts) const;
+  void ApplyBackend(PerTarget& pt, const TargetSample& sample, TrimInputs& in);
+  void Record(PerTarget& pt, const TrimResult& r);
+  void Count(PerTarget& pt, const std::string& result, const std::string& reason);
+  bool RateCapReached(TrimPolicy::Clock::time_point now);
+  PerTarget* Find(const Key& key);
+  // Runs one trim of `target` (trim_mu_ held) and records it.
+  Result<TrimResult> RunTrim(const Key& key, const Target& target, const char* trigger);
+  TrimStats NewStats(const Target& target) const;
 
   TrimEngineOptions options_;
   const SnapshotStore& store_;
 
-  mutable std::mutex mu_;  // guards rng_, policy_, stats_, current_
+  mutable std::mutex mu_;  // guards rng_, targets_, started_
   std::mt19937_64 rng_;
-  TrimPolicy policy_;
-  TrimStats stats_;
-  std::optional<std::pair<pid_t, uint64_t>> current_;  // target identity the policy tracks
-  std::optional<Result<TrimBackendKind>> backend_;     // for current_, resolved once
+  std::map<Key, PerTarget> targets_;
+  std::deque<TrimPolicy::Clock::time_point> started_;  // for --trim.max-per-minute
   std::mutex trim_mu_;  // held for the whole of a trim: never two at once
 
   std::atomic<uint64_t> metrics_version_{0};

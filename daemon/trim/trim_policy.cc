@@ -44,6 +44,7 @@ TrimDecision TrimPolicy::Decide(Clock::time_point now, const TrimInputs& in) {
     return TrimDecision{Action::kSkip, std::move(reason)};
   };
   if (!in.target_up) return skip("no_target");
+  if (!in.opted_in) return skip("not_opted_in");
   if (in.jvm_trims_itself && !config_.force_when_jvm_trims) return skip("jvm_trims_itself");
   if (!in.backend_available) return skip(in.backend_unavailable_reason);
   if (config_.min_limit_ratio) {

@@ -5,6 +5,7 @@
 // - a base interval (0 disables trimming), with jitter so the replicas of a
 //   Deployment do not trim in lockstep;
 // - an optional gate: trim only while RSS / memory limit >= a ratio;
+// - skip a target that did not opt in (node-agent mode) or opted out;
 // - skip when the JVM trims itself (TrimNativeHeapInterval > 0), unless forced;
 // - backoff when trims stop paying: after K trims in a row that give back
 //   less than a floor, double the interval up to a maximum; go back to the
@@ -41,6 +42,9 @@ struct TrimInputs {
   bool jvm_trims_itself = false;
   bool backend_available = true;
   std::string backend_unavailable_reason;  // counted as the skip reason
+  // False for a target that opted out (MEMTRIMD_TRIM=0), or, with
+  // --trim.targets=opted-in, did not opt in.
+  bool opted_in = true;
 };
 
 struct TrimDecision {

@@ -153,7 +153,10 @@ std::optional<UnroutedReply> ReplyToUnrouted(std::string_view method, std::strin
 }
 
 HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngine* trims)
-    : options_(std::move(options)), store_(store), trims_(trims), metrics_page_(store, trims) {}
+    : options_(std::move(options)),
+      store_(store),
+      trims_(trims),
+      metrics_page_(store, trims, MetricsPage::kProcessMaxAge, options_.metric_detail) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -315,12 +318,33 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
     Reply(conn, 405, "Method Not Allowed", text, "use POST\n", headers + "Allow: POST\r\n");
     return 405;
   }
-  Result<TrimResult> r = trims_->TrimManually();
+  // ?pid=N picks the target; without it, the one target (sidecar mode).
+  std::optional<pid_t> pid;
+  const mg_request_info* ri = mg_get_request_info(conn);
+  if (ri != nullptr && ri->query_string != nullptr) {
+    char value[32];
+    if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) >
+        0) {
+      auto n = text::ParseUint(value);
+      if (!n || *n == 0 || *n > 0x7fffffff) {
+        Reply(conn, 400, "Bad Request", text, "pid: not a process id\n", headers);
+        return 400;
+      }
+      pid = static_cast<pid_t>(*n);
+    }
+  }
+  Result<TrimResult> r = trims_->TrimManually(pid);
   if (!r.ok()) {
-    bool busy = r.status().code() == ErrorCode::kBusy;
-    int code = busy ? 409 : 503;
-    Reply(conn, code, busy ? "Conflict" : "Service Unavailable", text, r.status().message() + "\n",
-          headers);
+    const ErrorCode code_of = r.status().code();
+    int code = code_of == ErrorCode::kBusy              ? 409
+               : code_of == ErrorCode::kInvalidArgument ? 400
+               : code_of == ErrorCode::kNotFound && pid ? 404
+                                                        : 503;
+    const char* reason = code == 409   ? "Conflict"
+                         : code == 400 ? "Bad Request"
+                         : code == 404 ? "Not Found"
+                                       : "Service Unavailable";
+    Reply(conn, code, reason, text, r.status().message() + "\n", headers);
     return code;
   }
   Reply(conn, 200, "OK", "application/json", RenderTrimJson(*r), headers);
@@ -401,9 +425,9 @@ int HttpServer::Serve(mg_connection* conn) {
     std::shared_ptr<const Snapshot> snap = store_.Latest();
     std::string_view query = ri->query_string ? ri->query_string : "";
     bool json = query.find("format=json") != std::string_view::npos;
-    std::optional<TrimStats> stats;
+    std::optional<std::vector<TrimStats>> stats;
     if (trims_ != nullptr) stats = trims_->Stats();
-    const TrimStats* sp = stats ? &*stats : nullptr;
+    const std::vector<TrimStats>* sp = stats ? &*stats : nullptr;
     std::string body = json ? RenderReportJson(snap.get(), sp) : RenderReportText(snap.get(), sp);
     Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body, h);
     return 200;

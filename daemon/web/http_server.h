@@ -31,6 +31,7 @@ struct HttpOptions {
   // The --web.config.file, or null (plain HTTP, no authentication). Whether
   // TLS is on is fixed at Start(); everything else follows reloads.
   WebConfigFile* web = nullptr;
+  MetricDetail metric_detail;  // --metrics.detail
 };
 
 class HttpServer {

@@ -58,7 +58,8 @@ bool Has(const std::string& text, const std::string& line) {
 TEST(Exposition, RendersTargetSeriesWithPidLabel) {
   Snapshot s = SampleSnapshot();
   std::string text = RenderText(SnapshotFamilies(&s));
-  EXPECT_TRUE(Has(text, "memtrimd_target_up 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_target_up{pid=\"4242\"} 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_targets_watched 1"));
   EXPECT_TRUE(Has(text, "memtrimd_samples_total 7"));
   EXPECT_TRUE(
       Has(text, "memtrimd_target_resident_memory_bytes{pid=\"4242\",kind=\"anon\"} 104857600"));
@@ -67,8 +68,10 @@ TEST(Exposition, RendersTargetSeriesWithPidLabel) {
   EXPECT_TRUE(
       Has(text, "memtrimd_glibc_arena_heap_bytes{pid=\"4242\",state=\"resident\"} 1572864"));
   EXPECT_TRUE(Has(text, "memtrimd_target_oom_kills_total{pid=\"4242\"} 3"));
-  EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"glibc\"} 0"));
-  EXPECT_TRUE(Has(text, "memtrimd_collector_success{collector=\"process\"} 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_success{pid=\"4242\",collector=\"glibc\"} 0"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_success{pid=\"4242\",collector=\"process\"} 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_failing_targets{collector=\"glibc\"} 1"));
+  EXPECT_TRUE(Has(text, "memtrimd_collector_failing_targets{collector=\"process\"} 0"));
   // Label values are escaped.
   EXPECT_NE(text.find("comm=\"we\\\"ird\\\\name\""), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE memtrimd_target_oom_kills_total counter"), std::string::npos);
@@ -187,7 +190,7 @@ TEST(MetricsPage, CombinesTheSnapshotItsAgesAndTheProcess) {
   store.Publish(s);
   auto f = FamiliesOf(page.Render().Joined());
   ASSERT_EQ(f["memtrimd_target_up"].size(), 1u);
-  EXPECT_EQ(f["memtrimd_target_up"][0], "memtrimd_target_up 1");
+  EXPECT_EQ(f["memtrimd_target_up"][0], "memtrimd_target_up{pid=\"4242\"} 1");
   ASSERT_EQ(f["memtrimd_sample_age_seconds"].size(), 1u);
   EXPECT_GE(ValueOf(f["memtrimd_sample_age_seconds"][0]), 100);
   ASSERT_EQ(f["memtrimd_smaps_age_seconds"].size(), 1u);
@@ -246,11 +249,13 @@ TEST(MetricsPage, TrimFiguresAreRenderedAgainWhenATrimIsCounted) {
   options.trim.backend = TrimBackendKind::kAgent;
   TrimEngine trims(options, store);
   MetricsPage page(store, &trims);
-  const std::string failed = "memtrimd_trim_runs_total{result=\"failure\",reason=\"unavailable\"}";
+  const std::string failed = "memtrimd_trim_runs_total{pid=\"" + std::to_string(::getpid()) +
+                             "\",result=\"failure\",reason=\"unavailable\"}";
 
+  // The engine has not seen the target yet: no series of it.
   MetricsText before = page.Render();
   ASSERT_NE(before.trims, nullptr);
-  EXPECT_TRUE(Has(*before.trims, failed + " 0")) << *before.trims;
+  EXPECT_EQ(before.trims->find(failed), std::string::npos) << *before.trims;
   EXPECT_EQ(page.Render().trims, before.trims);  // nothing counted: from the cache
 
   uint64_t version = trims.MetricsVersion();
@@ -269,6 +274,50 @@ TEST(MetricTable, NamesFollowConventions) {
     EXPECT_EQ(total, d->type == prometheus::MetricType::Counter) << n;
     EXPECT_FALSE(d->help.empty()) << n;
   }
+}
+
+}  // namespace
+}  // namespace memtrimd
+
+namespace memtrimd {
+namespace {
+
+// Series of one target in a rendering.
+std::size_t SeriesOf(const std::string& text, const std::string& pid) {
+  std::size_t n = 0;
+  std::size_t at = 0;
+  const std::string label = "pid=\"" + pid + "\"";
+  while ((at = text.find('\n', at)) != std::string::npos) {
+    ++at;
+    std::size_t end = text.find('\n', at);
+    std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (!line.empty() && line[0] != '#' && line.find(label) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(Exposition, DetailFamiliesAreLeftOutUnlessAsked) {
+  Snapshot s = SampleSnapshot();
+  MetricDetail none;
+  ASSERT_EQ(ParseMetricDetail("none", none), "");
+  std::string all = RenderText(SnapshotFamilies(&s));
+  std::string lean = RenderText(SnapshotFamilies(&s, none));
+  // Left out: the detail families; kept: what alerts and the fleet need.
+  EXPECT_NE(all.find("memtrimd_target_threads{"), std::string::npos);
+  EXPECT_EQ(lean.find("memtrimd_target_threads{"), std::string::npos) << lean;
+  EXPECT_EQ(lean.find("memtrimd_collector_success{"), std::string::npos) << lean;
+  EXPECT_EQ(lean.find("state=\"mapped\""), std::string::npos) << lean;
+  EXPECT_TRUE(Has(lean, "memtrimd_target_up{pid=\"4242\"} 1"));
+  EXPECT_NE(lean.find("memtrimd_glibc_arena_heap_bytes{pid=\"4242\",state=\"resident\"}"),
+            std::string::npos);
+  EXPECT_NE(lean.find("memtrimd_target_info{"), std::string::npos);
+  EXPECT_LT(SeriesOf(lean, "4242"), SeriesOf(all, "4242"));
+  // A glibc target in node mode stays within its budget.
+  EXPECT_LE(SeriesOf(lean, "4242"), 15u) << lean;
+  MetricDetail some;
+  ASSERT_EQ(ParseMetricDetail("process", some), "");
+  EXPECT_NE(RenderText(SnapshotFamilies(&s, some)).find("memtrimd_target_threads{"),
+            std::string::npos);
 }
 
 }  // namespace

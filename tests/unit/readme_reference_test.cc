@@ -100,6 +100,12 @@ TEST(ReadmeReference, MetricTableMatchesTheCode) {
     std::string labels;
     for (std::string_view l : d->labels) labels += (labels.empty() ? "" : ", ") + std::string(l);
     EXPECT_EQ(it->second[2], labels) << name;
+    // The row names the --metrics.detail family the code puts it in.
+    const std::string mark = "*detail: " + std::string(d->detail) + "*";
+    EXPECT_EQ(it->second[3].find("*detail:") != std::string::npos, !d->detail.empty()) << name;
+    if (!d->detail.empty()) {
+      EXPECT_NE(it->second[3].find(mark), std::string::npos) << name;
+    }
   }
   for (const auto& [name, row] : readme) {
     EXPECT_TRUE(code.count(name)) << name << " is in the README but not exported";

@@ -1,0 +1,145 @@
+#include "daemon/sampling/node_discovery.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "collectors/common/file_reader.h"
+#include "collectors/common/text.h"
+#include "collectors/procfs/cmdline.h"
+#include "collectors/procfs/proc_status.h"
+#include "collectors/procfs/target_reader.h"
+
+namespace memtrimd {
+
+bool IsMemtrimdComm(std::string_view comm) {
+  // The launcher execs memtrimd-daemon, whose comm is cut to 15 characters.
+  return comm == "memtrimd" || comm == "memtrimd-daemon";
+}
+
+std::optional<std::string_view> EnvironValue(std::string_view environ, std::string_view name) {
+  std::optional<std::string_view> found;
+  while (!environ.empty()) {
+    std::size_t end = environ.find('\0');
+    std::string_view entry = environ.substr(0, end);
+    if (entry.size() > name.size() && entry.substr(0, name.size()) == name &&
+        entry[name.size()] == '=') {
+      // The last one wins, as getenv's first match would not: a program's
+      // environment rarely repeats a name, and when it does a shell's later
+      // assignment is the one it meant.
+      found = entry.substr(name.size() + 1);
+    }
+    if (end == std::string_view::npos) break;
+    environ.remove_prefix(end + 1);
+  }
+  return found;
+}
+
+std::optional<bool> TrimOptIn(std::string_view environ) {
+  std::optional<std::string_view> v = EnvironValue(environ, "MEMTRIMD_TRIM");
+  if (!v) return std::nullopt;
+  if (*v == "1" || *v == "true" || *v == "yes") return true;
+  if (*v == "0" || *v == "false" || *v == "no") return false;
+  return std::nullopt;
+}
+
+NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
+                             const NodeSelectors& selectors, pid_t self) {
+  std::optional<std::regex> match, exclude;
+  if (!selectors.match.empty()) {
+    match.emplace(selectors.match, std::regex::extended | std::regex::nosubs);
+  }
+  if (!selectors.exclude.empty()) {
+    exclude.emplace(selectors.exclude, std::regex::extended | std::regex::nosubs);
+  }
+  std::vector<std::size_t> wanted;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const NodeCandidate& c = candidates[i];
+    const Target& t = c.target;
+    if (t.pid == self || IsMemtrimdComm(t.comm) || t.comm == "pause") continue;
+    if (c.watch_opt_out) continue;
+    // Only what memtrimd can read and act on: JVMs, and glibc programs big
+    // enough to matter (musl, Go and other static programs have no glibc
+    // heap to read or trim).
+    if (t.runtime == Runtime::kJvm) {
+    } else if (t.runtime == Runtime::kGlibc) {
+      if (c.rss_bytes < selectors.min_rss_bytes) continue;
+    } else {
+      continue;
+    }
+    const std::string& line = c.cmdline.empty() ? t.comm : c.cmdline;
+    if (match && !std::regex_search(line, *match)) continue;
+    if (exclude && std::regex_search(line, *exclude)) continue;
+    wanted.push_back(i);
+  }
+  // Largest first, ties to the lower pid, so the cap keeps the same targets
+  // from one scan to the next.
+  std::sort(wanted.begin(), wanted.end(), [&](std::size_t a, std::size_t b) {
+    const NodeCandidate& x = candidates[a];
+    const NodeCandidate& y = candidates[b];
+    if (x.rss_bytes != y.rss_bytes) return x.rss_bytes > y.rss_bytes;
+    return x.target.pid < y.target.pid;
+  });
+  NodeChoice out;
+  if (wanted.size() > selectors.max_targets) {
+    out.skipped_by_cap = wanted.size() - selectors.max_targets;
+    wanted.resize(selectors.max_targets);
+  }
+  out.chosen = std::move(wanted);
+  return out;
+}
+
+NodeDiscovery::NodeDiscovery(NodeSelectors selectors, std::string proc_root)
+    : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)) {}
+
+Discovery NodeDiscovery::Discover() {
+  ++scan_;
+  Discovery out;
+  std::vector<NodeCandidate> candidates;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc_root_.c_str()), ::closedir);
+  if (!dir) return out;
+  while (struct dirent* e = ::readdir(dir.get())) {
+    auto pid_number = text::ParseUint(e->d_name);
+    if (!pid_number || *pid_number == 0 || *pid_number > 0x7fffffff) continue;
+    const pid_t pid = static_cast<pid_t>(*pid_number);
+    const std::string proc_dir = proc_root_ + "/" + e->d_name;
+    // Processes come and go while we scan: a failed read skips one.
+    Result<uint64_t> ticks = procfs::ReadStartTicks(proc_dir);
+    if (!ticks.ok()) continue;
+    Result<std::string> status_text = ReadSmallFile(proc_dir + "/status");
+    if (!status_text.ok()) continue;
+    Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status_text);
+    if (!st.ok() || !st->has_memory || st->tgid != pid) continue;
+    ++out.processes_seen;
+    auto [it, inserted] = known_.try_emplace({pid, *ticks});
+    Known& k = it->second;
+    if (inserted) {
+      Result<Target> t = procfs::ReadTarget(proc_root_, pid);
+      if (!t.ok() || t->start_ticks != *ticks) {
+        known_.erase(it);
+        continue;
+      }
+      k.candidate.target = std::move(t).value();
+      Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
+      if (raw.ok()) k.candidate.cmdline = procfs::CmdlineToString(*raw);
+      Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
+      if (env.ok()) {
+        std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
+        k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
+        k.candidate.target.trim_opt_in = TrimOptIn(*env);
+      }
+    }
+    k.seen_in_scan = scan_;
+    k.candidate.rss_bytes = st->vm_rss;
+    candidates.push_back(k.candidate);
+  }
+  std::erase_if(known_, [this](const auto& entry) { return entry.second.seen_in_scan != scan_; });
+  NodeChoice choice = ChooseNodeTargets(candidates, selectors_, ::getpid());
+  out.skipped_by_cap = choice.skipped_by_cap;
+  for (std::size_t i : choice.chosen) out.targets.push_back(candidates[i].target);
+  return out;
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,89 @@
+// Node-agent mode's target rule: every process in memtrimd's PID namespace
+// (the host's, with hostPID) that is worth watching: every JVM, glibc
+// programs above an RSS floor, narrowed by regexes on the command line and by
+// the target's own MEMTRIMD_WATCH=0; at most --targets.max of them, the
+// largest first, the rest counted as skipped (never dropped silently).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "collectors/common/status.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd {
+
+struct NodeSelectors {
+  std::size_t max_targets = 300;
+  uint64_t min_rss_bytes = 32ull << 20;  // for programs that are not JVMs
+  std::string match;                     // POSIX ERE on the command line; "" = all
+  std::string exclude;                   // POSIX ERE on the command line; "" = none
+};
+
+// What discovery knows of one process.
+struct NodeCandidate {
+  Target target;
+  uint64_t rss_bytes = 0;
+  std::string cmdline;         // arguments joined by spaces; comm when empty
+  bool watch_opt_out = false;  // MEMTRIMD_WATCH=0 in its environment
+};
+
+struct NodeChoice {
+  std::vector<std::size_t> chosen;  // indexes into the candidates, largest RSS first
+  std::size_t skipped_by_cap = 0;   // matched, but beyond --targets.max
+};
+
+// Pure: which candidates to watch. `self` is memtrimd's own pid.
+// REQUIRES: the regexes compile (the flag parser checked them).
+NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
+                             const NodeSelectors& selectors, pid_t self);
+
+// The value of `name` in a /proc/<pid>/environ text (NUL-separated), if set.
+std::optional<std::string_view> EnvironValue(std::string_view environ, std::string_view name);
+
+// MEMTRIMD_TRIM in an environment: true for 1/true/yes, false for
+// 0/false/no, nullopt when unset or anything else.
+std::optional<bool> TrimOptIn(std::string_view environ);
+
+// memtrimd's own processes (the launcher's and the daemon's comm).
+bool IsMemtrimdComm(std::string_view comm);
+
+struct Discovery {
+  std::vector<Target> targets;  // largest RSS first
+  std::size_t skipped_by_cap = 0;
+  std::size_t processes_seen = 0;
+};
+
+// Scans `proc_root`. Facts that do not change in a process's life (its
+// runtime from maps, command line, environment) are read once per process
+// and kept, so a rescan of a busy node reads each process's status and stat
+// only.
+class NodeDiscovery {
+ public:
+  NodeDiscovery(NodeSelectors selectors, std::string proc_root = "/proc");
+  Discovery Discover();
+
+ private:
+  struct Known {
+    NodeCandidate candidate;
+    uint64_t seen_in_scan = 0;
+  };
+  NodeSelectors selectors_;
+  std::string proc_root_;
+  uint64_t scan_ = 0;
+  // (pid, start ticks) -> facts; entries of processes not seen in the last
+  // scan are dropped.
+  std::map<std::pair<pid_t, uint64_t>, Known> known_;
+};
+
+}  // namespace memtrimd

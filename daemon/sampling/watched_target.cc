@@ -1,0 +1,102 @@
+#include "daemon/sampling/watched_target.h"
+
+#include "daemon/base/log.h"
+
+namespace memtrimd {
+
+WatchedTarget::WatchedTarget(const Target& target, const CollectorOptions& options,
+                             const CollectorSwitches& switches,
+                             std::chrono::milliseconds sample_interval)
+    : target_(target), slots_(BuildCollectors(options, switches, &target)) {
+  for (CollectorSlot& slot : slots_) {
+    std::unique_ptr<SlowSource> source;
+    if (slot.own_thread) {
+      // "Every sample" for a socket collector means on the sample interval,
+      // on its own thread.
+      auto every = slot.interval.count() > 0 ? slot.interval : sample_interval;
+      source = std::make_unique<SlowSource>(slot.collector, every);
+      source->SetTarget(target_);
+    }
+    slow_.push_back(std::move(source));
+  }
+}
+
+WatchedTarget::~WatchedTarget() { Stop(std::chrono::milliseconds(0)); }
+
+void WatchedTarget::Stop(std::chrono::milliseconds grace) {
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) source->Stop(grace);
+  }
+}
+
+SlowSource* WatchedTarget::Source(std::string_view name) {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slow_[i] && slots_[i].collector->Name() == name) return slow_[i].get();
+  }
+  return nullptr;
+}
+
+void WatchedTarget::RereadSmapsNextSample() {
+  for (CollectorSlot& slot : slots_) {
+    if (slot.collector->Name() == "glibc") slot.last_run.reset();
+  }
+}
+
+void WatchedTarget::LogOutcomes(const TargetSnapshot& ts) {
+  for (const CollectorOutcome& o : ts.collectors) {
+    for (CollectorSlot& slot : slots_) {
+      if (slot.collector->Name() != o.name) continue;
+      // Log a failure once, when it starts or its reason changes, and the
+      // recovery once; not on every sample.
+      if (!o.success && o.error != slot.last_error) {
+        log::Warn("collector failed",
+                  {{"pid", std::to_string(target_.pid)}, {"collector", o.name}, {"err", o.error}});
+        slot.last_error = o.error;
+      } else if (o.success && !slot.last_error.empty()) {
+        log::Info("collector recovered",
+                  {{"collector", o.name}, {"pid", std::to_string(target_.pid)}});
+        slot.last_error.clear();
+      }
+    }
+  }
+}
+
+void WatchedTarget::RereadSmapsForJavaHeap(
+    const TargetSnapshot& prev, const std::vector<std::shared_ptr<const FinishedRun>>& finished) {
+  // The first smaps read of a JVM comes before the jvm collector's first run
+  // (which runs on its own thread), so its breakdown has no Java heap. Once
+  // the heap's range is known, read smaps again at once rather than a whole
+  // --smaps.interval later; once per target, since then the range is known.
+  const std::optional<GlibcHeaps>& glibc = prev.sample.glibc;
+  if (!glibc || glibc->java_heap_known) return;
+  bool range_known = false;
+  for (const std::shared_ptr<const FinishedRun>& run : finished) {
+    if (!run || !run->target.SameProcess(prev.target) || !run->sample.jvm) continue;
+    const std::optional<jvm::HeapInfo>& heap = run->sample.jvm->gc_heap;
+    range_known = range_known || (heap && heap->start && heap->end);
+  }
+  if (range_known) RereadSmapsNextSample();
+}
+
+TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous) {
+  if (refresh_after_trim) {
+    // The trim changed what smaps shows: read it again now, not a whole
+    // --smaps.interval later.
+    RereadSmapsNextSample();
+    refresh_after_trim = false;
+  }
+  TargetSnapshot ts;
+  ts.target = target_;
+  ts.start_time_seconds = ProcessStartTimeSeconds(target_.start_ticks);
+  std::vector<std::shared_ptr<const FinishedRun>> finished;
+  for (const std::unique_ptr<SlowSource>& source : slow_) {
+    finished.push_back(source ? source->Latest() : nullptr);
+  }
+  if (previous != nullptr) RereadSmapsForJavaHeap(*previous, finished);
+  SampleTarget(slots_, false, previous, ts, &finished);
+  ts.sample.last_trim_at = last_trim_at;
+  LogOutcomes(ts);
+  return ts;
+}
+
+}  // namespace memtrimd
