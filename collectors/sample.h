@@ -122,6 +122,7 @@ struct TargetSample {
   std::optional<CgroupMemory> cgroup;
   std::optional<JvmSample> jvm;
   std::optional<JvmPerf> jvm_perf;
+  std::string jvm_perf_missing;  // why jvm_perf is absent, when the collector knows
   std::optional<MallocStats> malloc;
   std::optional<JvmBuffers> jvm_buffers;
   std::string jvm_buffers_missing;  // why jvm_buffers is absent (JVM targets)

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "collectors/agent/key_values.h"
+#include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/common/text.h"
@@ -51,8 +52,13 @@ Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
 }  // namespace
 
 Result<std::string> AgentSocketPath(const Target& t) {
-  Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
-  if (!environ.ok()) return environ.status();
+  const std::string environ_path = t.proc_dir + "/environ";
+  Result<std::string> environ = ReadSmallFile(environ_path, 1u << 20);
+  // environ is mode 0400: another user's needs CAP_DAC_OVERRIDE as well as
+  // CAP_SYS_PTRACE.
+  if (!environ.ok()) {
+    return ExplainDenied(environ.status(), "agent: open " + environ_path, environ_path);
+  }
   if (EnvValue(*environ, "MEMTRIMD_AGENT_DISABLE") == std::optional<std::string_view>("1")) {
     return Status(ErrorCode::kUnavailable,
                   "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");

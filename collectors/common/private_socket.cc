@@ -10,6 +10,8 @@
 #include <climits>
 #include <cstring>
 
+#include "collectors/common/access.h"
+
 namespace memtrimd {
 namespace {
 
@@ -29,7 +31,9 @@ Status CheckSocketFile(const Target& t, const std::string& path, std::string_vie
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status(ErrorCode::kNotFound, Prefix(who) + "no socket at " + path);
-    return Status::FromErrno(errno, Prefix(who) + "socket " + path);
+    // /proc/<pid>/root of another user's process: CAP_SYS_PTRACE.
+    return ExplainDenied(Status::FromErrno(errno, Prefix(who) + "socket " + path),
+                         Prefix(who) + "socket " + path, path);
   }
   if (!S_ISSOCK(st.st_mode)) {
     return Status(ErrorCode::kPermissionDenied, Prefix(who) + path + " is not a socket");
@@ -92,11 +96,15 @@ Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
       // A full backlog: the listener is busy (a long command) or stuck.
       return Status(ErrorCode::kUnavailable, Prefix(who) + path + " is busy (backlog full)");
     }
-    if (err == EACCES && owner == SocketOwner::kTargetOrRoot) {
-      // The file is root's (see SocketOwner) and memtrimd is not root.
-      return Status(ErrorCode::kPermissionDenied,
-                    Prefix(who) + "connect " + path + ": permission denied (the socket file is " +
-                        "not writable by uid " + std::to_string(::geteuid()) + ")");
+    if (err == EACCES) {
+      // Another user's owner-only socket: root needs CAP_DAC_OVERRIDE to
+      // connect (a node agent); a sidecar runs as the target's uid. A file
+      // root made (see SocketOwner) needs root or the same capability.
+      struct stat st;
+      const bool roots = ::lstat(path.c_str(), &st) == 0 && st.st_uid == 0 && t.uid != 0;
+      return ExplainDenied(Status::FromErrno(err, Prefix(who) + "connect " + path),
+                           Prefix(who) + "connect " + path, path, /*write=*/true,
+                           roots ? "root" : "the target's uid");
     }
     if (err != EINPROGRESS) return Status::FromErrno(err, Prefix(who) + "connect " + path);
     pollfd p{fd.get(), POLLOUT, 0};

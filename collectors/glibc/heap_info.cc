@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "collectors/common/access.h"
+
 namespace memtrimd::glibc {
 
 bool HeapInfoConsistent(const HeapInfo& info, const ArenaHeap& heap, uint64_t heap_size) {
@@ -37,7 +39,15 @@ Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address) {
   struct iovec local = {words, sizeof(words)};
   struct iovec remote = {reinterpret_cast<void*>(address), sizeof(words)};
   ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-  if (got < 0) return Status::FromErrno(errno, "process_vm_readv");
+  if (got < 0) {
+    const int err = errno;
+    // The ptrace attach check: another user's process needs CAP_SYS_PTRACE.
+    if (err == EPERM && !HaveCapability(Capability::kSysPtrace)) {
+      return Status(ErrorCode::kPermissionDenied,
+                    "process_vm_readv: " + NeedsCapability(Capability::kSysPtrace));
+    }
+    return Status::FromErrno(err, "process_vm_readv");
+  }
   if (static_cast<std::size_t>(got) != sizeof(words)) {
     return Status(ErrorCode::kUnavailable, "process_vm_readv: short read");
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/jvm/attach_trigger.h"
@@ -83,6 +84,26 @@ int MsUntil(Clock::time_point deadline) {
   return left.count() <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
 }
 
+// Whether memtrimd could start the JVM's attach listener and then use it:
+// kill(2)'s rule (a matching uid, or CAP_KILL) for the SIGQUIT, and write
+// permission on the owner-only socket the JVM makes (its uid, or
+// CAP_DAC_OVERRIDE). The JVM's real and saved uids are taken to be its
+// effective one, as for every JVM that was not started setuid.
+Status MayStartListener(const Target& t) {
+  const bool same_uid = ::geteuid() == t.uid;
+  if (!same_uid && !HaveCapability(Capability::kDacOverride)) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "attach: not signalling: the JVM's attach socket is owner-only: " +
+                      NeedsCapability(Capability::kDacOverride));
+  }
+  if (!same_uid && ::getuid() != t.uid && !HaveCapability(Capability::kKill)) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "attach: not signalling: SIGQUIT to start the JVM's attach listener: " +
+                      NeedsCapability(Capability::kKill));
+  }
+  return Status::Ok();
+}
+
 // Finds the socket, starting the listener with SIGQUIT when needed and safe.
 Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
   const auto deadline = Clock::now() + o.connect_timeout;
@@ -96,6 +117,11 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     return Status(ErrorCode::kUnavailable,
                   "attach: no listener (" + fd.status().message() + ") and signalling is off");
   }
+  // Not a signal memtrimd could not follow up: the listener's socket will
+  // be the JVM user's, owner-only, and the signal itself needs that user or
+  // CAP_KILL. Checked before the trigger file exists and before anything is
+  // sent, so the JVM is left exactly as it was.
+  if (Status can = MayStartListener(t); !can.ok()) return can;
   Result<ProcessHandle> process = ProcessHandle::Open(t);
   if (!process.ok()) return process.status();
   SignalFacts facts = ReadSignalFacts(t);
@@ -114,7 +140,15 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
   // Removed on every way out of here, through its directory descriptor.
   Result<AttachTrigger> trigger = AttachTrigger::Create(t);
   if (!trigger.ok()) return trigger.status();
-  if (process->Signal(SIGQUIT) != 0) return Status::FromErrno(errno, "attach: SIGQUIT");
+  if (process->Signal(SIGQUIT) != 0) {
+    const int err = errno;
+    if (err == EPERM) {
+      return Status(ErrorCode::kPermissionDenied,
+                    "attach: SIGQUIT to start the JVM's attach listener: " +
+                        NeedsCapability(Capability::kKill));
+    }
+    return Status::FromErrno(err, "attach: SIGQUIT");
+  }
   // One signal only: a second one to a JVM whose listener did not start
   // (attach disabled where memtrimd cannot see it) is a second thread dump.
   // The socket appears ~20 ms later.

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/sample.h"
 
@@ -152,8 +153,12 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   }
   Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);
   if (!bytes.ok()) {
+    // The file is the JVM user's, mode 0600: another user needs
+    // CAP_DAC_OVERRIDE (found by name above, which needs no permission).
+    Status st = ExplainDenied(bytes.status(), "hsperfdata: open " + path_, path_);
     path_.clear();
-    return bytes.status();
+    sample.jvm_perf_missing = st.message();
+    return st;
   }
   Result<PerfData> data = ParsePerfData(*bytes);
   if (!data.ok()) return data.status();

@@ -271,9 +271,11 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
     }
   }
   if (is_jvm && !s.jvm_perf) {
-    out.push_back({"GC counters",
-                   "no hsperfdata (the JVM runs with -XX:-UsePerfData or "
-                   "-XX:+PerfDisableSharedMem, or its file is not reachable)"});
+    out.push_back(
+        {"GC counters", !s.jvm_perf_missing.empty()
+                            ? s.jvm_perf_missing
+                            : "no hsperfdata (the JVM runs with -XX:-UsePerfData or "
+                              "-XX:+PerfDisableSharedMem, or its file is not reachable)"});
   }
   if (s.glibc && is_jvm && !s.glibc->java_heap_known) {
     out.push_back({"RSS account",
