@@ -9,23 +9,31 @@ variable; job and instance variables; every panel but rows has a description
 and a unit; every panel, target and query variable uses the ${datasource}
 variable; rate/irate/increase use $__rate_interval (or $__range); every
 selector matches job, instance (and pod when there is a pod variable) on
-their variables; panel ids are unique and panels do not overlap; no ${DS_...}
-inputs; every metric is in README.md's "### Metrics" table (histograms also
-with _bucket/_sum/_count), a known recording rule, or `up`.
+their variables, and a series with a `pid` label (README's Labels column)
+matches pid too when there is a pid variable; panel ids are unique and
+panels do not overlap; no ${DS_...} inputs; every metric is in README.md's
+"### Metrics" table (histograms also with _bucket/_sum/_count), a recording
+rule of deploy/prometheus/recording.rules.yml beside README.md, or a series
+Prometheus adds to every scrape (`up`, `scrape_*`); a data link to a
+dashboard of the directory (/d/UID/...) names one that exists and sets only
+variables it has.
 
 Prints one line per problem and exits 1 if there is any. --self-test breaks
 copies of the dashboards in a temporary directory, one class of problem at a
 time, and checks that each is caught and that the originals pass.
 """
-import copy
+import collections
 import json
 import os
 import re
 import sys
 import tempfile
 
-RECORDING_RULES = {"memtrimd:target_rss_bytes", "memtrimd:target_rss_limit_ratio"}
-ALWAYS_KNOWN = {"up"}
+# Relative to README.md: the dashboards may use every rule the repository ships.
+RECORDING_RULES_FILE = os.path.join("deploy", "prometheus", "recording.rules.yml")
+# Prometheus adds these to every scrape.
+ALWAYS_KNOWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                "scrape_samples_post_metric_relabeling", "scrape_series_added"}
 RANGE_VARIABLES = {"$__rate_interval", "${__rate_interval}", "$__range", "${__range}"}
 DATASOURCE_UIDS = {"${datasource}", "$datasource"}
 GRID_WIDTH = 24
@@ -41,8 +49,9 @@ KEYWORDS = {
 GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 
 
-def readme_metrics(readme_path):
-    """Metric name -> type from the rows under README's "### Metrics"."""
+def readme_metrics(readme_path, with_labels=False):
+    """Metric name -> type (or (type, set of labels)) from the rows under
+    README's "### Metrics"."""
     metrics = {}
     in_section = False
     with open(readme_path, encoding="utf-8") as f:
@@ -52,14 +61,32 @@ def readme_metrics(readme_path):
                 continue
             if not in_section:
                 continue
-            m = re.match(r"^\|\s*`([a-zA-Z_:][a-zA-Z0-9_:]*)`\s*\|\s*([a-z]+)\s*\|", line)
+            m = re.match(r"^\|\s*`([a-zA-Z_:][a-zA-Z0-9_:]*)`\s*\|\s*([a-z]+)\s*\|([^|]*)\|", line)
             if m:
-                metrics[m.group(1)] = m.group(2)
+                labels = set(re.findall(r"[a-zA-Z_][a-zA-Z0-9_]*", m.group(3)))
+                metrics[m.group(1)] = (m.group(2), labels) if with_labels else m.group(2)
     return metrics
 
 
+def recording_rules(readme_path):
+    """The `record:` names of the recording rules file beside README.md."""
+    path = os.path.join(os.path.dirname(os.path.abspath(readme_path)), RECORDING_RULES_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return set(re.findall(r"^\s*-?\s*record:\s*['\"]?([a-zA-Z_:][a-zA-Z0-9_:]*)", f.read(),
+                                  re.MULTILINE))
+    except OSError:
+        return set()
+
+
+def pid_metrics(readme_path):
+    """Metrics whose README row lists a `pid` label."""
+    return {name for name, (_, labels) in readme_metrics(readme_path, True).items()
+            if "pid" in labels}
+
+
 def known_metric_names(readme_path):
-    names = set(RECORDING_RULES) | ALWAYS_KNOWN
+    names = recording_rules(readme_path) | ALWAYS_KNOWN
     for name, kind in readme_metrics(readme_path).items():
         names.add(name)
         if kind == "histogram":
@@ -178,7 +205,7 @@ def check_grid(name, panels, problems):
         placed.append((p, g))
 
 
-def check_expr(name, where, expr, required_labels, known, problems):
+def check_expr(name, where, expr, required_labels, ctx, problems):
     try:
         tokens = tokenize(expr)
     except ValueError as e:
@@ -194,16 +221,43 @@ def check_expr(name, where, expr, required_labels, known, problems):
     for metric, brace in sels:
         if metric is None:
             problems.append(f"{name}: {where}: selector {brace} has no metric name")
-        elif metric not in known:
+        elif metric not in ctx.known:
             problems.append(f"{name}: {where}: metric {metric} is not in README.md's Metrics "
                             "table (nor a recording rule or up)")
         matchers = {(label, op, value.strip("\"'`")) for label, op, value in parse_matchers(brace or "")}
-        for label in required_labels:
+        labels = list(required_labels)
+        if "pid" in ctx.variables and metric in ctx.pid_metrics:
+            labels.append("pid")
+        for label in labels:
             if not ({(label, "=~", f"${label}"), (label, "=~", "${" + label + "}")} & matchers):
                 problems.append(f'{name}: {where}: {metric} lacks {label}=~"${label}"')
 
 
-def lint_dashboard(path, known):
+def variable_names(d):
+    return {v.get("name") for v in d.get("templating", {}).get("list", [])}
+
+
+def check_links(name, where, links, ctx, problems):
+    """A link to /d/UID/... must name a dashboard of the directory and set only
+    variables it has (Grafana ignores an unknown var-X and opens the target
+    dashboard on its defaults: a row would open the wrong process)."""
+    for link in links or []:
+        url = str(link.get("url", ""))
+        m = re.match(r"^/d/([^/?]+)", url)
+        if not m:
+            continue
+        uid = m.group(1)
+        if uid not in ctx.dashboards:
+            problems.append(f"{name}: {where}: link to dashboard {uid!r}, which is not in the "
+                            "directory")
+            continue
+        for var in re.findall(r"[?&]var-([a-zA-Z0-9_]+)=", url):
+            if var not in ctx.dashboards[uid]:
+                problems.append(f"{name}: {where}: link sets var-{var}, which dashboard {uid!r} "
+                                "does not have")
+
+
+def lint_dashboard(path, ctx):
     name = os.path.basename(path)
     problems = []
     try:
@@ -219,6 +273,7 @@ def lint_dashboard(path, known):
 
     variables = d.get("templating", {}).get("list", [])
     by_name = {v.get("name"): v for v in variables}
+    ctx = ctx._replace(variables=set(by_name))
     ds_vars = [v for v in variables if v.get("type") == "datasource"]
     if len(ds_vars) != 1:
         problems.append(f"{name}: {len(ds_vars)} datasource variables, want exactly one")
@@ -237,7 +292,7 @@ def lint_dashboard(path, known):
         q = v.get("query")
         q = q.get("query", "") if isinstance(q, dict) else (q or "")
         for metric in re.findall(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{,]", q):
-            if metric not in known:
+            if metric not in ctx.known:
                 problems.append(f'{name}: variable {v.get("name")}: metric {metric} is not in '
                                 "README.md's Metrics table")
 
@@ -277,7 +332,14 @@ def lint_dashboard(path, known):
             if not expr.strip():
                 problems.append(f"{name}: {tw}: empty expr")
                 continue
-            check_expr(name, tw, expr, required_labels, known, problems)
+            check_expr(name, tw, expr, required_labels, ctx, problems)
+        defaults = p.get("fieldConfig", {}).get("defaults", {})
+        check_links(name, where, defaults.get("links"), ctx, problems)
+        for o in p.get("fieldConfig", {}).get("overrides", []):
+            for prop in o.get("properties", []):
+                if prop.get("id") == "links":
+                    check_links(name, where, prop.get("value"), ctx, problems)
+    check_links(name, "dashboard links", d.get("links"), ctx, problems)
 
     for a in d.get("annotations", {}).get("list", []):
         if "expr" not in a:
@@ -285,21 +347,44 @@ def lint_dashboard(path, known):
         where = f'annotation "{a.get("name")}"'
         if not uses_datasource_variable(a.get("datasource")):
             problems.append(f"{name}: {where}: datasource is not ${{datasource}}")
-        check_expr(name, where, a["expr"], required_labels, known, problems)
+        check_expr(name, where, a["expr"], required_labels, ctx, problems)
     return problems
 
 
+# What a dashboard is checked against: known metric names, the metrics with a
+# pid label, the dashboards of the directory (uid -> variable names) for
+# links, and (set per dashboard) the dashboard's own variable names.
+Context = collections.namedtuple("Context", "known pid_metrics dashboards variables")
+
+
+def dashboard_files(directory):
+    return sorted(os.path.join(root, f) for root, _, fs in os.walk(directory)
+                  for f in fs if f.endswith(".json"))
+
+
+def context(directory, readme):
+    dashboards = {}
+    for path in dashboard_files(directory):
+        try:
+            with open(path, encoding="utf-8") as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            continue  # lint_dashboard reports it
+        if isinstance(d, dict) and d.get("uid"):
+            dashboards[d["uid"]] = variable_names(d)
+    return Context(known_metric_names(readme), pid_metrics(readme), dashboards, set())
+
+
 def lint(directory, readme):
-    known = known_metric_names(readme)
+    ctx = context(directory, readme)
     problems = []
-    if len(known) <= len(RECORDING_RULES | ALWAYS_KNOWN):
+    if not readme_metrics(readme):
         problems.append(f"{readme}: no metrics found under \"### Metrics\"")
-    files = sorted(os.path.join(root, f) for root, _, fs in os.walk(directory)
-                   for f in fs if f.endswith(".json"))
+    files = dashboard_files(directory)
     if not files:
         problems.append(f"{directory}: no dashboards (*.json)")
     for path in files:
-        problems.extend(lint_dashboard(path, known))
+        problems.extend(lint_dashboard(path, ctx))
     return problems
 
 
@@ -308,14 +393,40 @@ def _first_target_panel(d):
     return next(p for p in all_panels(d["panels"]) if p.get("targets"))
 
 
+class NotApplicable(Exception):
+    """The dashboard has nothing this mutation breaks (e.g. no data links)."""
+
+
 def _mutations():
-    """(name, function(dashboard dict or None, raw text) -> new raw text, expected substring)."""
+    """(name, function(raw text) -> new raw text, expected substring); the
+    function raises NotApplicable when the dashboard lacks what it breaks."""
     def edit(fn):
         def apply(raw):
             d = json.loads(raw)
             fn(d)
             return json.dumps(d, indent=2)
         return apply
+
+    def first_link(d):
+        for p in all_panels(d["panels"]):
+            links = p.get("fieldConfig", {}).get("defaults", {}).get("links") or []
+            for link in links:
+                if str(link.get("url", "")).startswith("/d/"):
+                    return link
+        raise NotApplicable
+
+    def link_uid(d):
+        link = first_link(d)
+        link["url"] = re.sub(r"^/d/[^/?]+", "/d/no-such-dashboard", link["url"])
+
+    def link_var(d):
+        link = first_link(d)
+        link["url"] += "&var-no_such_variable=1"
+
+    def pid_metric_without_pid(d):
+        if "pid" not in variable_names(d):
+            raise NotApplicable
+        first(d)["targets"][0]["expr"] = f"memtrimd_target_threads{{{sel}}}"
 
     def first(d):
         return _first_target_panel(d)
@@ -384,6 +495,10 @@ def _mutations():
          "metric memtrimd_target_rss_bytes is not in"),
         ("suffix on a gauge", set_expr(f"memtrimd_target_up_count{{{sel}}}"),
          "metric memtrimd_target_up_count is not in"),
+        ("link to an unknown dashboard", edit(link_uid), "link to dashboard 'no-such-dashboard'"),
+        ("link sets an unknown variable", edit(link_var), "sets var-no_such_variable"),
+        ("pid series without the pid matcher", edit(pid_metric_without_pid),
+         'memtrimd_target_threads lacks pid=~"$pid"'),
         ("unknown variable metric", edit(lambda d: next(
             v for v in d["templating"]["list"] if v["name"] == "job").update(
                 query={"query": "label_values(memtrimd_build_inf, job)"})),
@@ -396,23 +511,32 @@ def self_test(directory, readme):
     baseline = lint(directory, readme)
     if baseline:
         failures.append("the dashboards as they are do not pass: " + "; ".join(baseline))
-    files = sorted(os.path.join(root, f) for root, _, fs in os.walk(directory)
-                   for f in fs if f.endswith(".json"))
-    known = known_metric_names(readme)
-    for path in files:
+    ctx = context(directory, readme)
+    applied = collections.Counter()
+    for path in dashboard_files(directory):
         with open(path, encoding="utf-8") as f:
             raw = f.read()
         for what, mutate, expected in _mutations():
+            try:
+                text = mutate(raw)
+            except NotApplicable:
+                continue
+            applied[what] += 1
             with tempfile.TemporaryDirectory() as tmp:
                 broken = os.path.join(tmp, os.path.basename(path))
                 with open(broken, "w", encoding="utf-8") as f:
-                    f.write(mutate(raw))
-                problems = lint_dashboard(broken, known)
+                    f.write(text)
+                problems = lint_dashboard(broken, ctx)
             if not any(expected in p for p in problems):
                 failures.append(f"{os.path.basename(path)}: {what}: not caught (want a line "
                                 f"with {expected!r}, got {problems})")
             else:
                 print(f"ok: {what}: {next(p for p in problems if expected in p)}")
+    # Every mutation must break at least one of the shipped dashboards, or it
+    # tests nothing.
+    for what, _, _ in _mutations():
+        if not applied[what]:
+            failures.append(f"{what}: no dashboard has what this mutation breaks")
     # A README without a Metrics table must not let everything through.
     with tempfile.TemporaryDirectory() as tmp:
         empty = os.path.join(tmp, "README.md")
