@@ -13,6 +13,7 @@
 #   privilege escalation, read-only root, seccomp RuntimeDefault, no host
 #   network, IPC or hostPath; hostPID only in the node agent's DaemonSet,
 #   which must run `--targets=node` on every node;
+# - every flag in the memtrimd containers' args is in README.md's flag table;
 # - yamllint on deploy/ and dashboards/provisioning/;
 # - the PrometheusRule is up to date with deploy/prometheus/*.rules.yml;
 # - promtool check config on deploy/scrape-config/prometheus.yml;
@@ -150,6 +151,31 @@ for d in docs:
 EOF
 }
 
+# Writes each flag in a memtrimd container's args that README.md's flag
+# table (the list memtrimd reads) does not have, one per line.
+unknown_flags() {
+  python3 - "$1" "$src/README.md" << 'EOF'
+import re, sys, yaml
+known, inside = set(), False
+for line in open(sys.argv[2]).read().split("\n"):
+    if line == "### Flags":
+        inside = True
+    elif inside and line.startswith("#"):
+        break
+    elif inside and (m := re.match(r"\| `(--[a-z0-9.-]+)`", line)):
+        known.add(m.group(1))
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    pod = (((d or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    for c in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+        if c.get("name") != "memtrimd":
+            continue
+        for arg in c.get("args") or []:
+            flag = str(arg).split("=")[0]
+            if flag.startswith("--") and flag not in known and "--" + flag[5:] not in known:
+                print(f"{d['kind']}/{d['metadata']['name']}: {flag} is not in README.md's flag table")
+EOF
+}
+
 for dir in "${kustomizations[@]}"; do
   name=${dir#"$src"/}
   out=$tmp/$(echo "$name" | tr / _).yaml
@@ -169,6 +195,10 @@ for dir in "${kustomizations[@]}"; do
     fail "$name: $problems"
   fi
   problems=$(privileges "$out") || problems="privilege check crashed"
+  if [ -n "$problems" ]; then
+    fail "$name: $problems"
+  fi
+  problems=$(unknown_flags "$out") || problems="flag check crashed"
   if [ -n "$problems" ]; then
     fail "$name: $problems"
   fi
@@ -244,6 +274,18 @@ expect_refused "a non-root uid with capabilities" 'capabilities added for uid 65
   's/runAsUser: 0$/runAsUser: 65532/'
 expect_refused "seccomp Unconfined" 'not RuntimeDefault' 's/type: RuntimeDefault/type: Unconfined/'
 expect_refused "no --targets=node" 'targets=node' 's/- --targets=node/- --targets=one/'
+
+# A flag memtrimd does not have must fail the flag check.
+if [ -s "$node_agent" ]; then
+  sed -e 's/^\( *\)- --targets=node$/&\n\1- --no-such.flag/' "$node_agent" > "$tmp/flagged.yaml"
+  if cmp -s "$node_agent" "$tmp/flagged.yaml"; then
+    fail "self-test 'an unknown flag': the mutation changed nothing (update the test)"
+  elif unknown_flags "$tmp/flagged.yaml" | grep -q -- '--no-such.flag is not in'; then
+    ok "self-test: the flag check refuses an unknown flag"
+  else
+    fail "self-test 'an unknown flag': the flag check accepted --no-such.flag"
+  fi
+fi
 
 # --- yamllint ---------------------------------------------------------------
 
