@@ -7,7 +7,6 @@
 // back. With one of them missing, the figures that need it are absent with a
 // reason that names it, the rest are there, and the target is left as it was:
 // not signalled, no attach socket made for nothing, attachable afterwards.
-#include <linux/capability.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,115 +21,18 @@
 
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
+#include "tests/integration/node_agent.h"
 
 namespace memtrimd::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Two users, neither root nor each other. The first JVM runs as nobody:
-// HotSpot writes hsperfdata only for a user with a passwd entry (the
-// directory is hsperfdata_<name>), and that file is owner-only. The other
-// uid has no passwd entry at all, as is common in containers.
-constexpr uid_t kJvmUid = 65534;
-constexpr uid_t kOtherUid = 4242;
-
-// The node agent's set, as /proc/<pid>/status prints CapEff.
-constexpr uint64_t kNodeAgentCaps =
-    (uint64_t{1} << CAP_SYS_PTRACE) | (uint64_t{1} << CAP_DAC_OVERRIDE) | (uint64_t{1} << CAP_KILL);
-
-std::vector<std::string> AsUser(uid_t uid) {
-  const std::string id = std::to_string(uid);
-  return {"setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"};
-}
-
-// Root limited to the node agent's capabilities, less `drop` ("sys_ptrace",
-// "dac_override", "kill" or ""). For root the kernel makes the permitted and
-// effective sets after exec the bounding set (no file capabilities, nothing
-// inheritable), so the bounding set is the whole story.
-std::vector<std::string> NodeAgentCaps(const std::string& drop = "") {
-  std::string set = "-all";
-  for (const char* cap : {"sys_ptrace", "dac_override", "kill"}) {
-    if (drop != cap) set += std::string(",+") + cap;
-  }
-  return {"setpriv", "--bounding-set=" + set, "--inh-caps=-all"};
-}
-
-std::string Hex16(uint64_t v) {
-  std::ostringstream o;
-  o << std::hex;
-  o.width(16);
-  o.fill('0');
-  o << v;
-  return o.str();
-}
-
-// "CapEff:\t<hex>" of /proc/<pid>/status (or of `status_text`).
-std::string CapEffIn(const std::string& status_text) {
-  std::istringstream in(status_text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 7));
-  }
-  return "";
-}
-
-// Field 22 of /proc/<pid>/stat; "" when gone.
-std::string StartTicks(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return field;
-  }
-  return "";
-}
-
-// SIGKILLs a process the test started indirectly (unshare's child, whose
-// parent-death signal its uid change cleared) when the test ends, while the
-// pid is still that process.
-struct KillOnExit {
-  explicit KillOnExit(pid_t p) : pid(p), start(StartTicks(p)) {}
-  ~KillOnExit() {
-    if (pid > 0 && !start.empty() && StartTicks(pid) == start) ::kill(pid, SIGKILL);
-  }
-  pid_t pid;
-  std::string start;
-};
-
-pid_t OnlyChild(pid_t pid) {
-  std::istringstream in(
-      ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
-  pid_t child = -1;
-  return in >> child ? child : -1;
-}
-
-// A directory every uid may write, outside /tmp (which the namespaced JVM
-// does not share): the JVMs' classes and everybody's ready files.
-class SharedDir {
- public:
-  SharedDir() : path_("/dev/shm/memtrimd-privileges-" + std::to_string(::getpid())) {
-    fs::create_directories(path_);
-    fs::permissions(path_, fs::perms::all | fs::perms::sticky_bit);
-    fs::copy(JAVA_WORKLOADS_CLASSPATH, path_ + "/classes", fs::copy_options::recursive);
-    for (const auto& e : fs::recursive_directory_iterator(path_ + "/classes")) {
-      fs::permissions(e.path(), fs::perms::others_read | fs::perms::others_exec,
-                      fs::perm_options::add);
-    }
-    fs::permissions(path_ + "/classes", fs::perms::others_read | fs::perms::others_exec,
-                    fs::perm_options::add);
-  }
-  ~SharedDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// The first JVM runs as nobody, whose hsperfdata file HotSpot makes
+// owner-only; the glibc program and the namespaced JVM as a uid with no
+// passwd entry.
+constexpr uid_t kJvmUid = kNobodyUid;
+constexpr uid_t kOtherUid = kNamelessUid;
 
 class PrivilegesTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -146,7 +48,7 @@ class PrivilegesTest : public ::testing::TestWithParam<std::string> {
             "-Xmx64m",
             "-XX:NativeMemoryTracking=summary",
             "-cp",
-            shared_ / "classes",
+            shared_.classes(),
             "NativeChurn",
             "--threads",
             "2",
@@ -259,16 +161,11 @@ TEST_P(PrivilegesTest, ThreeCapabilitiesReachEveryTarget) {
   // socket and trigger file live in a /tmp only /proc/<pid>/root reaches,
   // under the name of its pid there (1).
   const std::string ns_ready = shared_ / "ns.ready";
-  std::string script = "mount -t tmpfs none /tmp && exec";
-  for (const std::string& a : AsUser(kOtherUid)) script += " " + a;
-  for (const std::string& a : JavaArgs(ns_ready)) script += " " + a;
-  SpawnOptions ns_out;
-  ns_out.stdout_path = dir_ / "ns.out";
-  Process ns({"unshare", "--pid", "--mount", "--fork", "--kill-child", "sh", "-c", script}, ns_out);
-  pid_t ns_jvm = -1;
-  WaitFor([&] { return (ns_jvm = OnlyChild(ns.pid())) > 0 || !ns.running(); }, 30s);
-  KillOnExit kill_ns_jvm(ns_jvm);
-  if (!WaitReady(ns, ns_ready)) GTEST_SKIP() << "cannot make a pid and mount namespace here";
+  NamespacedJvm ns(kOtherUid, JavaArgs(ns_ready), dir_ / "ns.out");
+  const pid_t ns_jvm = ns.pid();
+  if (!WaitReady(ns.unshare(), ns_ready)) {
+    GTEST_SKIP() << "cannot make a pid and mount namespace here";
+  }
   ASSERT_EQ(NsPid(ns_jvm), 1);
   ASSERT_NE(ns_jvm, 1);
 
@@ -277,7 +174,7 @@ TEST_P(PrivilegesTest, ThreeCapabilitiesReachEveryTarget) {
     a.insert(a.end(), {"cat", "/proc/self/status"});
     return a;
   }());
-  ASSERT_EQ(CapEffIn(caps.out), Hex16(kNodeAgentCaps)) << caps.out << caps.err;
+  ASSERT_EQ(CapEffOf(caps.out), NodeAgentCapMask()) << caps.out << caps.err;
 
   for (pid_t pid : {jvm.pid(), ns_jvm}) {
     SCOPED_TRACE("JVM " + std::to_string(pid));
@@ -330,8 +227,8 @@ TEST_P(PrivilegesTest, ThreeCapabilitiesReachEveryTarget) {
              {"--target.pid=" + std::to_string(ns_jvm), "--sample.interval=200ms",
               "--smaps.interval=200ms", "--jvm.interval=300ms"});
   ASSERT_TRUE(m.started()) << m.log();
-  EXPECT_EQ(CapEffIn(ReadFile("/proc/" + std::to_string(m.process().pid()) + "/status")),
-            Hex16(kNodeAgentCaps));
+  EXPECT_EQ(CapEffOf(ReadFile("/proc/" + std::to_string(m.process().pid()) + "/status")),
+            NodeAgentCapMask());
   const std::string pid_label = "pid=\"" + std::to_string(ns_jvm) + "\"";
   Series s;
   ASSERT_TRUE(WaitFor(
