@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """End to end: a real Prometheus scrapes memtrimd watching a real JVM and a
-real glibc program with the trim agent, with the shipped rule files loaded.
+real glibc program with the trim agent (one memtrimd for each, and one in
+node-agent mode watching both), with the shipped rule files loaded.
 
 Then every PromQL expression of the dashboards and the recording rules is run
 through Prometheus's HTTP API: any error fails, and so does an expression that
 returns no data unless it is listed in MAY_BE_EMPTY with the reason. Every
 rule must evaluate without error, and one shipped alert with its threshold
 lowered (the only change) must be seen firing in /api/v1/alerts.
+
+Table rows that link to another dashboard (the fleet dashboard's rows open
+the per-target one) must carry every field their link sets, and the linked
+dashboard opened on a row's pid must show that target only.
 
 Everything listens on 127.0.0.1. Every process started here is killed by pid
 when the test ends, however it ends (and by the kernel if this script dies:
@@ -45,7 +50,13 @@ GRAFANA_VARIABLES = {
     "$job": ".*",
     "$instance": ".*",
     "$pod": ".*",
+    "${pid}": ".*",
+    "$pid": ".*",
 }
+
+# The dashboard for many targets; its panels are also checked on the
+# node-agent memtrimd alone.
+FLEET_DASHBOARD = "memtrimd-fleet.json"
 
 # Expressions that may return nothing in this setup, each with the reason.
 # Matched against the expression after variable substitution, as regexes.
@@ -59,8 +70,10 @@ MAY_BE_EMPTY = {
     r"rate\(memtrimd_trim_duration_seconds_sum": "no trim in the window",
     r"changes\(memtrimd_trim_last_success_timestamp_seconds": "no trim in the window",
     # The test's processes are not in a pod, and there is no kube-state-metrics
-    # (tests/rules/kubernetes.test.yml covers these joins).
-    r"kube_pod_info|memtrimd:target_info:kubernetes": "no pods and no kube-state-metrics here",
+    # (tests/rules/kubernetes.test.yml covers these joins). Only what needs
+    # the join: the fleet dashboard's queries fall back to
+    # memtrimd_target_info ("or") and must answer.
+    r"kube_pod_info|\(\s*memtrimd:target_info:kubernetes\s*\)": "no pods and no kube-state-metrics here",
 }
 
 def dashboard_expressions(dashboard_dir):
@@ -104,10 +117,95 @@ def rule_expressions(rule_files, kind):
     return out
 
 
-def substitute(expr):
-    for k in sorted(GRAFANA_VARIABLES, key=len, reverse=True):
-        expr = expr.replace(k, GRAFANA_VARIABLES[k])
+def substitute(expr, values=None):
+    """expr with Grafana's variables replaced; values ({name: value}) set
+    some to one value instead of All."""
+    variables = dict(GRAFANA_VARIABLES)
+    for name, value in (values or {}).items():
+        # As Grafana escapes a value for =~: a regex, inside a PromQL string.
+        regex = re.escape(value).replace("\\", "\\\\")
+        variables["$" + name] = variables["${" + name + "}"] = regex
+    for k in sorted(variables, key=len, reverse=True):
+        expr = expr.replace(k, variables[k])
     return expr
+
+
+def all_panels(ps):
+    for p in ps:
+        yield p
+        yield from all_panels(p.get("panels", []))
+
+
+# A data link's "var-NAME=${__data.fields.FIELD}": the row's FIELD sets the
+# linked dashboard's variable NAME.
+LINK_FIELD = re.compile(r"[?&]var-(\w+)=\$\{__data\.fields\.(\w+)\}")
+SELECTOR = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\{[^}]*\}")
+
+
+def check_links(dashboard_dir, query, problems):
+    """Every table row with a link to a dashboard of dashboard_dir has the
+    fields the link puts in the URL; the linked dashboard opened on a row's
+    pid (instance left at All) shows only that pid: each expression that
+    filters every selector on pid answers, and with series of that target
+    only. Returns how many (link, pid) pairs were followed."""
+    boards = {}
+    for path in sorted(glob.glob(os.path.join(dashboard_dir, "*.json"))):
+        d = json.load(open(path))
+        boards[d.get("uid")] = (os.path.basename(path), d)
+    followed = set()
+    for name, d in boards.values():
+        for p in all_panels(d.get("panels", [])):
+            for link in p.get("fieldConfig", {}).get("defaults", {}).get("links", []):
+                m = re.match(r"/d/([^/?]+)", link.get("url", ""))
+                if not m:
+                    continue
+                where = f"{name}: panel '{p.get('title')}' link"
+                if m.group(1) not in boards:
+                    problems.append(f"{where}: no dashboard with uid {m.group(1)}")
+                    continue
+                fields = LINK_FIELD.findall(link["url"])
+                rows = [s["metric"] for t in p.get("targets", [])
+                        for s in query(substitute(t["expr"])).get("data", {}).get("result", [])]
+                for row in rows:
+                    missing = [f for _, f in fields if not row.get(f)]
+                    if missing:
+                        problems.append(f"{where}: a row without {', '.join(missing)}: {row}")
+                whole = [r for r in rows if all(r.get(f) for _, f in fields)]
+                values = {var: whole[0][f] for var, f in fields} if whole else {}
+                if "pid" in values and (m.group(1), values["pid"]) not in followed:
+                    followed.add((m.group(1), values["pid"]))
+                    check_one_pid(boards[m.group(1)], values["pid"], query,
+                                  f"{where} to pid {values['pid']}", problems)
+    return len(followed)
+
+
+def check_one_pid(board, pid, query, where, problems):
+    name, d = board
+    owners = {s["metric"].get("instance") for s in
+              query(f'memtrimd_target_info{{pid="{pid}"}}').get("data", {}).get("result", [])}
+    if not owners:
+        problems.append(f"{where}: no memtrimd_target_info has pid {pid}")
+        return
+    filtered = 0
+    for p in all_panels(d.get("panels", [])):
+        for t in p.get("targets", []):
+            selectors = SELECTOR.findall(t["expr"])
+            if not selectors or not all('pid=~"$pid"' in s for s in selectors):
+                continue
+            filtered += 1
+            r = query(substitute(t["expr"], {"pid": pid}))
+            if r.get("status") != "success":
+                problems.append(f"{where}: {name} '{p.get('title')}': error {r.get('error')!r}")
+                continue
+            for s in r["data"]["result"]:
+                labels = s["metric"]
+                other_pid = labels.get("pid", pid) != pid
+                other_instance = "instance" in labels and labels["instance"] not in owners
+                if other_pid or other_instance:
+                    problems.append(f"{where}: {name} '{p.get('title')}' shows another "
+                                    f"target: {labels}")
+    if not filtered:
+        problems.append(f"{where}: no expression of {name} filters on the pid variable")
 
 
 # The shipped alert the test lowers until it fires on its JVM.
@@ -172,7 +270,9 @@ def run(a, tmp, procs, rule_files):
     # temporary buffer cache, malloc statistics on any JDK), and the
     # fragmenting glibc workload with the agent and one malloc setting in
     # its environment (MALLOC_PERTURB_=0, glibc's default: it changes nothing).
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.agent))
+    # MEMTRIMD_TRIM=1: the node-agent memtrimd below trims them too (node
+    # mode trims only the targets that opt in).
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.agent), MEMTRIMD_TRIM="1")
     jvm = procs.start([a.java, "-XX:NativeMemoryTracking=summary", "-Xmx256m", "-cp", a.classpath,
                        "NativeChurn", "--threads", "4", "--quiet", "--ready-file",
                        f"{tmp}/jvm.ready"], f"{tmp}/jvm.log", env=env)
@@ -189,8 +289,18 @@ def run(a, tmp, procs, rule_files):
         log = f"{tmp}/memtrimd-{name}.log"
         p = procs.start([a.memtrimd, f"--target.pid={target.pid}"] + fast, log)
         daemons.append((p, log))
+    # And one in node-agent mode over the same two processes (the fleet
+    # dashboard's case: one instance, several targets), selected by their
+    # ready files so that nothing else on the machine is watched. The RSS
+    # floor is low so that the glibc program counts, whatever its size now.
+    node_match = re.escape(tmp) + r"/(jvm|native)\.ready"
+    log = f"{tmp}/memtrimd-node.log"
+    p = procs.start([a.memtrimd, "--targets=node", f"--targets.match={node_match}",
+                     "--targets.min-rss=1MiB", "--discovery.interval=1s"] + fast, log)
+    daemons.append((p, log))
     ports = [wait_for("memtrimd to listen", lambda log=log: memtrimd_port(log), processes=[p])
              for p, log in daemons]
+    node_instance = f"127.0.0.1:{ports[-1]}"
 
     override = f"{tmp}/override.rules.yml"
     override_rules(rule_files[1], override)
@@ -218,14 +328,19 @@ def run(a, tmp, procs, rule_files):
 
     everyone = [jvm, native, prom] + [p for p, _ in daemons]
     wait_for("Prometheus to be ready", lambda: has_data("vector(1)"), processes=everyone)
-    wait_for("both memtrimd to be scraped",
-             lambda: len(query('up{job="memtrimd"} == 1').get("data", {}).get("result", [])) == 2,
-             processes=everyone)
+    wait_for("every memtrimd to be scraped",
+             lambda: len(query('up{job="memtrimd"} == 1').get("data", {}).get("result", []))
+             == len(daemons), processes=everyone)
+    wait_for("the node-agent memtrimd to watch both processes",
+             lambda: has_data("memtrimd_targets_watched == 2"), processes=everyone)
     # Enough history for every part: a trim through each backend, NMT and
     # malloc statistics, and rates over several scrapes.
     wait_for("a trim through the JVM and through the agent",
              lambda: len(query('memtrimd_trim_runs_total{result="success"} > 0')
                          .get("data", {}).get("result", [])) >= 2, processes=everyone)
+    wait_for("a trim by the node-agent memtrimd (its targets opted in)",
+             lambda: has_data(f'memtrimd_trim_runs_total{{instance="{node_instance}", '
+                              'result="success"} > 0'), processes=everyone)
     for needed in ("memtrimd_jvm_nmt_committed_bytes", "memtrimd_glibc_malloc_system_bytes",
                    "memtrimd_trim_last_reclaimed_bytes"):
         wait_for(needed, lambda n=needed: has_data(n), processes=everyone)
@@ -233,31 +348,44 @@ def run(a, tmp, procs, rule_files):
     # JVM's), not just of the first one scraped.
     wait_for("two scrapes of each memtrimd",
              lambda: len(query("rate(memtrimd_samples_total[10s]) > 0")
-                         .get("data", {}).get("result", [])) == 2, processes=everyone)
+                         .get("data", {}).get("result", [])) == len(daemons), processes=everyone)
 
     problems = []
-    checked = 0
-    expressions = (dashboard_expressions(os.path.join(a.source, "dashboards")) +
-                   rule_expressions(rule_files, "record"))
-    for where, raw in expressions:
-        expr = substitute(raw)
-        checked += 1
+
+    def answer(where, expr):
         r = query(expr)
         if r.get("status") != "success":
             problems.append(f"{where}: error {r.get('error')!r} for {expr}")
-            continue
+            return
         if r["data"]["result"]:
-            continue
+            return
         allowed = [MAY_BE_EMPTY[p] for p in MAY_BE_EMPTY if re.search(p, expr)]
         if allowed:
             print(f"prometheus_e2e: empty, allowed ({allowed[0]}): {where}")
-            continue
+            return
         # Some series are left out for a moment by design (the trimmable
         # estimate between a trim and the fresh malloc statistics): only an
         # expression that stays empty is a problem.
         if poll(lambda e=expr: has_data(e), 10):
-            continue
+            return
         problems.append(f"{where}: no data for {expr}")
+
+    dashboards = dashboard_expressions(os.path.join(a.source, "dashboards"))
+    expressions = dashboards + rule_expressions(rule_files, "record")
+    for where, raw in expressions:
+        answer(where, substitute(raw))
+    checked = len(expressions)
+    # The fleet dashboard on the node-agent memtrimd alone: node mode serves
+    # no detail families by default, and the fleet panels must not need them.
+    for where, raw in dashboards:
+        if where.startswith(FLEET_DASHBOARD + ":"):
+            answer(f"{where} (node-agent instance only)",
+                   substitute(raw, {"instance": node_instance}))
+            checked += 1
+
+    followed = check_links(os.path.join(a.source, "dashboards"), query, problems)
+    if not followed:
+        problems.append("no dashboard row links to a target's dashboard with its pid")
 
     # Every rule (recording and alerting, shipped and override) is loaded and
     # evaluates.
@@ -287,8 +415,9 @@ def run(a, tmp, procs, rule_files):
         print(f"prometheus_e2e: {p}", file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"prometheus_e2e: {checked} expressions answered, {sum(len(g['rules']) for g in rules)} "
-          f"rules healthy, the lowered alert fired for pid {jvm.pid}")
+    print(f"prometheus_e2e: {checked} expressions answered, {followed} row links followed to a "
+          f"pid, {sum(len(g['rules']) for g in rules)} rules healthy, the lowered alert fired "
+          f"for pid {jvm.pid}")
 
 
 if __name__ == "__main__":
