@@ -25,10 +25,12 @@
 #      scrapes (gzip, Prometheus 2's Accept header); VmRSS of both read every
 #      second; CPU is utime+stime over the window's wall time, in % of one core.
 #   2. latency, R rounds (300): each round scrapes each exporter twice (plain,
-#      then gzip with Prometheus's headers), each scrape a new curl and a new
-#      connection, memtrimd first in odd rounds and process-exporter first in
-#      even ones, 0.5 s apart, so most scrapes of memtrimd meet a snapshot no
-#      earlier request has seen. p50/p99 are curl's time_total, nearest rank.
+#      then gzip with Prometheus's headers) and asks memtrimd's /healthz once
+#      (the same server with no body: what the busy machine alone costs),
+#      each request a new curl and a new connection, memtrimd first in odd
+#      rounds and process-exporter first in even ones, rounds 0.5 s apart, so
+#      most scrapes of memtrimd meet a snapshot no earlier request has seen.
+#      p50/p99 are curl's time_total, nearest rank.
 # Series per target: the samples carrying a target's pid label (memtrimd) or
 # group name (process-exporter) in the last plain scrape, by kind.
 #
@@ -190,6 +192,7 @@ pe=$PE_PID
 log "memtrimd: pid $md port $MEMTRIMD_PORT; process-exporter: pid $pe port $PE_PORT"
 
 md_url="http://127.0.0.1:$MEMTRIMD_PORT/metrics"
+hz_url="http://127.0.0.1:$MEMTRIMD_PORT/healthz"
 pe_url="http://127.0.0.1:$PE_PORT/metrics"
 
 # memtrimd is ready when it watches every target and has sampled each (up 1).
@@ -275,11 +278,12 @@ md_cpu1=$(cpu_ticks "$md")
 pe_cpu1=$(cpu_ticks "$pe")
 
 # 2. Latency.
-log "latency: $rounds rounds of 4 scrapes"
+log "latency: $rounds rounds of 5 requests"
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then
     scrape memtrimd "$md_url" plain
     scrape memtrimd "$md_url" prom
+    scrape healthz "$hz_url" plain
     scrape pe "$pe_url" plain
     scrape pe "$pe_url" prom
   else
@@ -287,6 +291,7 @@ for ((r = 1; r <= rounds; r++)); do
     scrape pe "$pe_url" prom
     scrape memtrimd "$md_url" plain
     scrape memtrimd "$md_url" prom
+    scrape healthz "$hz_url" plain
   fi
   read_rss
   ((r % 50)) || log "$(date -u +%T) round $r"
@@ -357,15 +362,21 @@ for name, c0, c1, c2, r0, rmax, rend, hwm in (
     per_scrape = ((c2 - c1) - background * w2) / hz * 1000 / (2 * rounds)
     print(f"| {name} | {cpu_pct(c0, c1, w1):.2f} | {per_scrape:.1f} | {r0} / {rmax} / {rend} | {hwm} |")
 print()
-print("| scrape | p50 ms | p99 ms | max ms | bytes (median) | answered gzip |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| request | n | p50 ms | p99 ms | max ms | bytes (median) | answered gzip |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 lat = {}
-for name, label in (("memtrimd", "memtrimd"), ("pe", "process-exporter")):
-    for mode, mlabel in (("plain", "plain"), ("prom", "gzip, Prometheus Accept")):
-        ms, size, gz = series(name, mode)
-        lat[(name, mode)] = ms
-        print(f"| {label}, {mlabel} | {pct(ms, 50):.2f} | {pct(ms, 99):.2f} | {max(ms):.2f} "
-              f"| {sorted(size)[len(size) // 2]:,} | {sum(gz)}/{len(gz)} |")
+for name, mode, label in (
+        ("memtrimd", "plain", "memtrimd /metrics, plain"),
+        ("memtrimd", "prom", "memtrimd /metrics, gzip, Prometheus Accept"),
+        ("healthz", "plain", "memtrimd /healthz (the machine's floor)"),
+        ("pe", "plain", "process-exporter, plain"),
+        ("pe", "prom", "process-exporter, gzip, Prometheus Accept"),
+        ("memtrimd", "window", "memtrimd, gzip, every 15 s in the footprint window"),
+        ("pe", "window", "process-exporter, gzip, every 15 s in the footprint window")):
+    ms, size, gz = series(name, mode)
+    lat[(name, mode)] = ms
+    print(f"| {label} | {len(ms)} | {pct(ms, 50):.2f} | {pct(ms, 99):.2f} | {max(ms):.2f} "
+          f"| {sorted(size)[len(size) // 2]:,} | {sum(gz)}/{len(gz)} |")
 print()
 
 # Series per target.
