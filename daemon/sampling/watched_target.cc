@@ -50,7 +50,7 @@ void WatchedTarget::LogOutcomes(const TargetSnapshot& ts) {
       // recovery once; not on every sample.
       if (!o.success && o.error != slot.last_error) {
         log::Warn("collector failed",
-                  {{"pid", std::to_string(target_.pid)}, {"collector", o.name}, {"err", o.error}});
+                  {{"collector", o.name}, {"pid", std::to_string(target_.pid)}, {"err", o.error}});
         slot.last_error = o.error;
       } else if (o.success && !slot.last_error.empty()) {
         log::Info("collector recovered",
