@@ -6,21 +6,47 @@
 
 namespace memtrimd {
 
-std::optional<std::string> GzipCompress(std::string_view data) {
+std::optional<DeflatedPart> DeflatePart(std::string_view data) {
   z_stream zs{};
-  // windowBits 15 + 16: gzip wrapper rather than zlib. Level 1: metrics text
-  // compresses well even at the fastest level, and scrapes should be cheap.
-  if (deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return std::nullopt;
-  std::string out;
-  out.resize(deflateBound(&zs, static_cast<uLong>(data.size())));
+  // Negative windowBits: raw deflate, no wrapper; GzipJoin writes the one
+  // gzip header and trailer. Level 1: metrics text compresses well even at the
+  // fastest level, and scrapes should be cheap.
+  if (deflateInit2(&zs, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return std::nullopt;
+  DeflatedPart part;
+  // A sync flush can add a few bytes beyond deflateBound's finished stream.
+  part.deflate.resize(deflateBound(&zs, static_cast<uLong>(data.size())) + 16);
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&zs, Z_FINISH);
+  zs.next_out = reinterpret_cast<Bytef*>(part.deflate.data());
+  zs.avail_out = static_cast<uInt>(part.deflate.size());
+  // Z_SYNC_FLUSH: everything out, ending on a byte boundary, no final block,
+  // and nothing the next part's compressor would need to know.
+  int rc = deflate(&zs, Z_SYNC_FLUSH);
+  bool complete = (rc == Z_OK || rc == Z_BUF_ERROR) && zs.avail_in == 0 && zs.avail_out > 0;
   deflateEnd(&zs);
-  if (rc != Z_STREAM_END) return std::nullopt;
-  out.resize(zs.total_out);
+  if (!complete) return std::nullopt;
+  part.deflate.resize(zs.total_out);
+  part.crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+  part.size = data.size();
+  return part;
+}
+
+std::string GzipJoin(std::span<const DeflatedPart* const> parts) {
+  // Header: magic, deflate, no flags, no mtime, no extra flags, OS unknown.
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+  uLong crc = crc32(0, nullptr, 0);
+  uint64_t size = 0;
+  for (const DeflatedPart* p : parts) {
+    out += p->deflate;
+    crc = crc32_combine(crc, p->crc, static_cast<z_off_t>(p->size));
+    size += p->size;
+  }
+  // The final block: an empty block of fixed Huffman codes (BFINAL=1,
+  // BTYPE=01, end-of-block), 10 bits.
+  out += std::string("\x03\x00", 2);
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((crc >> (8 * i)) & 0xff);
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((size >> (8 * i)) & 0xff);
   return out;
 }
 

@@ -55,4 +55,31 @@ MetricsText MetricsPage::Render() const {
   return page;
 }
 
+std::optional<std::string> MetricsPage::RenderGzip() const {
+  MetricsText page = Render();
+  std::optional<DeflatedPart> ages = DeflatePart(page.ages);
+  if (!ages) return std::nullopt;
+  std::vector<std::shared_ptr<const DeflatedPart>> cached;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // In page order, as MetricsText::Parts. Compressed under the lock: the
+    // requests that arrive meanwhile want the same bytes.
+    for (auto [text, gz] :
+         {std::pair{&page.trims, &trims_gz_}, std::pair{&page.process, &process_gz_},
+          std::pair{&page.snapshot, &snapshot_gz_}}) {
+      if (*text == nullptr) continue;
+      if (gz->of != *text || gz->part == nullptr) {
+        std::optional<DeflatedPart> part = DeflatePart(**text);
+        if (!part) return std::nullopt;
+        gz->of = *text;
+        gz->part = std::make_shared<const DeflatedPart>(std::move(*part));
+      }
+      cached.push_back(gz->part);
+    }
+  }
+  std::vector<const DeflatedPart*> parts{&*ages};
+  for (const auto& p : cached) parts.push_back(p.get());
+  return GzipJoin(parts);
+}
+
 }  // namespace memtrimd

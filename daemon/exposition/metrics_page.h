@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/exposition/gzip.h"
 #include "daemon/exposition/metric_detail.h"
 #include "daemon/sampling/snapshot.h"
 
@@ -57,6 +58,10 @@ class MetricsPage {
 
   // The whole text exposition as of now. Thread-safe.
   MetricsText Render() const;
+  // The same page as one gzip member. The cached parts are compressed once
+  // each (when first asked for), only the ages per request. nullopt if zlib
+  // fails. Thread-safe.
+  std::optional<std::string> RenderGzip() const;
 
  private:
   const SnapshotStore& store_;
@@ -73,6 +78,13 @@ class MetricsPage {
   mutable std::shared_ptr<const std::string> trims_text_;
   mutable std::chrono::steady_clock::time_point process_read_at_;
   mutable std::shared_ptr<const std::string> process_text_;
+  // Each cached text compressed (DeflatePart), keyed by the text it was made
+  // from.
+  struct Compressed {
+    std::shared_ptr<const std::string> of;
+    std::shared_ptr<const DeflatedPart> part;
+  };
+  mutable Compressed snapshot_gz_, trims_gz_, process_gz_;
 };
 
 }  // namespace memtrimd

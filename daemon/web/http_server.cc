@@ -397,15 +397,15 @@ int HttpServer::Serve(mg_connection* conn) {
     return 405;
   }
   if (path == options_.telemetry_path) {
-    MetricsText page = metrics_page_.Render();
     const char* ae = mg_get_header(conn, "Accept-Encoding");
     if (ae != nullptr && AcceptsGzip(ae)) {
-      if (auto gz = GzipCompress(page.Joined())) {
+      if (auto gz = metrics_page_.RenderGzip()) {
         Reply(conn, 200, "OK", kTextContentType, *gz,
               h + "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
         return 200;
       }
     }
+    MetricsText page = metrics_page_.Render();
     ReplyParts(conn, 200, "OK", kTextContentType, page.Parts(), h + "Vary: Accept-Encoding\r\n");
     return 200;
   }

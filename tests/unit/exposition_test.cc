@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <map>
 #include <set>
@@ -294,6 +295,40 @@ std::size_t SeriesOf(const std::string& text, const std::string& pid) {
     if (!line.empty() && line[0] != '#' && line.find(label) != std::string::npos) ++n;
   }
   return n;
+}
+
+std::string Inflate(const std::string& gz) {
+  z_stream zs{};
+  EXPECT_EQ(inflateInit2(&zs, 15 + 16), Z_OK);
+  std::string out(8 << 20, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  zs.avail_in = static_cast<uInt>(gz.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  return out;
+}
+
+TEST(MetricsPage, GzipIsThePlainPageAndFollowsNewSnapshots) {
+  SnapshotStore store;
+  store.Publish(std::make_shared<Snapshot>(SampleSnapshot()));
+  MetricsPage page(store, nullptr, std::chrono::hours(1));
+  auto gz = page.RenderGzip();
+  ASSERT_TRUE(gz);
+  std::string plain = Inflate(*gz);
+  // The ages differ by when each was rendered; the rest is the same text.
+  MetricsText text = page.Render();
+  EXPECT_NE(plain.find(*text.snapshot), std::string::npos);
+  EXPECT_NE(plain.find(*text.process), std::string::npos);
+  EXPECT_EQ(plain.find("# HELP memtrimd_sample_age_seconds"), 0u) << plain.substr(0, 200);
+  Snapshot next = SampleSnapshot();
+  next.sequence = 99;
+  store.Publish(std::make_shared<Snapshot>(next));
+  std::string again = Inflate(*page.RenderGzip());
+  EXPECT_NE(again.find("memtrimd_samples_total 99\n"), std::string::npos);
+  EXPECT_EQ(again.find("memtrimd_samples_total 7\n"), std::string::npos);
 }
 
 TEST(Exposition, DetailFamiliesAreLeftOutUnlessAsked) {
