@@ -45,6 +45,12 @@ std::optional<bool> TrimOptIn(std::string_view environ) {
   return std::nullopt;
 }
 
+std::optional<bool> ReadTrimOptIn(const std::string& proc_dir) {
+  Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
+  if (!env.ok()) return std::nullopt;
+  return TrimOptIn(*env);
+}
+
 NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
                              const NodeSelectors& selectors, pid_t self) {
   std::optional<std::regex> match, exclude;

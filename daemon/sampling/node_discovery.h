@@ -55,6 +55,10 @@ std::optional<std::string_view> EnvironValue(std::string_view environ, std::stri
 // 0/false/no, nullopt when unset or anything else.
 std::optional<bool> TrimOptIn(std::string_view environ);
 
+// MEMTRIMD_TRIM of the process at `proc_dir` (its environ, read once);
+// nullopt when unset or unreadable.
+std::optional<bool> ReadTrimOptIn(const std::string& proc_dir);
+
 // memtrimd's own processes (the launcher's and the daemon's comm).
 bool IsMemtrimdComm(std::string_view comm);
 

@@ -122,7 +122,10 @@ Result<Target> TargetSelector::Select() const {
       break;
   }
   if (!pid.ok()) return pid.status();
-  return procfs::ReadTarget(proc_root_, *pid);
+  Result<Target> t = procfs::ReadTarget(proc_root_, *pid);
+  // The sidecar's target too may opt out of trims (MEMTRIMD_TRIM=0).
+  if (t.ok()) t->trim_opt_in = ReadTrimOptIn(t->proc_dir);
+  return t;
 }
 
 }  // namespace memtrimd

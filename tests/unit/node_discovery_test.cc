@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/exposition/metric_detail.h"
+#include "daemon/sampling/target_selector.h"
 
 extern char** environ;
 
@@ -175,6 +176,25 @@ TEST(NodeDiscovery, FindsMatchingProcessesHonoursOptOutAndReadsTrimOptIn) {
   Discovery d = capped.Discover();
   EXPECT_EQ(d.targets.size(), 1u);
   EXPECT_EQ(d.skipped_by_cap, 1u);
+}
+
+TEST(TargetSelector, TheSidecarsTargetMayOptOutOfTrims) {
+  const std::string marker = std::to_string(getpid()) + "4343";
+  Child out(marker, {"MEMTRIMD_TRIM=0"});
+  ASSERT_GT(out.pid(), 0);
+  TargetRule r;
+  r.mode = TargetRule::Mode::kPid;
+  r.pid = out.pid();
+  TargetSelector selector(r);
+  // Until the child has exec'd, its environment is this test's.
+  std::optional<bool> opt_in;
+  for (int i = 0; i < 200 && opt_in != false; ++i) {
+    Result<Target> t = selector.Select();
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    opt_in = t->trim_opt_in;
+    if (opt_in != false) usleep(10000);
+  }
+  EXPECT_EQ(opt_in, false);
 }
 
 }  // namespace
