@@ -258,6 +258,8 @@ pe_cpu0=$(cpu_ticks "$pe")
 t0=$EPOCHREALTIME
 end=$((SECONDS + seconds))
 next_scrape=$SECONDS
+window_start=$SECONDS
+rss_by_minute=()
 scrapes=0
 log "footprint: $seconds s, both scraped every ${scrape_interval}s"
 while ((SECONDS < end)); do
@@ -268,7 +270,8 @@ while ((SECONDS < end)); do
     next_scrape=$((next_scrape + scrape_interval))
   fi
   read_rss
-  if ((SECONDS % 60 == 0)); then
+  if ((SECONDS - window_start >= 60 * (${#rss_by_minute[@]} + 1))); then
+    rss_by_minute+=("$(status_kib "$md" VmRSS)")
     log "$(date -u +%T) memtrimd VmRSS max ${rss_max_md} KiB, CPU $(cpu_ticks "$md") ticks; process-exporter VmRSS max ${rss_max_pe} KiB, CPU $(cpu_ticks "$pe") ticks"
   fi
   pause 1
@@ -324,6 +327,10 @@ echo "- $(memtrimd_build "$tmp/md.metrics" "$memtrimd-daemon"); flags: --targets
 echo "- process-exporter $("$PROCESS_EXPORTER" -version 2>&1 | head -1 | sed 's/.*revision: //; s/)$//'), default flags, one group per target: name \"{{.Matches.id}}\", cmdline '${marker}-(?P<id>[jg][0-9]+)( |\$)'"
 echo "- memtrimd watched all targets and had sampled each ${start_wait_s} s after it started; footprint window ${seconds} s with $scrapes scrapes of each exporter (every ${scrape_interval} s, gzip + Prometheus Accept); then $rounds latency rounds"
 echo "- load average at start: $load_start; at end: $load_end"
+echo "- memtrimd VmRSS (KiB) at the start of the window and after each minute of it: $md_rss0 ${rss_by_minute[*]}"
+echo "- memtrimd_trim_runs_total at the end, summed over targets (result/reason): $(awk '/^memtrimd_trim_runs_total\{/ {
+    r = $0; sub(/.*result="/, "", r); sub(/".*/, "", r); q = $0; sub(/.*reason="/, "", q); sub(/".*/, "", q)
+    n[r "/" q] += $NF } END { for (k in n) { printf "%s%s %d", s, k, n[k]; s = "; " } if (!s) printf "none" }' "$tmp/md.metrics")"
 echo
 python3 - "$tmp" "$hz" "$t0" "$t1" "$t2" "$rounds" \
   "$md_cpu0" "$md_cpu1" "$md_cpu2" "$md_rss0" "$rss_max_md" "$md_rss_end" "$md_hwm" \
