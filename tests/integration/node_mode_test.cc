@@ -21,6 +21,7 @@
 #include <memory>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -375,6 +376,70 @@ TEST_F(NodeModeTest, EveryTargetAsOneTargetMemtrimdSeesItAndChurnLeavesNothingBe
             << threads_before << " -> " << threads_after << ", RSS "
             << StatusValue(self, "VmRSS").value_or(0) << " kB\n";
   EXPECT_TRUE(m.process().running());
+}
+
+// A node agent short of one capability still watches every target; each
+// figure that needs the missing one is absent, /report says which it is
+// (once per target in the log, not every sample), and the JVM is left
+// alone: no SIGQUIT, no attach socket. CAP_KILL first: the JVM's listener
+// must not be running yet.
+TEST_F(NodeModeTest, ShortOfOneCapabilityEveryTargetIsWatchedAndSaysWhy) {
+  std::vector<Started> targets;
+  targets.push_back(Start({Kind::kJvm, kNobodyUid, FindJdkHomes().front()}));
+  targets.push_back(Start({Kind::kGlibcAgent, kNamelessUid, ""}));
+  ASSERT_TRUE(WaitAllReady(targets));
+  const pid_t jvm = targets[0].pid();
+  const pid_t frag = targets[1].pid();
+  const std::string jvm_socket =
+      "/proc/" + std::to_string(jvm) + "/root/tmp/.java_pid" + std::to_string(NsPid(jvm));
+
+  for (const std::string drop : {"kill", "dac_override"}) {
+    SCOPED_TRACE("without " + drop);
+    const std::string needs = drop == "kill" ? "needs CAP_KILL" : "needs CAP_DAC_OVERRIDE";
+    Memtrimd m(WrapWith{NodeAgentCaps(drop)},
+               {"--targets=node", "--targets.match=" + marker_, "--targets.min-rss=1MiB",
+                "--discovery.interval=500ms", "--sample.interval=100ms", "--smaps.interval=100ms",
+                "--jvm.interval=100ms", "--metrics.detail=all"});
+    ASSERT_TRUE(m.started()) << m.log();
+    const std::string j = "pid=\"" + std::to_string(jvm) + "\"";
+    const std::string g = "pid=\"" + std::to_string(frag) + "\"";
+    Series s;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          s = m.Scrape();
+          return Find(s, "memtrimd_targets_watched") == 2.0 &&
+                 Find(s, "memtrimd_jvm_attachable", {j}).has_value() &&
+                 Find(s, "memtrimd_glibc_arena_heaps", {j}).has_value() &&
+                 Find(s, "memtrimd_glibc_arena_heaps", {g}).has_value() &&
+                 Find(s, "memtrimd_samples_total").value_or(0) >= 10;
+        },
+        30s))
+        << m.log();
+    EXPECT_EQ(Find(s, "memtrimd_target_up", {j}), 1.0);
+    EXPECT_EQ(Find(s, "memtrimd_target_up", {g}), 1.0);
+    EXPECT_GT(Find(s, "memtrimd_glibc_arena_heaps", {j}).value_or(0), 0);
+    EXPECT_GT(Find(s, "memtrimd_glibc_arena_heaps", {g}).value_or(0), 0);
+    EXPECT_EQ(Find(s, "memtrimd_jvm_attachable", {j}), 0.0);
+    // The agent needs no signal; without CAP_DAC_OVERRIDE it is unreachable.
+    EXPECT_EQ(Find(s, "memtrimd_glibc_malloc_arenas", {g}).has_value(), drop == "kill");
+    const std::string report = Curl(m.url("/report")).body;
+    EXPECT_NE(report.find("not attachable: attach: not signalling: "), std::string::npos) << report;
+    EXPECT_NE(report.find(needs + " or the target's uid"), std::string::npos) << report;
+    const std::string log = m.log();
+    // Once per target, whatever order the fields of the line come in.
+    int jvm_failures = 0;
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      if (LogHas(line, {"collector failed", "collector=jvm", "pid=" + std::to_string(jvm) + " "})) {
+        ++jvm_failures;
+        EXPECT_NE(line.find(needs), std::string::npos) << line;
+      }
+    }
+    EXPECT_EQ(jvm_failures, 1) << log;
+    EXPECT_FALSE(fs::exists(jvm_socket)) << "the JVM's attach listener was started";
+    EXPECT_TRUE(targets[0].process->running());
+    EXPECT_TRUE(targets[1].process->running());
+  }
 }
 
 }  // namespace
