@@ -64,6 +64,8 @@ struct DaemonConfig {
   TrimConfig trim;
   bool enable_trim_api = false;
   std::string web_config_file;  // --web.config.file; empty: plain HTTP, no auth
+  // --web.history: how far back the incident page's charts go.
+  std::chrono::milliseconds web_history = std::chrono::hours(1);
 };
 
 struct TrimCommandConfig {

@@ -20,6 +20,7 @@ struct RawFlags {
   std::string telemetry_path = "/metrics";
   std::string max_connections = "48";
   std::string web_config_file;
+  std::string web_history = "1h";
   std::string sample_interval = "10s";
   std::string smaps_interval = "60s";
   std::string target_pid;
@@ -120,6 +121,9 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--web.config.file", r.web_config_file,
             "Web configuration in the exporter-toolkit format (TLS, client certificates, basic "
             "auth, headers); re-read when it or a file it names changes");
+  AddOption(app, "--web.history", r.web_history,
+            "How far back the charts of the incident page (/) go: one point per sample and "
+            "target is kept in memory for this long (48 bytes each)");
   AddOption(app, "--sample.interval", r.sample_interval,
             "How often to sample the target (status, cgroup); also how fast a restarted target "
             "is noticed");
@@ -393,6 +397,12 @@ Command Validate(const Parser& p) {
                       " is not a positive duration (e.g. 500ms, 15s, 1m)"};
   }
   c.sample_interval = *si;
+  auto wh = ParseDuration(r.web_history);
+  if (!wh || wh->count() < 1000 || *wh > std::chrono::hours(24)) {
+    return UsageError{"--web.history: " + Quote(r.web_history) +
+                      " is not a duration from 1s to 24h (e.g. 1h, 30m)"};
+  }
+  c.web_history = *wh;
   auto mi = ParseDuration(r.smaps_interval);
   if (!mi || mi->count() == 0) {
     return UsageError{"--smaps.interval: " + Quote(r.smaps_interval) +

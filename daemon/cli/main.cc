@@ -16,6 +16,7 @@
 #include "daemon/cli/cli_errors.h"
 #include "daemon/cli/flags.h"
 #include "daemon/cli/jcmd_command.h"
+#include "daemon/report/history.h"
 #include "daemon/report/inspect.h"
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/scheduler.h"
@@ -100,6 +101,9 @@ int RunDaemonCommand(const DaemonConfig& c) {
   signal(SIGPIPE, SIG_IGN);
 
   SnapshotStore store;
+  // The incident page's charts: a point per published sample, nothing more.
+  SampleHistory history(c.web_history, c.sample_interval);
+  store.SetOnPublish([&history](const Snapshot& s) { history.Record(s); });
   TrimEngineOptions trim;
   trim.policy.interval = c.trim.interval;
   trim.policy.max_interval = c.trim.max_interval;
@@ -136,6 +140,8 @@ int RunDaemonCommand(const DaemonConfig& c) {
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
   http.enable_trim_api = c.enable_trim_api;
   http.metric_detail = c.metric_detail;
+  http.history = &history;
+  http.page_refresh = c.sample_interval;
   HttpServer server(http, store, &trims);
   Status listening = server.Start();
   if (!listening.ok()) return UsageFail(listening.message());
@@ -147,7 +153,9 @@ int RunDaemonCommand(const DaemonConfig& c) {
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;
   Scheduler scheduler(sampling, TargetSelector(RuleFrom(c)), store);
-  trims.SetAfterTrim([&scheduler](const Target& t, std::chrono::system_clock::time_point ended) {
+  trims.SetAfterTrim([&scheduler, &history](const Target& t, const TrimResult& r,
+                                            std::chrono::system_clock::time_point ended) {
+    history.RecordTrim(t, r);
     scheduler.AfterTrim(t, ended);
   });
 

@@ -794,6 +794,8 @@ std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>*
   out += "],\"no_target_reason\":";
   AppendJsonString(out, snap == nullptr ? "no sample yet" : snap->no_target_reason);
   if (snap != nullptr) {
+    // The sample the page at / was drawn from carries the same number.
+    out += ",\"sequence\":" + std::to_string(snap->sequence);
     out += ",\"node_mode\":" + std::string(snap->node_mode ? "true" : "false");
     out += ",\"targets_skipped\":" + std::to_string(snap->targets_skipped);
   }

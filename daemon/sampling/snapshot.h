@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,9 +50,15 @@ struct Snapshot {
 class SnapshotStore {
  public:
   void Publish(std::shared_ptr<const Snapshot> s) {
+    // On the writer's thread, outside the lock: readers are not held up.
+    if (on_publish_ && s) on_publish_(*s);
     std::lock_guard<std::mutex> lock(mu_);
     latest_ = std::move(s);
   }
+  // Called with every snapshot before it becomes the latest (the incident
+  // page's history is fed here, so it has a point for every sample). Set
+  // before the writer starts.
+  void SetOnPublish(std::function<void(const Snapshot&)> hook) { on_publish_ = std::move(hook); }
   // nullptr until the first sample.
   std::shared_ptr<const Snapshot> Latest() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -61,6 +68,7 @@ class SnapshotStore {
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> latest_;
+  std::function<void(const Snapshot&)> on_publish_;
 };
 
 }  // namespace memtrimd

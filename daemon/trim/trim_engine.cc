@@ -274,7 +274,7 @@ void TrimEngine::NotifyTrimmed(const Target& target, const TrimResult& r) const 
   if (!r.success || !after_trim_) return;
   auto ended = r.at + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                           std::chrono::duration<double>(r.duration_seconds));
-  after_trim_(target, ended);
+  after_trim_(target, r, ended);
 }
 
 void TrimEngine::Record(PerTarget& pt, const TrimResult& r) {

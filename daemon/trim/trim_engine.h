@@ -67,10 +67,11 @@ class TrimEngine {
 
   void Start();
   // Called after every successful trim (before TrimManually returns), with
-  // the target and when the trim ended: the scheduler re-reads what the
-  // trim changed. Set before Start.
-  using AfterTrimHook =
-      std::function<void(const Target&, std::chrono::system_clock::time_point ended)>;
+  // the target, the result and when the trim ended: the scheduler re-reads
+  // what the trim changed, the incident page's history keeps its before and
+  // after. Set before Start.
+  using AfterTrimHook = std::function<void(const Target&, const TrimResult&,
+                                           std::chrono::system_clock::time_point ended)>;
   void SetAfterTrim(AfterTrimHook hook) { after_trim_ = std::move(hook); }
   // Joins the engine's thread. After RequestShutdown (shutdown.h) this does
   // not wait for a trim blocked on its target: the trim is abandoned.

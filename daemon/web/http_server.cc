@@ -13,9 +13,9 @@
 #include "collectors/common/text.h"
 #include "daemon/web/civetweb_tls.h"
 
-#include "daemon/build_info.h"
 #include "daemon/exposition/exposition.h"
 #include "daemon/exposition/gzip.h"
+#include "daemon/report/incident_page.h"
 #include "daemon/report/inspect.h"
 
 namespace memtrimd {
@@ -95,17 +95,6 @@ bool TimeToReleaseStack() {
                           .count();
   int64_t last = last_ms.load(std::memory_order_relaxed);
   return now - last >= 10 && last_ms.compare_exchange_strong(last, now);
-}
-
-std::string LandingPage(const std::string& metrics_path) {
-  return std::string("<!DOCTYPE html>\n<html><head><title>memtrimd</title></head><body>\n") +
-         "<h1>memtrimd</h1>\n<p>Native memory of one process, from outside: RSS by kind, glibc "
-         "arena heaps, its container's memory limit.</p>\n<ul>\n<li><a href=\"" +
-         metrics_path +
-         "\">Metrics</a></li>\n<li><a href=\"/report\">Report</a> (<a "
-         "href=\"/report?format=json\">JSON</a>)</li>\n<li><a "
-         "href=\"/healthz\">Health</a></li>\n</ul>\n<p>Version " +
-         kVersion + " (" + kRevision + ")</p>\n</body></html>\n";
 }
 
 }  // namespace
@@ -433,8 +422,31 @@ int HttpServer::Serve(mg_connection* conn) {
     return 200;
   }
   if (path == "/") {
-    Reply(conn, 200, "OK", "text/html; charset=utf-8", LandingPage(options_.telemetry_path), h);
-    return 200;
+    IncidentPageOptions page_options;
+    page_options.metrics_path = options_.telemetry_path;
+    page_options.refresh = options_.page_refresh;
+    if (ri->query_string != nullptr) {
+      char value[32];
+      if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) >
+          0) {
+        auto n = text::ParseUint(value);
+        if (!n || *n == 0 || *n > 0x7fffffff) {
+          Reply(conn, 400, "Bad Request", "text/plain; charset=utf-8", "pid: not a process id\n",
+                h);
+          return 400;
+        }
+        page_options.pid = static_cast<pid_t>(*n);
+      }
+    }
+    // The snapshot and trim state /metrics and /report read: one source.
+    std::shared_ptr<const Snapshot> snap = store_.Latest();
+    std::optional<std::vector<TrimStats>> stats;
+    if (trims_ != nullptr) stats = trims_->Stats();
+    IncidentPage page =
+        RenderIncidentPage(snap.get(), stats ? &*stats : nullptr, options_.history, page_options);
+    Reply(conn, page.code, page.code == 200 ? "OK" : "Not Found", "text/html; charset=utf-8",
+          page.html, h);
+    return page.code;
   }
   Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n", h);
   return 404;

@@ -11,6 +11,7 @@
 
 #include "collectors/common/status.h"
 #include "daemon/exposition/metrics_page.h"
+#include "daemon/report/history.h"
 #include "daemon/sampling/snapshot.h"
 #include "daemon/trim/trim_engine.h"
 #include "daemon/web/web_config_file.h"
@@ -31,7 +32,9 @@ struct HttpOptions {
   // The --web.config.file, or null (plain HTTP, no authentication). Whether
   // TLS is on is fixed at Start(); everything else follows reloads.
   WebConfigFile* web = nullptr;
-  MetricDetail metric_detail;  // --metrics.detail
+  MetricDetail metric_detail;                     // --metrics.detail
+  const SampleHistory* history = nullptr;         // the incident page's charts (null: none)
+  std::chrono::milliseconds page_refresh{10000};  // how often / reloads itself
 };
 
 class HttpServer {

@@ -37,13 +37,14 @@ TEST(Flags, DefaultsAreTheDocumentedOnes) {
 
 TEST(Flags, ParsesEveryDaemonFlag) {
   Command c = Parse({"--web.listen-address=127.0.0.1:9000", "--web.listen-address", "[::1]:9001",
-                     "--web.telemetry-path=/m", "--web.max-connections=8",
+                     "--web.telemetry-path=/m", "--web.max-connections=8", "--web.history=30m",
                      "--sample.interval=250ms", "--smaps.interval=2m", "--target.match=java.*Main",
                      "--target.memory-limit=2Gi", "--no-collector.glibc", "--glibc.heap-size=8MiB",
                      "--log.level=debug", "--log.format=json", "--no-glibc.confirm-heaps"});
   const RunDaemon* d = std::get_if<RunDaemon>(&c);
   ASSERT_NE(d, nullptr) << UsageMessage(c);
   EXPECT_EQ(d->config.listen_addresses, (std::vector<std::string>{"127.0.0.1:9000", "[::1]:9001"}));
+  EXPECT_EQ(d->config.web_history, std::chrono::minutes(30));
   EXPECT_EQ(d->config.telemetry_path, "/m");
   EXPECT_EQ(d->config.max_connections, 8);
   EXPECT_EQ(d->config.sample_interval, std::chrono::milliseconds(250));
@@ -104,6 +105,8 @@ TEST(Flags, BadInputIsOneLineUsageError) {
       {{"--web.telemetry-path=metrics"}, "must start with /"},
       {{"--web.max-connections=0"}, "not 1 to 1024"},
       {{"--web.max-connections=5000"}, "not 1 to 1024"},
+      {{"--web.history=0"}, "--web.history: \"0\" is not a duration from 1s to 24h"},
+      {{"--web.history=25h"}, "not a duration from 1s to 24h"},
       {{"--log.level=loud"}, "--log.level"},
       {{"--log.format=xml"}, "--log.format"},
       {{"inspect"}, "--pid"},

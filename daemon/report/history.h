@@ -1,0 +1,93 @@
+// The last hour (--web.history) of each watched target's memory, for the
+// charts of the incident page: one fixed-size point per published sample
+// and the trims' before and after, in memtrimd's own memory. Fed once per
+// snapshot (SnapshotStore's publish hook) and once per trim (the trim
+// engine's after-trim hook); never makes memtrimd sample.
+//
+// Memory: a point is 48 bytes, a trim mark 24; at the default 10 s sample
+// interval an hour is 360 points, about 17 KiB per target (samples the
+// scheduler takes right after a trim add one or two points each), plus at
+// most kMaxTrimMarks marks (1.5 KiB). Targets that leave the snapshot are
+// dropped at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "daemon/sampling/snapshot.h"
+#include "daemon/trim/trim.h"
+
+namespace memtrimd {
+
+inline constexpr uint64_t kNoValue = UINT64_MAX;  // a figure the sample did not have
+
+struct HistoryPoint {
+  int64_t t_ms = 0;  // when the snapshot was taken, Unix milliseconds
+  uint64_t sequence = 0;
+  uint64_t rss = kNoValue;             // VmRSS
+  uint64_t limit = kNoValue;           // the memory limit (cgroup or flag)
+  uint64_t arena_resident = kNoValue;  // glibc arena heaps' Rss, from the latest smaps read
+  uint64_t direct = kNoValue;          // the JVM's direct buffer pool, memory used
+};
+
+struct TrimMark {
+  int64_t t_ms = 0;  // when the trim started
+  uint64_t before = 0;
+  uint64_t after = 0;  // RSS+swap measured around the trim
+};
+
+struct TargetHistory {
+  std::vector<HistoryPoint> points;  // oldest first
+  std::vector<TrimMark> trims;       // oldest first
+};
+
+// The point a sample of one target gives (pure; the unit tests build
+// samples in code).
+HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence);
+
+class SampleHistory {
+ public:
+  // Hard cap on the marks kept per target, whatever the window: manual
+  // trims through the API could otherwise come at any rate.
+  static constexpr std::size_t kMaxTrimMarks = 64;
+
+  // `window`: how far back points are kept. `sample_interval` sizes a hard
+  // cap on points per target (twice the window's samples, for the extra
+  // samples after trims), so memory stays bounded even if the clock jumps.
+  SampleHistory(std::chrono::milliseconds window, std::chrono::milliseconds sample_interval);
+
+  // One point per target of the snapshot; targets not in it are dropped.
+  void Record(const Snapshot& snap);
+  // A successful trim of `target` (failed ones measured nothing useful).
+  void RecordTrim(const Target& target, const TrimResult& r);
+
+  // The points of one target (pid and start ticks) up to and including
+  // sample `up_to_sequence`, so that a page drawn from one snapshot shows
+  // nothing newer than it; nullopt when the target is not known.
+  std::optional<TargetHistory> Of(const Target& target, uint64_t up_to_sequence) const;
+
+  std::size_t targets() const;
+  std::size_t max_points() const { return max_points_; }
+  std::chrono::milliseconds window() const { return window_; }
+
+ private:
+  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
+  struct PerTarget {
+    std::deque<HistoryPoint> points;
+    std::deque<TrimMark> trims;
+  };
+  void Prune(PerTarget& pt, int64_t now_ms) const;
+
+  const std::chrono::milliseconds window_;
+  const std::size_t max_points_;
+  mutable std::mutex mu_;
+  std::map<Key, PerTarget> targets_;
+};
+
+}  // namespace memtrimd

@@ -1,0 +1,314 @@
+#include "daemon/report/incident_page.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "daemon/analysis/findings.h"
+#include "daemon/analysis/rss_account.h"
+#include "daemon/base/units.h"
+#include "daemon/build_info.h"
+#include "daemon/report/svg_chart.h"
+
+namespace memtrimd {
+namespace {
+
+std::string Mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+int64_t UnixMs(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// The words /report's "Who holds the RSS" uses for each part.
+const char* PartLabel(std::string_view part) {
+  if (part == "file") return "file-backed";
+  if (part == "java_heap") return "Java heap";
+  if (part == "nmt_buffers") return "NMT buffers (direct, FFM, Unsafe)";
+  if (part == "nmt_metaspace") return "NMT metaspace";
+  if (part == "nmt_code") return "NMT code";
+  if (part == "nmt_threads") return "NMT threads";
+  if (part == "nmt_gc") return "NMT GC";
+  if (part == "nmt_jvm_other") return "NMT other JVM";
+  if (part == "glibc_free") return "glibc free kept";
+  if (part == "outside_nmt") return "native outside NMT";
+  return "native";
+}
+
+constexpr const char* kStyle = R"(<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#1b1b1b;background:#fafafa}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:20px 0 6px}h3{font-size:15px;margin:14px 0 4px}
+.meta{color:#555}a{color:#0645ad}
+table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
+td:first-child,th:first-child,td.l,th.l{text-align:left}
+.room{fill:#eee;stroke:#bbb}.limit{stroke:#c00;stroke-width:2}
+.p0{fill:#9aa5b1;background:#9aa5b1}.p1{fill:#4e79a7;background:#4e79a7}.p2{fill:#f28e2b;background:#f28e2b}.p3{fill:#76b7b2;background:#76b7b2}.p4{fill:#59a14f;background:#59a14f}.p5{fill:#edc948;background:#edc948}
+.p6{fill:#b07aa1;background:#b07aa1}.p7{fill:#ff9da7;background:#ff9da7}.p8{fill:#9c755f;background:#9c755f}.p9{fill:#e15759;background:#e15759}.p10{fill:#bab0ac;background:#bab0ac}.p11{fill:#1f77b4;background:#1f77b4}
+.legend i{display:inline-block;width:10px;height:10px;margin:0 4px 0 8px}
+.charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;background:#fff;border:1px solid #ddd;padding:6px}
+figcaption{font-weight:600}.plot{fill:#fff;stroke:#ccc}polyline{fill:none;stroke-width:1.5}
+.axis{font-size:10px;fill:#555}.trim line{stroke:#2a7;stroke-width:2}.trim .before{fill:#c00}.trim .after{fill:#2a7}
+.trimkey{background:#2a7}.risk{color:#b00;font-weight:600}.ok{color:#2a7}
+ul{margin:4px 0;padding-left:20px}li{margin:2px 0}
+</style>)";
+
+std::vector<BarPart> PartsOf(const RssAccount& a) {
+  std::vector<BarPart> parts;
+  for (const auto& [part, bytes] : AccountParts(a)) parts.push_back({part, PartLabel(part), bytes});
+  return parts;
+}
+
+std::optional<uint64_t> LimitOf(const TargetSample& s) {
+  if (s.cgroup && s.cgroup->limit_bytes) return s.cgroup->limit_bytes;
+  return std::nullopt;
+}
+
+uint64_t RssOf(const TargetSample& s) { return s.process ? s.process->vm_rss : 0; }
+
+std::string TargetName(const TargetSnapshot& ts) {
+  return HtmlEscape(ts.target.comm) + " (pid " + std::to_string(ts.target.pid) + ")";
+}
+
+const TrimStats* TrimsOf(const std::vector<TrimStats>* trims, const Target& t) {
+  if (trims == nullptr) return nullptr;
+  for (const TrimStats& s : *trims) {
+    if (s.pid == t.pid && s.start_ticks == t.start_ticks) return &s;
+  }
+  return nullptr;
+}
+
+void RenderAccountSection(std::string& out, const TargetSnapshot& ts) {
+  const TargetSample& s = ts.sample;
+  out += "<h3>Who holds the RSS</h3>\n";
+  std::optional<RssAccount> a = AccountRss(s);
+  if (!a) {
+    out += "<p>No account yet: it needs a smaps read (every --smaps.interval).</p>\n";
+    return;
+  }
+  std::vector<BarPart> parts = PartsOf(*a);
+  out += "<div class=\"account\" data-rss=\"" + std::to_string(a->rss) + "\">\n";
+  out += RenderAccountBar(parts, a->rss, LimitOf(s));
+  out += "<div class=\"legend\">";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += "<span><i class=\"p" + std::to_string(i % 12) + "\"></i>" + HtmlEscape(parts[i].label) +
+           " " + Mib(parts[i].bytes) + "</span> ";
+  }
+  out += "</div>\n<p>" + HtmlEscape(a->Equation());
+  if (auto limit = LimitOf(s)) out += " (limit " + Mib(*limit) + ")";
+  out += "</p>\n</div>\n";
+}
+
+void RenderCharts(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
+                  uint64_t sequence, int64_t now_ms) {
+  if (history == nullptr) return;
+  std::optional<TargetHistory> h = history->Of(ts.target, sequence);
+  if (!h || h->points.empty()) return;
+  const int64_t to = std::max(now_ms, h->points.back().t_ms);
+  // From the first point kept (at most the window back), at least a minute:
+  // a target watched for two minutes gets two minutes across the chart, not
+  // a sliver at the right end of an hour.
+  const int64_t from =
+      std::min(std::max(to - history->window().count(), h->points.front().t_ms), to - 60000);
+  ChartSeries rss{"rss", "RSS", "#4e79a7", false, {}};
+  ChartSeries limit{"limit", "limit", "#c00", true, {}};
+  ChartSeries arena{"arena_heaps", "arena heaps resident", "#f28e2b", false, {}};
+  ChartSeries direct{"direct", "direct buffer pool", "#b07aa1", false, {}};
+  for (const HistoryPoint& p : h->points) {
+    if (p.rss != kNoValue) rss.points.push_back({p.t_ms, p.rss});
+    if (p.limit != kNoValue) limit.points.push_back({p.t_ms, p.limit});
+    if (p.arena_resident != kNoValue) arena.points.push_back({p.t_ms, p.arena_resident});
+    if (p.direct != kNoValue) direct.points.push_back({p.t_ms, p.direct});
+  }
+  std::vector<ChartMark> marks;
+  for (const TrimMark& m : h->trims) marks.push_back({m.t_ms, m.before, m.after});
+  out += "<h3>The last " + FormatDuration(history->window()) + "</h3>\n";
+  out += "<div class=\"charts\" data-samples=\"" + std::to_string(h->points.size()) +
+         "\" data-first-sequence=\"" + std::to_string(h->points.front().sequence) +
+         "\" data-last-sequence=\"" + std::to_string(h->points.back().sequence) + "\">\n";
+  std::vector<ChartSeries> first{rss};
+  if (!limit.points.empty()) first.push_back(limit);
+  out += RenderLineChart("RSS, memory limit and trims", from, to, first, marks);
+  out += RenderLineChart("glibc arena heaps, resident", from, to, {arena}, {});
+  if (ts.sample.jvm || ts.sample.jvm_perf) {
+    out += RenderLineChart("direct buffer memory", from, to, {direct}, {});
+  }
+  out += "</div>\n";
+}
+
+void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats* trims) {
+  const TargetSample& s = ts.sample;
+  out += "<h3>What it means, and what to do</h3>\n<ul class=\"findings\">\n";
+  std::vector<std::string> fine;
+  for (const RiskFinding& f : AssessJvmRisks(s)) {
+    if (f.at_risk) {
+      out += "<li class=\"risk\" data-check=\"" + HtmlEscape(f.check) + "\">Risk (" +
+             HtmlEscape(f.check) + "): <span>" + HtmlEscape(f.explanation) + "</span></li>\n";
+    } else {
+      fine.push_back(f.check);
+    }
+  }
+  if (!fine.empty()) {
+    std::string list;
+    for (const std::string& c : fine) list += (list.empty() ? "" : ", ") + c;
+    out += "<li class=\"ok\">No risk seen by: " + HtmlEscape(list) + "</li>\n";
+  }
+  if (auto trimmable = TrimmableEstimate(s); trimmable && *trimmable > 0) {
+    out += "<li data-finding=\"trimmable\">malloc_trim could give back up to " + Mib(*trimmable) +
+           (MallocStatsStale(s) ? " (statistics from before the last trim)" : "") +
+           (trims && trims->opted_in
+                ? ": memtrimd trims this target on its schedule."
+                : ": memtrimd does not trim this target (MEMTRIMD_TRIM=1 in its environment "
+                  "opts it in).") +
+           "</li>\n";
+  }
+  if (std::string advice = MallocEnvAdvice(s); !advice.empty()) {
+    out += "<li data-finding=\"malloc_env\">" + HtmlEscape(advice) + "</li>\n";
+  }
+  for (const CollectorOutcome& o : ts.collectors) {
+    if (!o.success) {
+      out += "<li data-finding=\"collector\">The " + HtmlEscape(o.name) +
+             " collector failed: " + HtmlEscape(o.error) + "</li>\n";
+    }
+  }
+  out += "</ul>\n";
+  std::vector<MissingFigure> missing = MissingFigures(s);
+  if (!missing.empty()) {
+    out += "<h3>Not shown, and why</h3>\n<ul class=\"missing\">\n";
+    for (const MissingFigure& m : missing) {
+      out += "<li data-figure=\"" + HtmlEscape(m.figure) + "\"><b>" + HtmlEscape(m.figure) +
+             "</b>: " + HtmlEscape(m.why) + "</li>\n";
+    }
+    out += "</ul>\n";
+  }
+  if (trims != nullptr) {
+    out +=
+        "<h3>Trims</h3>\n<p>Given back so far: " + Mib(trims->reclaimed_total_bytes) + " RSS+swap";
+    if (!trims->last_skip_reason.empty()) {
+      out += "; last decision: skip (" + HtmlEscape(trims->last_skip_reason) + ")";
+    }
+    out += ".</p>\n";
+    if (!trims->recent.empty()) {
+      out += "<ul class=\"trims\">\n";
+      for (const TrimResult& r : trims->recent) {
+        out += "<li>" + ClockUtc(UnixMs(r.at)) + " UTC, " + HtmlEscape(r.trigger) + ": ";
+        out += r.success ? Mib(r.before.rss_swap_bytes) + " -> " + Mib(r.after.rss_swap_bytes)
+                         : "failed (" + HtmlEscape(r.reason) + "): " + HtmlEscape(r.error);
+        out += "</li>\n";
+      }
+      out += "</ul>\n";
+    }
+  }
+}
+
+void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& ts,
+                  const std::vector<TrimStats>* trims, const SampleHistory* history) {
+  const TargetSample& s = ts.sample;
+  out += "<section class=\"target\" data-pid=\"" + std::to_string(ts.target.pid) + "\">\n<h2>" +
+         TargetName(ts) + "</h2>\n<p class=\"meta\">RSS " + Mib(RssOf(s));
+  if (auto limit = LimitOf(s)) {
+    out += " of a " + Mib(*limit) + " limit (" +
+           std::to_string(static_cast<int>(100.0 * static_cast<double>(RssOf(s)) /
+                                           static_cast<double>(std::max<uint64_t>(*limit, 1)))) +
+           " %)";
+  } else {
+    out += "; no memory limit known";
+  }
+  out += "</p>\n";
+  RenderAccountSection(out, ts);
+  RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
+  RenderFindings(out, ts, TrimsOf(trims, ts.target));
+  out += "</section>\n";
+}
+
+// Fullest first: RSS / limit, then targets without a limit by RSS.
+void RenderTargetTable(std::string& out, const Snapshot& snap) {
+  std::vector<const TargetSnapshot*> rows;
+  for (const TargetSnapshot& ts : snap.targets) rows.push_back(&ts);
+  auto ratio = [](const TargetSnapshot* t) -> double {
+    auto limit = LimitOf(t->sample);
+    if (!limit || *limit == 0) return -1;
+    return static_cast<double>(RssOf(t->sample)) / static_cast<double>(*limit);
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const TargetSnapshot* a, const TargetSnapshot* b) {
+    double ra = ratio(a), rb = ratio(b);
+    if (ra != rb) return ra > rb;
+    return RssOf(a->sample) > RssOf(b->sample);
+  });
+  out += "<h2>" + std::to_string(rows.size()) + " targets, fullest first</h2>\n";
+  if (snap.targets_skipped > 0) {
+    out += "<p>" + std::to_string(snap.targets_skipped) + " more left out by --targets.max.</p>\n";
+  }
+  out +=
+      "<table class=\"targets\"><tr><th>process</th><th>RSS</th><th>limit</th>"
+      "<th>RSS / limit</th><th>glibc free kept</th><th class=\"l\">risks</th></tr>\n";
+  for (const TargetSnapshot* ts : rows) {
+    const TargetSample& s = ts->sample;
+    auto limit = LimitOf(s);
+    std::optional<RssAccount> a = AccountRss(s);
+    std::string risks;
+    for (const RiskFinding& f : AssessJvmRisks(s)) {
+      if (f.at_risk) risks += (risks.empty() ? "" : ", ") + f.check;
+    }
+    char pct[16] = "";
+    if (double r = ratio(ts); r >= 0) std::snprintf(pct, sizeof(pct), "%.0f %%", r * 100);
+    out += "<tr data-pid=\"" + std::to_string(ts->target.pid) +
+           "\"><td><a href=\"/?pid=" + std::to_string(ts->target.pid) + "\">" + TargetName(*ts) +
+           "</a></td><td>" + Mib(RssOf(s)) + "</td><td>" + (limit ? Mib(*limit) : "none") +
+           "</td><td>" + pct + "</td><td>" + (a && a->glibc_free ? Mib(*a->glibc_free) : "") +
+           "</td><td class=\"l\">" + HtmlEscape(risks) + "</td></tr>\n";
+  }
+  out += "</table>\n";
+}
+
+}  // namespace
+
+IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStats>* trims,
+                                const SampleHistory* history, const IncidentPageOptions& options) {
+  IncidentPage page;
+  std::string& out = page.html;
+  const int64_t refresh_s = std::max<int64_t>(
+      5, std::chrono::duration_cast<std::chrono::seconds>(options.refresh).count());
+  out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"refresh\" content=\"" +
+      std::to_string(refresh_s) + "\">\n<title>memtrimd</title>\n" + kStyle + "</head>\n";
+  out += "<body data-sequence=\"" + std::to_string(snap ? snap->sequence : 0) + "\">\n";
+  out += "<h1>memtrimd</h1>\n<p class=\"meta\">";
+  if (snap != nullptr) {
+    out += "Sample " + std::to_string(snap->sequence) + ", taken " +
+           ClockUtc(UnixMs(snap->taken_at)) + " UTC; this page reloads every " +
+           std::to_string(refresh_s) + " s. ";
+  }
+  out += "<a href=\"" + HtmlEscape(options.metrics_path) +
+         "\">Metrics</a> · <a href=\"/report\">Report</a> (<a "
+         "href=\"/report?format=json\">JSON</a>) · <a href=\"/healthz\">Health</a> · version " +
+         HtmlEscape(kVersion) + " (" + HtmlEscape(kRevision) + ")</p>\n";
+  if (snap == nullptr) {
+    out += "<p>No sample yet.</p>\n";
+  } else if (snap->targets.empty()) {
+    out += "<p>No target: " + HtmlEscape(snap->no_target_reason) + "</p>\n";
+  } else if (options.pid) {
+    const TargetSnapshot* found = nullptr;
+    for (const TargetSnapshot& ts : snap->targets) {
+      if (ts.target.pid == *options.pid) found = &ts;
+    }
+    if (found == nullptr) {
+      page.code = 404;
+      out += "<p>No watched target has pid " + std::to_string(*options.pid) +
+             " now. <a href=\"/\">All targets</a></p>\n";
+    } else {
+      if (snap->node_mode) out += "<p><a href=\"/\">All targets</a></p>\n";
+      RenderTarget(out, *snap, *found, trims, history);
+    }
+  } else if (snap->node_mode) {
+    RenderTargetTable(out, *snap);
+  } else {
+    for (const TargetSnapshot& ts : snap->targets) RenderTarget(out, *snap, ts, trims, history);
+  }
+  out += "</body></html>\n";
+  return page;
+}
+
+}  // namespace memtrimd

@@ -1,0 +1,173 @@
+#include "daemon/report/svg_chart.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "daemon/base/units.h"
+
+namespace memtrimd {
+namespace {
+
+// Coordinates with one decimal: enough on screen, short in the page.
+std::string Num(double v) {
+  if (!(v == v)) v = 0;  // never NaN in the page, whatever the input
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", v);
+  return buf;
+}
+
+std::string Mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+constexpr double kBarWidth = 760;
+constexpr double kBarHeight = 28;
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string ClockUtc(int64_t t_ms) {
+  std::time_t t = static_cast<std::time_t>(t_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
+                             std::optional<uint64_t> limit) {
+  // The scale: the limit, so that the free room is visible; the RSS when it
+  // is larger (then the limit line sits inside the bar).
+  const uint64_t scale = std::max<uint64_t>({rss, limit.value_or(0), 1});
+  const double per_byte = kBarWidth / static_cast<double>(scale);
+  std::string out = "<svg class=\"bar\" viewBox=\"0 0 " + Num(kBarWidth + 40) + " " +
+                    Num(kBarHeight + 22) + "\" width=\"" + Num(kBarWidth + 40) + "\" height=\"" +
+                    Num(kBarHeight + 22) + "\" data-rss=\"" + std::to_string(rss) +
+                    "\" data-scale-bytes=\"" + std::to_string(scale) + "\"";
+  if (limit) out += " data-limit=\"" + std::to_string(*limit) + "\"";
+  out += " role=\"img\">\n";
+  out += "<rect x=\"0\" y=\"0\" width=\"" + Num(kBarWidth) + "\" height=\"" + Num(kBarHeight) +
+         "\" class=\"room\"/>\n";
+  double x = 0;
+  std::size_t i = 0;
+  for (const BarPart& p : parts) {
+    const double w = static_cast<double>(p.bytes) * per_byte;
+    out += "<rect class=\"part p" + std::to_string(i++ % 12) + "\" data-part=\"" +
+           HtmlEscape(p.part) + "\" data-bytes=\"" + std::to_string(p.bytes) + "\" x=\"" + Num(x) +
+           "\" y=\"0\" width=\"" + Num(w) + "\" height=\"" + Num(kBarHeight) + "\"><title>" +
+           HtmlEscape(p.label) + ": " + Mib(p.bytes) + "</title></rect>\n";
+    x += w;
+  }
+  if (limit) {
+    const double lx = static_cast<double>(*limit) * per_byte;
+    out += "<line class=\"limit\" x1=\"" + Num(lx) + "\" x2=\"" + Num(lx) + "\" y1=\"-2\" y2=\"" +
+           Num(kBarHeight + 4) + "\"/>\n<text x=\"" + Num(std::min(lx, kBarWidth - 90)) +
+           "\" y=\"" + Num(kBarHeight + 16) + "\">limit " + Mib(*limit) + "</text>\n";
+  } else {
+    out += "<text x=\"0\" y=\"" + Num(kBarHeight + 16) + "\">no memory limit known</text>\n";
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to,
+                            const std::vector<ChartSeries>& series,
+                            const std::vector<ChartMark>& marks) {
+  constexpr double kW = 360, kH = 120, kLeft = 56, kTop = 8, kBottom = 20;
+  uint64_t top = 0;
+  for (const ChartSeries& s : series) {
+    for (const ChartPoint& p : s.points) top = std::max(top, p.v);
+  }
+  for (const ChartMark& m : marks) top = std::max({top, m.before, m.after});
+  // Headroom above the largest value; at least one byte so nothing divides by 0.
+  const double y_max = std::max(1.0, static_cast<double>(top) * 1.08);
+  const double span = static_cast<double>(std::max<int64_t>(t_to - t_from, 1));
+  auto X = [&](int64_t t) {
+    double f = static_cast<double>(t - t_from) / span;
+    return kLeft + std::clamp(f, 0.0, 1.0) * kW;
+  };
+  auto Y = [&](uint64_t v) { return kTop + kH - static_cast<double>(v) / y_max * kH; };
+
+  std::string out = "<figure class=\"chart\"><figcaption>" + HtmlEscape(title) + "</figcaption>\n";
+  out += "<svg viewBox=\"0 0 " + Num(kLeft + kW + 8) + " " + Num(kTop + kH + kBottom) +
+         "\" width=\"" + Num(kLeft + kW + 8) + "\" height=\"" + Num(kTop + kH + kBottom) +
+         "\" data-y-max=\"" + Num(y_max) + "\" role=\"img\">\n";
+  out += "<rect class=\"plot\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" +
+         Num(kW) + "\" height=\"" + Num(kH) + "\"/>\n";
+  out += "<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + 10) +
+         "\" text-anchor=\"end\">" + Mib(static_cast<uint64_t>(y_max)).substr(0) +
+         "</text>\n<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + kH) +
+         "\" text-anchor=\"end\">0</text>\n";
+  out += "<text class=\"axis\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop + kH + 14) + "\">" +
+         ClockUtc(t_from) + "</text>\n<text class=\"axis\" x=\"" + Num(kLeft + kW) + "\" y=\"" +
+         Num(kTop + kH + 14) + "\" text-anchor=\"end\">" + ClockUtc(t_to) + " UTC</text>\n";
+  for (const ChartSeries& s : series) {
+    if (s.points.empty()) continue;
+    out += "<polyline data-series=\"" + HtmlEscape(s.name) + "\" data-count=\"" +
+           std::to_string(s.points.size()) + "\" data-last=\"" + std::to_string(s.points.back().v) +
+           "\" stroke=\"" + s.color + "\"" + (s.dashed ? " stroke-dasharray=\"4 3\"" : "") +
+           " points=\"";
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      out += (i ? " " : "") + Num(X(s.points[i].t_ms)) + "," + Num(Y(s.points[i].v));
+    }
+    out += "\"/>\n";
+    // A single sample would be an invisible line: show it as a dot.
+    if (s.points.size() == 1) {
+      out += "<circle cx=\"" + Num(X(s.points[0].t_ms)) + "\" cy=\"" + Num(Y(s.points[0].v)) +
+             "\" r=\"2.5\" fill=\"" + s.color + "\"/>\n";
+    }
+  }
+  for (const ChartMark& m : marks) {
+    const double x = X(m.t_ms);
+    out += "<g class=\"trim\" data-t=\"" + std::to_string(m.t_ms) + "\" data-before=\"" +
+           std::to_string(m.before) + "\" data-after=\"" + std::to_string(m.after) +
+           "\"><title>trim at " + ClockUtc(m.t_ms) + " UTC: " + Mib(m.before) + " -> " +
+           Mib(m.after) + "</title><line x1=\"" + Num(x) + "\" x2=\"" + Num(x) + "\" y1=\"" +
+           Num(Y(m.before)) + "\" y2=\"" + Num(Y(m.after)) + "\"/><circle cx=\"" + Num(x) +
+           "\" cy=\"" + Num(Y(m.before)) + "\" r=\"3\" class=\"before\"/><circle cx=\"" + Num(x) +
+           "\" cy=\"" + Num(Y(m.after)) + "\" r=\"3\" class=\"after\"/></g>\n";
+  }
+  out += "</svg>\n<div class=\"legend\">";
+  for (const ChartSeries& s : series) {
+    out += "<span><i style=\"background:" + s.color + "\"></i>" + HtmlEscape(s.label) +
+           (s.points.empty() ? " (no data)" : ": " + Mib(s.points.back().v)) + "</span> ";
+  }
+  if (!marks.empty()) {
+    out += "<span><i class=\"trimkey\"></i>trims, before and after (" +
+           std::to_string(marks.size()) + ")</span>";
+  }
+  out += "</div></figure>\n";
+  return out;
+}
+
+}  // namespace memtrimd

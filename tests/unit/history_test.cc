@@ -1,0 +1,125 @@
+#include "daemon/report/history.h"
+
+#include <gtest/gtest.h>
+
+namespace memtrimd {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint64_t kMiB = 1u << 20;
+
+TargetSnapshot TargetWith(pid_t pid, uint64_t rss, std::optional<uint64_t> limit = std::nullopt) {
+  TargetSnapshot ts;
+  ts.target.pid = pid;
+  ts.target.start_ticks = 1000 + static_cast<uint64_t>(pid);
+  procfs::ProcStatus st;
+  st.vm_rss = rss;
+  ts.sample.process = st;
+  if (limit) {
+    CgroupMemory c;
+    c.limit_bytes = limit;
+    ts.sample.cgroup = c;
+  }
+  return ts;
+}
+
+Snapshot At(uint64_t seq, std::chrono::system_clock::time_point t,
+            std::vector<TargetSnapshot> targets) {
+  Snapshot s;
+  s.sequence = seq;
+  s.taken_at = t;
+  s.targets = std::move(targets);
+  return s;
+}
+
+const std::chrono::system_clock::time_point kT0{std::chrono::seconds(1'800'000'000)};
+
+TEST(SampleHistory, OnePointPerSampleWithItsFigures) {
+  SampleHistory h(1h, 10s);
+  TargetSnapshot a = TargetWith(10, 100 * kMiB, 512 * kMiB);
+  GlibcHeaps g;
+  g.resident_bytes = 64 * kMiB;
+  a.sample.glibc = g;
+  for (uint64_t i = 1; i <= 5; ++i) {
+    a.sample.process->vm_rss = i * kMiB;
+    h.Record(At(i, kT0 + std::chrono::seconds(10 * i), {a}));
+  }
+  auto got = h.Of(a.target, 5);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->points.size(), 5u);
+  EXPECT_EQ(got->points.front().sequence, 1u);
+  EXPECT_EQ(got->points.back().rss, 5 * kMiB);
+  EXPECT_EQ(got->points.back().limit, 512 * kMiB);
+  EXPECT_EQ(got->points.back().arena_resident, 64 * kMiB);
+  EXPECT_EQ(got->points.back().direct, kNoValue);  // no buffer pools in this sample
+  // A page drawn from sample 3 shows nothing newer.
+  EXPECT_EQ(h.Of(a.target, 3)->points.size(), 3u);
+}
+
+TEST(SampleHistory, KeepsOnlyTheWindow) {
+  SampleHistory h(1h, 10s);
+  TargetSnapshot a = TargetWith(10, kMiB);
+  // Two hours of samples, one every 10 s.
+  for (uint64_t i = 0; i < 720; ++i) h.Record(At(i + 1, kT0 + std::chrono::seconds(10 * i), {a}));
+  auto got = h.Of(a.target, 720);
+  ASSERT_TRUE(got);
+  // The last hour: t >= newest - 3600 s, 361 points (both ends included).
+  EXPECT_EQ(got->points.size(), 361u);
+  EXPECT_EQ(got->points.front().t_ms, got->points.back().t_ms - 3'600'000);
+}
+
+TEST(SampleHistory, BoundedEvenWhenSamplesComeFasterThanTheInterval) {
+  SampleHistory h(1h, 10s);
+  EXPECT_EQ(h.max_points(), 722u);
+  TargetSnapshot a = TargetWith(10, kMiB);
+  // 5000 samples within one second (e.g. a clock that stands still).
+  for (uint64_t i = 0; i < 5000; ++i) h.Record(At(i + 1, kT0, {a}));
+  EXPECT_EQ(h.Of(a.target, 5000)->points.size(), h.max_points());
+  EXPECT_EQ(h.Of(a.target, 5000)->points.back().sequence, 5000u);
+}
+
+TEST(SampleHistory, DropsTargetsThatLeaveTheSnapshot) {
+  SampleHistory h(1h, 10s);
+  TargetSnapshot a = TargetWith(10, kMiB), b = TargetWith(11, 2 * kMiB);
+  h.Record(At(1, kT0, {a, b}));
+  EXPECT_EQ(h.targets(), 2u);
+  h.Record(At(2, kT0 + 10s, {b}));
+  EXPECT_EQ(h.targets(), 1u);
+  EXPECT_FALSE(h.Of(a.target, 2));
+  // The same pid with other start ticks is another process: no history.
+  TargetSnapshot reused = TargetWith(11, kMiB);
+  reused.target.start_ticks += 1;
+  EXPECT_FALSE(h.Of(reused.target, 2));
+  h.Record(At(3, kT0 + 20s, {}));
+  EXPECT_EQ(h.targets(), 0u);
+}
+
+TEST(SampleHistory, TrimMarksOfSuccessfulTrimsOnlyAndCapped) {
+  SampleHistory h(1h, 10s);
+  TargetSnapshot a = TargetWith(10, kMiB);
+  h.Record(At(1, kT0, {a}));
+  TrimResult ok;
+  ok.success = true;
+  ok.at = kT0 - 1s;
+  ok.before.rss_swap_bytes = 90 * kMiB;
+  ok.after.rss_swap_bytes = 30 * kMiB;
+  h.RecordTrim(a.target, ok);
+  TrimResult failed = ok;
+  failed.success = false;
+  h.RecordTrim(a.target, failed);
+  auto got = h.Of(a.target, 1);
+  ASSERT_EQ(got->trims.size(), 1u);
+  EXPECT_EQ(got->trims[0].before, 90 * kMiB);
+  EXPECT_EQ(got->trims[0].after, 30 * kMiB);
+  for (int i = 0; i < 200; ++i) h.RecordTrim(a.target, ok);
+  EXPECT_EQ(h.Of(a.target, 1)->trims.size(), SampleHistory::kMaxTrimMarks);
+}
+
+TEST(SampleHistory, PointIsCompact) {
+  // docs and README state 48 bytes a point; keep them true.
+  EXPECT_EQ(sizeof(HistoryPoint), 48u);
+  EXPECT_EQ(sizeof(TrimMark), 24u);
+}
+
+}  // namespace
+}  // namespace memtrimd
