@@ -21,6 +21,8 @@ packages=(
   python3 python3-yaml yamllint
   # TLS tests make their certificates with the openssl command
   openssl
+  # the incident page's acceptance test opens / in a headless browser
+  chromium
   # the fuzz preset: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )

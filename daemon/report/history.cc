@@ -17,7 +17,8 @@ HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   HistoryPoint p;
   p.t_ms = t_ms;
   p.sequence = sequence;
-  if (s.process) p.rss = s.process->vm_rss;
+  // As /report's process.rss_bytes adds it up.
+  if (s.process) p.rss = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
   if (s.cgroup && s.cgroup->limit_bytes) p.limit = *s.cgroup->limit_bytes;
   if (s.glibc) p.arena_resident = s.glibc->resident_bytes;
   if (auto used = DirectMemoryOf(s).used_bytes) p.direct = *used;

@@ -65,7 +65,10 @@ std::optional<uint64_t> LimitOf(const TargetSample& s) {
   return std::nullopt;
 }
 
-uint64_t RssOf(const TargetSample& s) { return s.process ? s.process->vm_rss : 0; }
+// As /report's process.rss_bytes adds it up.
+uint64_t RssOf(const TargetSample& s) {
+  return s.process ? s.process->rss_anon + s.process->rss_file + s.process->rss_shmem : 0;
+}
 
 std::string TargetName(const TargetSnapshot& ts) {
   return HtmlEscape(ts.target.comm) + " (pid " + std::to_string(ts.target.pid) + ")";
@@ -272,7 +275,7 @@ IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStat
       5, std::chrono::duration_cast<std::chrono::seconds>(options.refresh).count());
   out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-      "<meta http-equiv=\"refresh\" content=\"" +
+      "<link rel=\"icon\" href=\"data:,\">\n<meta http-equiv=\"refresh\" content=\"" +
       std::to_string(refresh_s) + "\">\n<title>memtrimd</title>\n" + kStyle + "</head>\n";
   out += "<body data-sequence=\"" + std::to_string(snap ? snap->sequence : 0) + "\">\n";
   out += "<h1>memtrimd</h1>\n<p class=\"meta\">";

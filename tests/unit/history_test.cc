@@ -13,7 +13,7 @@ TargetSnapshot TargetWith(pid_t pid, uint64_t rss, std::optional<uint64_t> limit
   ts.target.pid = pid;
   ts.target.start_ticks = 1000 + static_cast<uint64_t>(pid);
   procfs::ProcStatus st;
-  st.vm_rss = rss;
+  st.rss_anon = rss;
   ts.sample.process = st;
   if (limit) {
     CgroupMemory c;
@@ -41,7 +41,7 @@ TEST(SampleHistory, OnePointPerSampleWithItsFigures) {
   g.resident_bytes = 64 * kMiB;
   a.sample.glibc = g;
   for (uint64_t i = 1; i <= 5; ++i) {
-    a.sample.process->vm_rss = i * kMiB;
+    a.sample.process->rss_anon = i * kMiB;
     h.Record(At(i, kT0 + std::chrono::seconds(10 * i), {a}));
   }
   auto got = h.Of(a.target, 5);

@@ -107,7 +107,7 @@ TargetSnapshot Program(pid_t pid, uint64_t rss_mib, std::optional<uint64_t> limi
   ts.target.start_ticks = 7;
   ts.target.comm = "prog<" + std::to_string(pid) + ">";
   procfs::ProcStatus st;
-  st.vm_rss = rss_mib * kMiB;
+  st.rss_anon = rss_mib * kMiB;
   ts.sample.process = st;
   GlibcHeaps g;
   g.breakdown.file_and_shared = 4 * kMiB;
