@@ -4,7 +4,7 @@
 # default settings and both scraped every 15 s, for MINUTES minutes.
 #
 #   bench/exporter_footprint.sh BUILD_DIR [--minutes M] [--target jvm|glibc]
-#                               [--scrape-interval SECONDS]
+#                               [--scrape-interval SECONDS] [--page-every SECONDS]
 #
 # memtrimd runs with only --web.listen-address (a free 127.0.0.1 port) and
 # --target.pid: status every 10 s, smaps every 60 s, JVM diagnostic commands
@@ -19,6 +19,10 @@
 # reported apart) and ends after the last scrape. "per hour" figures are the
 # window's CPU time scaled to 3600 s: an extrapolation unless MINUTES is 60.
 #
+# --page-every N also loads memtrimd's incident page (/) every N seconds, as
+# a browser showing it does (it reloads itself every sample interval, 10 s):
+# what an engineer watching the page costs memtrimd.
+#
 # Needs curl and prometheus-process-exporter; for the jvm target OpenJDK 17.
 # Builds nothing; stops everything it started, by pid, on exit.
 set -euo pipefail
@@ -30,7 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/exporter_lib.sh"
 
 usage() {
-  echo "usage: $0 BUILD_DIR [--minutes M] [--target jvm|glibc] [--scrape-interval SECONDS]" >&2
+  echo "usage: $0 BUILD_DIR [--minutes M] [--target jvm|glibc] [--scrape-interval SECONDS] [--page-every SECONDS]" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -39,11 +43,13 @@ shift
 minutes=15
 kind=jvm
 scrape=15
+page_every=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --minutes) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; minutes=$2; shift 2 ;;
     --target) [[ $# -ge 2 && "$2" =~ ^(jvm|glibc)$ ]] || usage; kind=$2; shift 2 ;;
     --scrape-interval) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; scrape=$2; shift 2 ;;
+    --page-every) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; page_every=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -79,9 +85,17 @@ scrape_both() {
   scrapes=$((scrapes + 1))
 }
 
+load_page() {
+  curl -fsS --max-time 10 -o "$tmp/md.page" "http://127.0.0.1:$MEMTRIMD_PORT/" || die "memtrimd page failed"
+  pages=$((pages + 1))
+}
+
 scrapes=0
+pages=0
 scrape_both
+((page_every > 0)) && load_page
 scrapes=0
+pages=0
 md_cpu0=$(cpu_ticks "$md")
 pe_cpu0=$(cpu_ticks "$pe")
 md_rss0=$(status_kib "$md" VmRSS)
@@ -91,11 +105,16 @@ pe_rss_max=$pe_rss0
 t0=$EPOCHREALTIME
 end=$((SECONDS + minutes * 60))
 next_scrape=$((SECONDS + scrape))
+next_page=$((SECONDS + page_every))
 log "measuring for $minutes min (scrape every ${scrape}s)"
 while ((SECONDS < end)); do
   if ((SECONDS >= next_scrape)); then
     scrape_both
     next_scrape=$((next_scrape + scrape))
+  fi
+  if ((page_every > 0 && SECONDS >= next_page)); then
+    load_page
+    next_page=$((next_page + page_every))
   fi
   r=$(status_kib "$md" VmRSS) || die "memtrimd exited"
   ((r > md_rss_max)) && md_rss_max=$r
@@ -143,6 +162,11 @@ machine_description
 echo "- target: pid $TARGET_PID, $TARGET_DESC; both exporters watch only it (process-exporter: group \"$PE_GROUP\", num_procs 1)"
 echo "- $(memtrimd_build "$tmp/md.metrics" "$memtrimd-daemon"), default intervals; process-exporter $("$PROCESS_EXPORTER" -version 2>&1 | head -1 | sed 's/.*revision: //; s/)$//'), default flags"
 echo "- both scraped every ${scrape}s ($scrapes scrapes each in the window); processes on the machine at start: $procs_on_machine"
+if ((page_every > 0)); then
+  echo "- memtrimd's incident page (/) loaded every ${page_every}s: $pages loads in the window, the last $(wc -c < "$tmp/md.page") bytes"
+else
+  echo "- memtrimd's incident page (/) not loaded"
+fi
 echo "- memtrimd in the window: memtrimd_samples_total $md_samples at the end, $md_trims trim runs, $md_jvm memtrimd_jvm_* samples in the exposition"
 echo "- load average at start: $load_start; at end: $load_end"
 echo
