@@ -234,6 +234,7 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
   b.Add(kTargetsWatched, {}, static_cast<double>(snap->targets.size()));
   if (snap->node_mode) {
     b.Add(kTargetsSkipped, {"targets_max"}, static_cast<double>(snap->targets_skipped));
+    b.Add(kTargetsSkipped, {"unreadable"}, static_cast<double>(snap->targets_unreadable));
   }
   std::map<std::string, int> failing;
   for (const TargetSnapshot& ts : snap->targets) {

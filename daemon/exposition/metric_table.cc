@@ -24,12 +24,13 @@ const MetricDef kTargetsWatched{"memtrimd_targets_watched",
                                 MetricType::Gauge,
                                 {},
                                 "Processes memtrimd watches now (one at most in sidecar mode)."};
-const MetricDef kTargetsSkipped{"memtrimd_targets_skipped",
-                                MetricType::Gauge,
-                                {"reason"},
-                                "Processes the node selectors matched but memtrimd does not watch, "
-                                "by reason (targets_max: beyond --targets.max, the smallest RSS "
-                                "first)."};
+const MetricDef kTargetsSkipped{
+    "memtrimd_targets_skipped",
+    MetricType::Gauge,
+    {"reason"},
+    "Processes memtrimd does not watch, by reason: targets_max (matched, "
+    "but beyond --targets.max, the smallest RSS first), unreadable (its "
+    "/proc files are shut to memtrimd: CAP_SYS_PTRACE is missing)."};
 const MetricDef kCollectorFailingTargets{
     "memtrimd_collector_failing_targets",
     MetricType::Gauge,

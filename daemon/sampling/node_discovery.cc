@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/text.h"
 #include "collectors/procfs/cmdline.h"
@@ -98,7 +99,24 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
 }
 
 NodeDiscovery::NodeDiscovery(NodeSelectors selectors, std::string proc_root)
-    : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)) {}
+    : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)) {
+  if (!selectors_.match.empty()) {
+    match_.emplace(selectors_.match, std::regex::extended | std::regex::nosubs);
+  }
+  if (!selectors_.exclude.empty()) {
+    exclude_.emplace(selectors_.exclude, std::regex::extended | std::regex::nosubs);
+  }
+}
+
+bool NodeDiscovery::CommandLineSelected(const std::string& proc_dir, const std::string& comm,
+                                        uint64_t rss) const {
+  if (rss < selectors_.min_rss_bytes || IsMemtrimdComm(comm)) return false;
+  Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
+  std::string line = raw.ok() ? procfs::CmdlineToString(*raw) : "";
+  if (line.empty()) line = comm;
+  if (match_ && !std::regex_search(line, *match_)) return false;
+  return !(exclude_ && std::regex_search(line, *exclude_));
+}
 
 Discovery NodeDiscovery::Discover() {
   ++scan_;
@@ -123,28 +141,50 @@ Discovery NodeDiscovery::Discover() {
     Known& k = it->second;
     if (inserted) {
       Result<Target> t = procfs::ReadTarget(proc_root_, pid);
-      if (!t.ok() || t->start_ticks != *ticks) {
+      if (!t.ok() && t.status().code() == ErrorCode::kPermissionDenied) {
+        // Kept (and counted every scan) rather than retried: a process's
+        // owner does not change what memtrimd may read of it.
+        k.unreadable = ExplainDenied(t.status(), "pid " + std::to_string(pid), proc_dir + "/maps");
+      } else if (!t.ok() || t->start_ticks != *ticks) {
         known_.erase(it);
         continue;
-      }
-      k.candidate.target = std::move(t).value();
-      Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
-      if (raw.ok()) k.candidate.cmdline = procfs::CmdlineToString(*raw);
-      Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
-      if (env.ok()) {
-        std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
-        k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
-        k.candidate.target.trim_opt_in = TrimOptIn(*env);
+      } else {
+        k.candidate.target = std::move(t).value();
+        Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
+        if (raw.ok()) k.candidate.cmdline = procfs::CmdlineToString(*raw);
+        Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
+        if (env.ok()) {
+          std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
+          k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
+          k.candidate.target.trim_opt_in = TrimOptIn(*env);
+        } else {
+          // Whether it opted out of trims cannot be known: never trimmed.
+          k.environ_unreadable = true;
+          k.candidate.target.trim_opt_in = false;
+        }
       }
     }
     k.seen_in_scan = scan_;
+    if (k.unreadable) {
+      // Counted when it would have been a candidate as far as memtrimd can
+      // tell without its maps: the command line (world-readable) passes the
+      // regexes and its RSS the floor.
+      if (CommandLineSelected(proc_dir, st->name, st->vm_rss)) {
+        if (out.unreadable++ == 0) out.unreadable_reason = k.unreadable->message();
+      }
+      continue;
+    }
     k.candidate.rss_bytes = st->vm_rss;
     candidates.push_back(k.candidate);
   }
   std::erase_if(known_, [this](const auto& entry) { return entry.second.seen_in_scan != scan_; });
   NodeChoice choice = ChooseNodeTargets(candidates, selectors_, ::getpid());
   out.skipped_by_cap = choice.skipped_by_cap;
-  for (std::size_t i : choice.chosen) out.targets.push_back(candidates[i].target);
+  for (std::size_t i : choice.chosen) {
+    const Target& t = candidates[i].target;
+    out.targets.push_back(t);
+    if (known_[{t.pid, t.start_ticks}].environ_unreadable) ++out.environ_unreadable;
+  }
   return out;
 }
 

@@ -66,6 +66,14 @@ struct Discovery {
   std::vector<Target> targets;  // largest RSS first
   std::size_t skipped_by_cap = 0;
   std::size_t processes_seen = 0;
+  // Processes memtrimd cannot read at all (another uid's maps without
+  // CAP_SYS_PTRACE): not watched, counted, and the reason kept.
+  std::size_t unreadable = 0;
+  std::string unreadable_reason;  // the first such process's error
+  // Watched processes whose environment cannot be read (owner-only
+  // environ without CAP_DAC_OVERRIDE): their MEMTRIMD_WATCH and
+  // MEMTRIMD_TRIM are unknown, so they are watched but never trimmed.
+  std::size_t environ_unreadable = 0;
 };
 
 // Scans `proc_root`. Facts that do not change in a process's life (its
@@ -81,9 +89,17 @@ class NodeDiscovery {
   struct Known {
     NodeCandidate candidate;
     uint64_t seen_in_scan = 0;
+    std::optional<Status> unreadable;  // ReadTarget's error: not a candidate
+    bool environ_unreadable = false;
   };
+  // Whether a process memtrimd cannot read would pass the selectors it can
+  // check: the regexes on its command line and the RSS floor.
+  bool CommandLineSelected(const std::string& proc_dir, const std::string& comm,
+                           uint64_t rss) const;
+
   NodeSelectors selectors_;
   std::string proc_root_;
+  std::optional<std::regex> match_, exclude_;
   uint64_t scan_ = 0;
   // (pid, start ticks) -> facts; entries of processes not seen in the last
   // scan are dropped.

@@ -107,13 +107,28 @@ void Scheduler::DropExited() {
   for (const Key& key : gone) Drop(key, "target exited");
 }
 
-void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skipped) {
+void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skipped,
+                              std::size_t& unreadable) {
   if (discovery_) {
     auto now = std::chrono::steady_clock::now();
     if (!next_discovery_ || now >= *next_discovery_) {
       next_discovery_ = now + options_.discovery_interval;
       Discovery found = discovery_->Discover();
       skipped_by_cap_ = found.skipped_by_cap;
+      unreadable_ = found.unreadable;
+      // What memtrimd cannot see is said once, when it starts or changes;
+      // the count is in memtrimd_targets_skipped{reason="unreadable"}.
+      if (found.unreadable > 0 && found.unreadable_reason != logged_unreadable_) {
+        log::Warn("processes not readable",
+                  {{"count", std::to_string(found.unreadable)}, {"err", found.unreadable_reason}});
+      }
+      logged_unreadable_ = found.unreadable > 0 ? found.unreadable_reason : "";
+      if (found.environ_unreadable > logged_environ_unreadable_) {
+        log::Warn("environment not readable: MEMTRIMD_WATCH and MEMTRIMD_TRIM unknown, not trimmed",
+                  {{"count", std::to_string(found.environ_unreadable)},
+                   {"err", "permission denied (needs CAP_DAC_OVERRIDE or the target's uid)"}});
+      }
+      logged_environ_unreadable_ = found.environ_unreadable;
       std::map<Key, const Target*> wanted;
       for (const Target& t : found.targets) wanted[{t.pid, t.start_ticks}] = &t;
       std::vector<Key> unwanted;
@@ -128,6 +143,7 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
       }
     }
     skipped = skipped_by_cap_;
+    unreadable = unreadable_;
     if (targets_.empty()) no_target_reason = "no process matches the node selectors";
     return;
   }
@@ -202,9 +218,10 @@ void Scheduler::Tick() {
   snap->node_mode = options_.node.has_value();
   DropExited();
   std::string reason;
-  std::size_t skipped = 0;
-  UpdateTargets(reason, skipped);
+  std::size_t skipped = 0, unreadable = 0;
+  UpdateTargets(reason, skipped, unreadable);
   snap->targets_skipped = skipped;
+  snap->targets_unreadable = unreadable;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, note] : trim_notes_) {

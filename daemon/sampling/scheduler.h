@@ -76,7 +76,7 @@ class Scheduler {
   void Drop(const Key& key, const char* why);
   void Add(const Target& target);
   // Sidecar: selects a target when there is none. Node: re-discovers when due.
-  void UpdateTargets(std::string& no_target_reason, std::size_t& skipped);
+  void UpdateTargets(std::string& no_target_reason, std::size_t& skipped, std::size_t& unreadable);
 
   SchedulerOptions options_;
   TargetSelector selector_;
@@ -86,6 +86,10 @@ class Scheduler {
   std::map<Key, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
   std::optional<std::chrono::steady_clock::time_point> next_discovery_;
   std::size_t skipped_by_cap_ = 0;
+  std::size_t unreadable_ = 0;
+  // What the last discovery logged, so that a problem is logged once.
+  std::string logged_unreadable_;
+  std::size_t logged_environ_unreadable_ = 0;
   // Set when a --target.pid target exited: a fixed pid is never re-picked,
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;

@@ -43,6 +43,8 @@ struct Snapshot {
   bool node_mode = false;
   // Processes the node selectors matched but --targets.max left out.
   std::size_t targets_skipped = 0;
+  // Processes memtrimd could not read at all (see Discovery::unreadable).
+  std::size_t targets_unreadable = 0;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an
