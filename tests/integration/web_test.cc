@@ -90,6 +90,14 @@ TEST_F(WebTest, TlsBasicAuthAndHeaders) {
   EXPECT_NE(ok.body.find("memtrimd_target_up 1"), std::string::npos);
   EXPECT_NE(ok.headers.find("X-Frame-Options: deny"), std::string::npos) << ok.headers;
   EXPECT_NE(ok.headers.find("Strict-Transport-Security: max-age=31536000"), std::string::npos);
+  // The incident page comes through the same handler: over TLS, with the
+  // credentials, and with nothing in it that names another server or scheme.
+  HttpResponse page = Curl(Https(m, "/"), with({"-u", "alice:secret"}));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<body data-sequence=\""), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<section class=\"target\""), std::string::npos) << page.body;
+  EXPECT_EQ(page.body.find("://"), std::string::npos) << page.body;
+  EXPECT_NE(page.headers.find("X-Frame-Options: deny"), std::string::npos) << page.headers;
 
   HttpResponse wrong = Curl(Https(m, "/metrics"), with({"-u", "alice:guess"}));
   EXPECT_EQ(wrong.status, 401);
