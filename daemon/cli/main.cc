@@ -102,7 +102,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
 
   SnapshotStore store;
   // The incident page's charts: a point per published sample, nothing more.
-  SampleHistory history(c.web_history, c.sample_interval);
+  SampleHistory history(c.web_history);
   store.SetOnPublish([&history](const Snapshot& s) { history.Record(s); });
   TrimEngineOptions trim;
   trim.policy.interval = c.trim.interval;

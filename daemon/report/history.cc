@@ -25,16 +25,19 @@ HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   return p;
 }
 
-SampleHistory::SampleHistory(std::chrono::milliseconds window,
-                             std::chrono::milliseconds sample_interval)
-    : window_(window),
-      max_points_(static_cast<std::size_t>(std::clamp<int64_t>(
-          2 * window.count() / std::max<int64_t>(sample_interval.count(), 1) + 2, 2, 1 << 20))) {}
+SampleHistory::SampleHistory(std::chrono::milliseconds window) : window_(window) {}
 
 void SampleHistory::Prune(PerTarget& pt, int64_t now_ms) const {
   const int64_t oldest = now_ms - window_.count();
-  while (!pt.points.empty() && (pt.points.front().t_ms < oldest || pt.points.size() > max_points_))
-    pt.points.pop_front();
+  while (!pt.points.empty() && pt.points.front().t_ms < oldest) pt.points.pop_front();
+  if (pt.points.size() > kMaxPoints) {
+    // Every other point goes, the newest stays: half the points over the
+    // same span. Amortized, one point moved per sample.
+    std::deque<HistoryPoint> kept;
+    const std::size_t n = pt.points.size();
+    for (std::size_t i = (n - 1) % 2; i < n; i += 2) kept.push_back(pt.points[i]);
+    pt.points = std::move(kept);
+  }
   while (!pt.trims.empty() && (pt.trims.front().t_ms < oldest || pt.trims.size() > kMaxTrimMarks))
     pt.trims.pop_front();
 }

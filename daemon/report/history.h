@@ -4,11 +4,14 @@
 // snapshot (SnapshotStore's publish hook) and once per trim (the trim
 // engine's after-trim hook); never makes memtrimd sample.
 //
-// Memory: a point is 48 bytes, a trim mark 24; at the default 10 s sample
+// Memory: a point is 48 bytes, a trim mark 24. At the default 10 s sample
 // interval an hour is 360 points, about 17 KiB per target (samples the
-// scheduler takes right after a trim add one or two points each), plus at
-// most kMaxTrimMarks marks (1.5 KiB). Targets that leave the snapshot are
-// dropped at once.
+// scheduler takes right after a trim add one or two points each). Whatever
+// the interval, a target keeps at most kMaxPoints points (34 KiB) and
+// kMaxTrimMarks marks (1.5 KiB): with samples so frequent that the window
+// holds more, the older points are thinned (every other one dropped), so
+// the chart keeps its whole span at a coarser step. Targets that leave the
+// snapshot are dropped at once.
 #pragma once
 
 #include <chrono>
@@ -56,11 +59,12 @@ class SampleHistory {
   // Hard cap on the marks kept per target, whatever the window: manual
   // trims through the API could otherwise come at any rate.
   static constexpr std::size_t kMaxTrimMarks = 64;
+  // Twice an hour's points at the default 10 s interval: room for the extra
+  // samples after trims before any thinning.
+  static constexpr std::size_t kMaxPoints = 720;
 
-  // `window`: how far back points are kept. `sample_interval` sizes a hard
-  // cap on points per target (twice the window's samples, for the extra
-  // samples after trims), so memory stays bounded even if the clock jumps.
-  SampleHistory(std::chrono::milliseconds window, std::chrono::milliseconds sample_interval);
+  // `window`: how far back points are kept.
+  explicit SampleHistory(std::chrono::milliseconds window);
 
   // One point per target of the snapshot; targets not in it are dropped.
   void Record(const Snapshot& snap);
@@ -73,7 +77,6 @@ class SampleHistory {
   std::optional<TargetHistory> Of(const Target& target, uint64_t up_to_sequence) const;
 
   std::size_t targets() const;
-  std::size_t max_points() const { return max_points_; }
   std::chrono::milliseconds window() const { return window_; }
 
  private:
@@ -85,7 +88,6 @@ class SampleHistory {
   void Prune(PerTarget& pt, int64_t now_ms) const;
 
   const std::chrono::milliseconds window_;
-  const std::size_t max_points_;
   mutable std::mutex mu_;
   std::map<Key, PerTarget> targets_;
 };

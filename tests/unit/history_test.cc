@@ -35,7 +35,7 @@ Snapshot At(uint64_t seq, std::chrono::system_clock::time_point t,
 const std::chrono::system_clock::time_point kT0{std::chrono::seconds(1'800'000'000)};
 
 TEST(SampleHistory, OnePointPerSampleWithItsFigures) {
-  SampleHistory h(1h, 10s);
+  SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, 100 * kMiB, 512 * kMiB);
   GlibcHeaps g;
   g.resident_bytes = 64 * kMiB;
@@ -57,7 +57,7 @@ TEST(SampleHistory, OnePointPerSampleWithItsFigures) {
 }
 
 TEST(SampleHistory, KeepsOnlyTheWindow) {
-  SampleHistory h(1h, 10s);
+  SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB);
   // Two hours of samples, one every 10 s.
   for (uint64_t i = 0; i < 720; ++i) h.Record(At(i + 1, kT0 + std::chrono::seconds(10 * i), {a}));
@@ -68,18 +68,41 @@ TEST(SampleHistory, KeepsOnlyTheWindow) {
   EXPECT_EQ(got->points.front().t_ms, got->points.back().t_ms - 3'600'000);
 }
 
-TEST(SampleHistory, BoundedEvenWhenSamplesComeFasterThanTheInterval) {
-  SampleHistory h(1h, 10s);
-  EXPECT_EQ(h.max_points(), 722u);
+TEST(SampleHistory, BoundedWhateverTheSampleInterval) {
+  SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB);
-  // 5000 samples within one second (e.g. a clock that stands still).
-  for (uint64_t i = 0; i < 5000; ++i) h.Record(At(i + 1, kT0, {a}));
-  EXPECT_EQ(h.Of(a.target, 5000)->points.size(), h.max_points());
-  EXPECT_EQ(h.Of(a.target, 5000)->points.back().sequence, 5000u);
+  // 5000 samples 10 ms apart (--sample.interval=10ms): all within the hour.
+  for (uint64_t i = 0; i < 5000; ++i) {
+    h.Record(At(i + 1, kT0 + std::chrono::milliseconds(10 * i), {a}));
+    ASSERT_LE(h.Of(a.target, i + 1)->points.size(), SampleHistory::kMaxPoints);
+  }
+  auto got = h.Of(a.target, 5000);
+  // Thinned, not cut: the whole span is still there, oldest to newest.
+  EXPECT_GT(got->points.size(), SampleHistory::kMaxPoints / 2);
+  EXPECT_EQ(got->points.front().sequence, 1u);
+  EXPECT_EQ(got->points.back().sequence, 5000u);
+  for (std::size_t i = 1; i < got->points.size(); ++i) {
+    EXPECT_LT(got->points[i - 1].sequence, got->points[i].sequence);
+  }
+}
+
+TEST(SampleHistory, EverySampleKeptAtTheDefaultInterval) {
+  SampleHistory h(1h);
+  TargetSnapshot a = TargetWith(10, kMiB);
+  // An hour at 10 s plus two extra samples after each of 12 trims.
+  uint64_t seq = 0;
+  for (int i = 0; i < 360; ++i) {
+    h.Record(At(++seq, kT0 + std::chrono::seconds(10 * i), {a}));
+    if (i % 30 == 0) {
+      h.Record(At(++seq, kT0 + std::chrono::seconds(10 * i + 1), {a}));
+      h.Record(At(++seq, kT0 + std::chrono::seconds(10 * i + 2), {a}));
+    }
+  }
+  EXPECT_EQ(h.Of(a.target, seq)->points.size(), seq);
 }
 
 TEST(SampleHistory, DropsTargetsThatLeaveTheSnapshot) {
-  SampleHistory h(1h, 10s);
+  SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB), b = TargetWith(11, 2 * kMiB);
   h.Record(At(1, kT0, {a, b}));
   EXPECT_EQ(h.targets(), 2u);
@@ -95,7 +118,7 @@ TEST(SampleHistory, DropsTargetsThatLeaveTheSnapshot) {
 }
 
 TEST(SampleHistory, TrimMarksOfSuccessfulTrimsOnlyAndCapped) {
-  SampleHistory h(1h, 10s);
+  SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB);
   h.Record(At(1, kT0, {a}));
   TrimResult ok;

@@ -133,7 +133,7 @@ TEST(IncidentPage, SidecarBarIsTheReportsAccount) {
   snap.sequence = 3;
   snap.taken_at = std::chrono::system_clock::time_point(1'800'000'000s);
   snap.targets.push_back(Program(42, 100, 400));
-  SampleHistory history(1h, 10s);
+  SampleHistory history(1h);
   for (uint64_t i = 1; i <= 3; ++i) {
     Snapshot s = snap;
     s.sequence = i;
