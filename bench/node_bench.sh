@@ -11,7 +11,7 @@
 #     -XX:NativeMemoryTracking=summary, round robin over every JDK found under
 #     /usr/lib/jvm; every fourth has MEMTRIMD_TRIM=1 in its environment.
 #   - G glibc programs (180): fragmenter --threads 2 --rounds 1 --burst-mib 4
-#     (about 8 MiB resident, most of it freed but kept by malloc); every third
+#     (about 3.7 MiB resident, most of it freed but kept by malloc); every third
 #     has libmemtrimd_agent.so preloaded and MEMTRIMD_TRIM=1.
 # memtrimd: --targets=node --targets.match=<the run's marker>
 # --targets.min-rss=0, every other flag at its default (node mode: trims only
