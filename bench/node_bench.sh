@@ -28,9 +28,12 @@
 #      then gzip with Prometheus's headers) and asks memtrimd's /healthz once
 #      (the same server with no body: what the busy machine alone costs),
 #      each request a new curl and a new connection, memtrimd first in odd
-#      rounds and process-exporter first in even ones, rounds 0.5 s apart, so
-#      most scrapes of memtrimd meet a snapshot no earlier request has seen.
-#      p50/p99 are curl's time_total, nearest rank.
+#      rounds and process-exporter first in even ones, rounds 0.5 s apart.
+#      p50/p99 are curl's time_total, nearest rank. memtrimd publishes a
+#      snapshot per sample tick (10 s) and renders its page for the first
+#      request that sees it; its requests are also reported split into those
+#      first to see their snapshot (memtrimd_samples_total changed) and
+#      those answered from the cached page.
 # Series per target: the samples carrying a target's pid label (memtrimd) or
 # group name (process-exporter) in the last plain scrape, by kind.
 #
@@ -230,6 +233,17 @@ scrape() {
   enc=0
   grep -qi '^content-encoding: *gzip' "$tmp/$name.$mode.hdr" && enc=1
   echo "$rest $enc" >>"$tmp/$name.$mode"
+  if [[ $name == memtrimd ]]; then
+    # memtrimd_samples_total is the snapshot's sequence number: a request
+    # that sees a new one was the first to, and rendered the page itself.
+    local seq
+    if ((enc)); then
+      seq=$(gzip -dc <"$tmp/$name.$mode.body" | awk '$1 == "memtrimd_samples_total" { print $2 }')
+    else
+      seq=$(awk '$1 == "memtrimd_samples_total" { print $2 }' "$tmp/$name.$mode.body")
+    fi
+    echo "$mode ${seq:-?} $rest" >>"$tmp/memtrimd.order"
+  fi
 }
 
 rss_max_md=0
@@ -283,17 +297,20 @@ pe_cpu1=$(cpu_ticks "$pe")
 # 2. Latency.
 log "latency: $rounds rounds of 5 requests"
 for ((r = 1; r <= rounds; r++)); do
+  # memtrimd first in odd rounds; its gzip request before its plain one in
+  # every other pair of rounds, so that both meet new snapshots first.
+  if ((r % 4 < 2)); then md_modes=(plain prom); else md_modes=(prom plain); fi
   if ((r % 2)); then
-    scrape memtrimd "$md_url" plain
-    scrape memtrimd "$md_url" prom
+    scrape memtrimd "$md_url" "${md_modes[0]}"
+    scrape memtrimd "$md_url" "${md_modes[1]}"
     scrape healthz "$hz_url" plain
     scrape pe "$pe_url" plain
     scrape pe "$pe_url" prom
   else
     scrape pe "$pe_url" plain
     scrape pe "$pe_url" prom
-    scrape memtrimd "$md_url" plain
-    scrape memtrimd "$md_url" prom
+    scrape memtrimd "$md_url" "${md_modes[0]}"
+    scrape memtrimd "$md_url" "${md_modes[1]}"
     scrape healthz "$hz_url" plain
   fi
   read_rss
@@ -384,6 +401,24 @@ for name, mode, label in (
     lat[(name, mode)] = ms
     print(f"| {label} | {len(ms)} | {pct(ms, 50):.2f} | {pct(ms, 99):.2f} | {max(ms):.2f} "
           f"| {sorted(size)[len(size) // 2]:,} | {sum(gz)}/{len(gz)} |")
+print()
+
+# memtrimd's requests split by whether they were the first to see their
+# snapshot (and rendered, and for gzip compressed, the page) or not.
+print("| memtrimd request | first to see its snapshot: n, p50 / p99 / max ms | answered from the cached page: n, p50 / p99 / max ms |")
+print("|---|---:|---:|")
+split = collections.defaultdict(lambda: ([], []))
+prev = None
+for line in open(f"{tmp}/memtrimd.order"):
+    mode, seq, secs = line.split()[:3]
+    split[mode][0 if seq != prev else 1].append(float(secs) * 1000)
+    prev = seq
+def cell(v):
+    return f"{len(v)}, {pct(v, 50):.2f} / {pct(v, 99):.2f} / {max(v):.2f}" if v else "0"
+for mode, label in (("plain", "plain, latency rounds"), ("prom", "gzip, latency rounds"),
+                    ("window", "gzip, every 15 s in the footprint window")):
+    fresh, cached = split[mode]
+    print(f"| {label} | {cell(fresh)} | {cell(cached)} |")
 print()
 
 # Series per target.
