@@ -20,7 +20,7 @@ inline constexpr std::string_view kDetailFamilies[] = {
     "settings",      // JVM settings, malloc settings, Java heap max
     "breakdown",     // memtrimd_rss_breakdown_bytes (the RSS account stays)
     "heaps",         // arena heap details, smaps age and duration, malloc_info figures
-    "process",       // threads, swap, peak RSS, start time
+    "process",       // threads, swap, peak RSS
     "cgroup",        // the cgroup's usage and its anon/file split
     "collectors",    // memtrimd_collector_{success,duration_seconds} per target
     "trim",          // run counters still at 0, last trim by measure, interval, durations

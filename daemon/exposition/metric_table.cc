@@ -65,8 +65,8 @@ const MetricDef kTargetInfo{
 const MetricDef kTargetStartTime{"memtrimd_target_start_time_seconds",
                                  MetricType::Gauge,
                                  {"pid"},
-                                 "Start time of the target process since the Unix epoch.",
-                                 "process"};
+                                 "Start time of the target process since the Unix epoch: with "
+                                 "pid, the target's identity (a reused pid is a new target)."};
 const MetricDef kTargetResident{
     "memtrimd_target_resident_memory_bytes",
     MetricType::Gauge,
