@@ -19,7 +19,7 @@ namespace memtrimd {
 struct IncidentPageOptions {
   std::string metrics_path = "/metrics";
   // How often the page reloads itself (a meta refresh): the sample
-  // interval, so that a reload finds a new sample, not a new sampling.
+  // interval, at least 30 s; a reload never makes memtrimd sample.
   std::chrono::milliseconds refresh{10000};
   std::optional<pid_t> pid;  // ?pid=N
 };
