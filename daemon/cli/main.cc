@@ -145,6 +145,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   HttpServer server(http, store, &trims);
   Status listening = server.Start();
   if (!listening.ok()) return UsageFail(listening.message());
+  store.SetAfterPublish([&server] { server.PrepareMetrics(); });
 
   SchedulerOptions sampling;
   sampling.interval = c.sample_interval;

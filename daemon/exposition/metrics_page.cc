@@ -55,6 +55,8 @@ MetricsText MetricsPage::Render() const {
   return page;
 }
 
+void MetricsPage::Prepare() const { (void)RenderGzip(); }
+
 std::optional<std::string> MetricsPage::RenderGzip() const {
   MetricsText page = Render();
   std::optional<DeflatedPart> ages = DeflatePart(page.ages);

@@ -62,6 +62,10 @@ class MetricsPage {
   // each (when first asked for), only the ages per request. nullopt if zlib
   // fails. Thread-safe.
   std::optional<std::string> RenderGzip() const;
+  // Renders and compresses the cached parts now, so that the next request
+  // finds them ready: the scheduler's thread calls it after each publish,
+  // and no scrape pays for a new snapshot's text.
+  void Prepare() const;
 
  private:
   const SnapshotStore& store_;

@@ -54,13 +54,20 @@ class SnapshotStore {
   void Publish(std::shared_ptr<const Snapshot> s) {
     // On the writer's thread, outside the lock: readers are not held up.
     if (on_publish_ && s) on_publish_(*s);
-    std::lock_guard<std::mutex> lock(mu_);
-    latest_ = std::move(s);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      latest_ = std::move(s);
+    }
+    if (after_publish_) after_publish_();
   }
   // Called with every snapshot before it becomes the latest (the incident
   // page's history is fed here, so it has a point for every sample). Set
   // before the writer starts.
   void SetOnPublish(std::function<void(const Snapshot&)> hook) { on_publish_ = std::move(hook); }
+  // Called on the writer's thread once a snapshot is the latest (/metrics
+  // renders and compresses its text there, not on a scrape). Set before the
+  // writer starts.
+  void SetAfterPublish(std::function<void()> hook) { after_publish_ = std::move(hook); }
   // nullptr until the first sample.
   std::shared_ptr<const Snapshot> Latest() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -71,6 +78,7 @@ class SnapshotStore {
   mutable std::mutex mu_;
   std::shared_ptr<const Snapshot> latest_;
   std::function<void(const Snapshot&)> on_publish_;
+  std::function<void()> after_publish_;
 };
 
 }  // namespace memtrimd

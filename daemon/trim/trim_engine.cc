@@ -165,21 +165,27 @@ void TrimEngine::Tick() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = TrimPolicy::Clock::now();
-    Follow(snap.get(), now);
+    // A new snapshot comes once per sample interval, the engine ticks four
+    // times a second: follow the target set only when it may have changed.
+    if (snap != followed_) {
+      Follow(snap.get(), now);
+      followed_ = snap;
+    }
     if (!snap) return;
     // The most overdue first, so that under the rate cap every target gets
     // its turn.
-    std::vector<const TargetSnapshot*> order;
-    for (const TargetSnapshot& ts : snap->targets) order.push_back(&ts);
-    std::stable_sort(order.begin(), order.end(),
-                     [this](const TargetSnapshot* a, const TargetSnapshot* b) {
-                       return Find({a->target.pid, a->target.start_ticks})->policy.next_due() <
-                              Find({b->target.pid, b->target.start_ticks})->policy.next_due();
-                     });
+    std::vector<std::pair<PerTarget*, const TargetSnapshot*>> order;
+    order.reserve(snap->targets.size());
+    for (const TargetSnapshot& ts : snap->targets) {
+      order.emplace_back(Find({ts.target.pid, ts.target.start_ticks}), &ts);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first->policy.next_due() < b.first->policy.next_due();
+    });
     const bool capped = RateCapReached(now);
-    for (const TargetSnapshot* ts : order) {
+    for (const auto& [target_state, ts] : order) {
       Key key{ts->target.pid, ts->target.start_ticks};
-      PerTarget& pt = *Find(key);
+      PerTarget& pt = *target_state;
       // Whether a JVM trims itself, or can be attached to, comes from the
       // jvm collector, which runs on its own thread: no decision before its
       // first run for this target (the trim is not due yet, not skipped).

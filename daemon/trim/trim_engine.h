@@ -128,6 +128,7 @@ class TrimEngine {
   mutable std::mutex mu_;  // guards rng_, targets_, started_
   std::mt19937_64 rng_;
   std::map<Key, PerTarget> targets_;
+  std::shared_ptr<const Snapshot> followed_;           // the snapshot Follow last saw
   std::deque<TrimPolicy::Clock::time_point> started_;  // for --trim.max-per-minute
   std::mutex trim_mu_;  // held for the whole of a trim: never two at once
 

@@ -50,6 +50,10 @@ class HttpServer {
   Status Start();
   void Stop();
 
+  // Renders /metrics for the latest snapshot ahead of the next request
+  // (MetricsPage::Prepare). Thread-safe.
+  void PrepareMetrics() const { metrics_page_.Prepare(); }
+
   // Ports actually bound, in order (useful with port 0).
   std::vector<int> BoundPorts() const;
 

@@ -311,6 +311,23 @@ std::string Inflate(const std::string& gz) {
   return out;
 }
 
+TEST(MetricsPage, PrepareRendersANewSnapshotBeforeAnyRequest) {
+  SnapshotStore store;
+  MetricsPage page(store, nullptr, std::chrono::hours(1));
+  // The store calls it after each publish, as the daemon wires it.
+  store.SetAfterPublish([&page] { page.Prepare(); });
+  Snapshot first = SampleSnapshot();
+  store.Publish(std::make_shared<Snapshot>(first));
+  std::shared_ptr<const std::string> prepared = page.Render().snapshot;
+  Snapshot next = SampleSnapshot();
+  next.sequence = 41;
+  store.Publish(std::make_shared<Snapshot>(next));
+  MetricsText after = page.Render();
+  EXPECT_NE(after.snapshot, prepared);
+  EXPECT_NE(after.snapshot->find("memtrimd_samples_total 41\n"), std::string::npos);
+  EXPECT_EQ(page.Render().snapshot, after.snapshot);  // cached, not rendered again
+}
+
 TEST(MetricsPage, GzipIsThePlainPageAndFollowsNewSnapshots) {
   SnapshotStore store;
   store.Publish(std::make_shared<Snapshot>(SampleSnapshot()));
