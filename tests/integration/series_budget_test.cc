@@ -67,6 +67,10 @@ TEST_P(SeriesBudgetTest, NodeModeStaysWithinTheBudgetAndDetailBuysTheRest) {
         60s))
         << m.log();
     EXPECT_EQ(Find(s, "memtrimd_targets_watched"), 2.0);
+    // Every process of this test is readable and within the cap: nothing
+    // is counted as left out (the counts' false positives).
+    EXPECT_EQ(Find(s, "memtrimd_targets_skipped", {"reason=\"unreadable\""}), 0.0);
+    EXPECT_EQ(Find(s, "memtrimd_targets_skipped", {"reason=\"targets_max\""}), 0.0);
     const std::size_t jvm_series = SeriesOf(s, jvm.pid());
     const std::size_t glibc_series = SeriesOf(s, glibc.pid());
     RecordProperty(all ? "jvm_series_all" : "jvm_series_default", static_cast<int>(jvm_series));

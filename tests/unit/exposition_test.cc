@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <map>
 #include <set>
@@ -11,6 +10,7 @@
 #include "daemon/exposition/metric_table.h"
 #include "daemon/exposition/metrics_page.h"
 #include "daemon/trim/trim_engine.h"
+#include "tests/unit/gunzip.h"
 
 namespace memtrimd {
 namespace {
@@ -297,20 +297,6 @@ std::size_t SeriesOf(const std::string& text, const std::string& pid) {
   return n;
 }
 
-std::string Inflate(const std::string& gz) {
-  z_stream zs{};
-  EXPECT_EQ(inflateInit2(&zs, 15 + 16), Z_OK);
-  std::string out(8 << 20, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  inflateEnd(&zs);
-  return out;
-}
-
 TEST(MetricsPage, PrepareRendersANewSnapshotBeforeAnyRequest) {
   SnapshotStore store;
   MetricsPage page(store, nullptr, std::chrono::hours(1));
@@ -334,7 +320,7 @@ TEST(MetricsPage, GzipIsThePlainPageAndFollowsNewSnapshots) {
   MetricsPage page(store, nullptr, std::chrono::hours(1));
   auto gz = page.RenderGzip();
   ASSERT_TRUE(gz);
-  std::string plain = Inflate(*gz);
+  std::string plain = Gunzip(*gz);
   // The ages differ by when each was rendered; the rest is the same text.
   MetricsText text = page.Render();
   EXPECT_NE(plain.find(*text.snapshot), std::string::npos);
@@ -343,7 +329,7 @@ TEST(MetricsPage, GzipIsThePlainPageAndFollowsNewSnapshots) {
   Snapshot next = SampleSnapshot();
   next.sequence = 99;
   store.Publish(std::make_shared<Snapshot>(next));
-  std::string again = Inflate(*page.RenderGzip());
+  std::string again = Gunzip(*page.RenderGzip());
   EXPECT_NE(again.find("memtrimd_samples_total 99\n"), std::string::npos);
   EXPECT_EQ(again.find("memtrimd_samples_total 7\n"), std::string::npos);
 }

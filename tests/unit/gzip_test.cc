@@ -1,24 +1,11 @@
 #include "daemon/exposition/gzip.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
+
+#include "tests/unit/gunzip.h"
 
 namespace memtrimd {
 namespace {
-
-std::string Gunzip(const std::string& gz) {
-  z_stream zs{};
-  EXPECT_EQ(inflateInit2(&zs, 15 + 16), Z_OK);
-  std::string out(1 << 20, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(inflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  inflateEnd(&zs);
-  return out;
-}
 
 TEST(Gzip, RoundTrips) {
   std::string text;
