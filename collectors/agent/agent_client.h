@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,10 +34,20 @@ struct AgentOptions {
 
 // The answer to "trim".
 struct AgentTrim {
-  std::chrono::nanoseconds duration{};  // time spent inside malloc_trim(0)
+  std::chrono::nanoseconds duration{};  // time spent inside the release call
   uint64_t rss_before = 0;              // bytes, /proc/self/statm
   uint64_t rss_after = 0;
-  int result = 0;  // malloc_trim's return: 1 = some free chunk spanned a page
+  int result = 0;  // malloc_trim's return (1 = some free chunk spanned a page); 1 for other calls
+  // Which allocator released, and with which call ("malloc_trim",
+  // "arena.4096.purge", "ReleaseFreeMemory", "mi_collect"); an agent from
+  // before other allocators sends neither ("glibc" and "malloc_trim" then).
+  Allocator allocator = Allocator::kGlibc;
+  std::string call = "malloc_trim";
+  // The allocator's free-but-kept bytes just before and after the call,
+  // when it reports such a figure (jemalloc dirty + muzzy, tcmalloc page
+  // heap free).
+  std::optional<uint64_t> free_kept_before;
+  std::optional<uint64_t> free_kept_after;
 };
 
 // glibc's struct mallinfo2, as the agent reported it.

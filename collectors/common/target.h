@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "collectors/common/allocator.h"
+
 namespace memtrimd {
 
 // What the target runs on, as far as memtrimd can tell from its mappings.
@@ -25,6 +27,12 @@ struct Target {
   gid_t gid = 0;
   std::string comm;
   Runtime runtime = Runtime::kUnknown;
+  // Which allocator serves malloc, as told from outside (the shared objects
+  // in maps, or the executable's own symbols), and how it was told (e.g.
+  // "libjemalloc.so.2 mapped", "jemalloc linked into the executable").
+  // The preload agent, when loaded, says for certain (AllocatorStats).
+  Allocator allocator = Allocator::kUnknown;
+  std::string allocator_source;
   // Directory of the target's /proc entry ("/proc/<pid>"); tests point it at a
   // fixture tree.
   std::string proc_dir;

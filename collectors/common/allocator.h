@@ -1,0 +1,24 @@
+// Which allocator serves a target's malloc. glibc's malloc is the default;
+// teams often preload another (jemalloc into a JVM is the classic fix after
+// a glibc fragmentation incident), and then glibc's arena figures and
+// malloc_trim no longer describe or shrink the memory that matters.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace memtrimd {
+
+enum class Allocator { kUnknown, kGlibc, kJemalloc, kTcmalloc, kMimalloc, kMusl };
+
+// "unknown", "glibc", "jemalloc", "tcmalloc", "mimalloc", "musl": the value
+// of the `allocator` label and of the agent's allocator= key.
+const char* AllocatorName(Allocator a);
+std::optional<Allocator> AllocatorFromName(std::string_view name);
+
+// Whether glibc's arena figures (arena heaps, malloc_info, malloc_trim)
+// describe this allocator's memory. Unknown counts as glibc only when the
+// runtime is glibc and nothing else was found (decided by the caller).
+inline bool IsGlibcMalloc(Allocator a) { return a == Allocator::kGlibc; }
+
+}  // namespace memtrimd
