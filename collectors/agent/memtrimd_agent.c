@@ -1,6 +1,9 @@
 /*
  * libmemtrimd_agent.so - lets memtrimd ask a glibc program, from outside, to
- * give free heap pages back (malloc_trim) and to describe its heap.
+ * give free heap pages back and to describe its heap, with the calls of
+ * whichever allocator serves its malloc: glibc's (malloc_trim), or a
+ * jemalloc, tcmalloc or mimalloc that was preloaded or linked in
+ * (agent_allocator.c says how the allocator is found).
  *
  * Load it with LD_PRELOAD. Its constructor starts one detached thread that
  * serves a UNIX stream socket:
@@ -14,12 +17,41 @@
  *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").
- *   ask    one line per connection: "trim", "malloc_info", "mallinfo2",
- *          "jvm_buffers" or "ping", ending in '\n'.
+ *   ask    one line per connection: "trim", "allocator", "malloc_info",
+ *          "mallinfo2", "jvm_buffers" or "ping", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
  *          1 = error (the body says why).
- *          trim        duration_ns, rss_before, rss_after (bytes, from
- *                      /proc/self/statm), result (malloc_trim's return)
+ *          trim        the allocator's own release call: glibc
+ *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
+ *                      (4096: all arenas), tcmalloc
+ *                      MallocExtension_ReleaseFreeMemory(), mimalloc
+ *                      mi_collect(true). duration_ns (inside the call),
+ *                      rss_before, rss_after (bytes, from /proc/self/statm),
+ *                      result (malloc_trim's return; 1 for the others),
+ *                      allocator (its name), call (malloc_trim,
+ *                      arena.4096.purge, ReleaseFreeMemory, mi_collect) and,
+ *                      for jemalloc (dirty + muzzy) and tcmalloc (page heap
+ *                      free), free_kept_before and free_kept_after, read
+ *                      just before and after the call. Status 1 when the
+ *                      call fails (mallctl's error) or the allocator is
+ *                      unknown ("malloc is served by <object>, which has no
+ *                      release call memtrimd knows ...")
+ *          allocator   allocator (glibc, jemalloc, tcmalloc, mimalloc or
+ *                      unknown), object (the file that serves malloc: a
+ *                      shared object, or the executable), then that
+ *                      allocator's figures in bytes; a figure the allocator
+ *                      refuses is left out:
+ *                        glibc    arena hblkhd uordblks fordblks keepcost
+ *                                 (mallinfo2)
+ *                        jemalloc allocated active resident mapped retained
+ *                                 metadata (stats.*, after an "epoch"
+ *                                 refresh), dirty muzzy (all arenas' pages
+ *                                 times arenas.page), dirty_decay_ms
+ *                                 muzzy_decay_ms (signed: -1 = never)
+ *                        tcmalloc allocated heap_size pageheap_free
+ *                                 pageheap_unmapped central_cache_free
+ *                                 transfer_cache_free thread_cache_free
+ *                        mimalloc committed committed_peak (mi_process_info)
  *          malloc_info the XML of malloc_info(0, ...)
  *          mallinfo2   arena ordblks smblks hblks hblkhd usmblks fsmblks
  *                      uordblks fordblks keepcost
@@ -29,7 +61,8 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (1), refused (connections refused)
+ *          ping        pid, version (2; 1 before "allocator"), refused
+ *                      (connections refused)
  *          Bodies other than malloc_info are "key=value\n" lines.
  *
  * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
@@ -87,7 +120,11 @@
  * The agent thread never calls malloc: its first malloc would attach it to
  * an arena (creating one, with up to 64 MiB of address space) and a trim must
  * not add to the heap it is trimming. Everything it needs is static or on its
- * stack; the one stdio stream (for malloc_info) is set up by the constructor.
+ * stack; the one stdio stream (for malloc_info) is set up by the constructor,
+ * and so is the choice of allocator (dlsym and dladdr may malloc). Calls into
+ * jemalloc, tcmalloc or mimalloc from the agent thread may make that
+ * allocator set up its small per-thread cache for the thread: acceptable, as
+ * it is not a glibc arena and every thread of the program gets one.
  * The exception is jvm_buffers in a JVM: attaching the thread to the JVM
  * mallocs (the JVM's own thread state), so from the first such request on the
  * agent thread has an arena; a JVM is trimmed through its attach socket, not
@@ -98,6 +135,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -117,9 +155,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_allocator.h"
 #include "agent_jvm.h"
+#include "agent_out.h"
 
-#define AGENT_VERSION 1
+/* 2: "allocator", and "trim" runs the allocator's own release call. */
+#define AGENT_VERSION 2
 /* A client gets this long to send its one line, so a silent client cannot
  * hold the agent (and every later client) up. */
 #define READ_DEADLINE_MS 2000
@@ -141,8 +182,8 @@
 
 /* MEMTRIMD_AGENT_SOCKET as the constructor found it (getenv is only safe
  * before main), expanded by the agent thread into g_path. */
-static char g_template[sizeof(((struct sockaddr_un *)0)->sun_path)];
-static char g_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static char g_template[sizeof(((struct sockaddr_un*)0)->sun_path)];
+static char g_path[sizeof(((struct sockaddr_un*)0)->sun_path)];
 /* A descriptor in the agent's private table, never in the program's. */
 static int g_listen_fd = -1;
 static pid_t g_pid;
@@ -165,43 +206,7 @@ static sem_t g_setup_done;
  * reported as an error rather than cut short. */
 static char g_info_buf[INFO_BUFFER_BYTES];
 static char g_info_stdio_buf[8192];
-static FILE *g_info;
-
-/* A string builder over a caller's fixed buffer; sets `overflow` instead of
- * writing past the end. */
-struct out {
-  char *p;
-  size_t len, cap;
-  int overflow;
-};
-
-static void put_str(struct out *o, const char *s) {
-  size_t n = strlen(s);
-  if (o->len + n > o->cap) {
-    o->overflow = 1;
-    return;
-  }
-  memcpy(o->p + o->len, s, n);
-  o->len += n;
-}
-
-static void put_u64(struct out *o, uint64_t v) {
-  char digits[24];
-  size_t i = sizeof digits;
-  digits[--i] = '\0';
-  do {
-    digits[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  put_str(o, digits + i);
-}
-
-static void put_kv(struct out *o, const char *key, uint64_t v) {
-  put_str(o, key);
-  put_str(o, "=");
-  put_u64(o, v);
-  put_str(o, "\n");
-}
+static FILE* g_info;
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -235,7 +240,7 @@ static int wait_fd(int fd, short events, int64_t deadline) {
 
 /* Sends all of buf, across partial writes and EINTR, before `deadline`.
  * MSG_NOSIGNAL: a client that went away must not SIGPIPE the program. */
-static int send_all(int fd, const char *buf, size_t n, int64_t deadline) {
+static int send_all(int fd, const char* buf, size_t n, int64_t deadline) {
   while (n > 0) {
     ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
     if (w > 0) {
@@ -260,7 +265,7 @@ static int64_t answer_deadline(void) { return now_ms() + WRITE_DEADLINE_MS; }
 /* Reads the start of a small /proc file into buf (at most size - 1 bytes,
  * NUL-terminated) with plain open/read: no stdio, no malloc. Returns the
  * bytes read, or -1. */
-static ssize_t read_self_file(const char *path, char *buf, size_t size) {
+static ssize_t read_self_file(const char* path, char* buf, size_t size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return -1;
@@ -284,7 +289,7 @@ static uint64_t rss_bytes(void) {
   if (read_self_file("/proc/self/statm", buf, sizeof buf) <= 0) {
     return 0;
   }
-  const char *p = strchr(buf, ' ');
+  const char* p = strchr(buf, ' ');
   if (p == NULL) {
     return 0;
   }
@@ -295,8 +300,8 @@ static uint64_t rss_bytes(void) {
   return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void answer_error(int fd, const char *why) {
-  char buf[160];
+static void answer_error(int fd, const char* why) {
+  char buf[PATH_MAX + 256]; /* the unknown allocator's reason names a path */
   struct out o = {buf, 0, sizeof buf, 0};
   put_str(&o, "1\n");
   put_str(&o, why);
@@ -304,19 +309,56 @@ static void answer_error(int fd, const char *why) {
   send_all(fd, buf, o.len, answer_deadline());
 }
 
+/* The allocator's own release call (malloc_trim(0) for glibc, exactly as
+ * before other allocators were known), timed, with RSS around it and, where
+ * the allocator reports one, its free-but-kept bytes just before and after. */
 static void do_trim(int fd) {
+  char why[PATH_MAX + 200];
+  int result = 0;
+  if (!agent_allocator_known()) {
+    agent_allocator_release(&result, why, sizeof why); /* only says why not */
+    answer_error(fd, why);
+    return;
+  }
+  uint64_t kept_before = 0, kept_after = 0;
+  const int has_before = agent_allocator_free_kept(&kept_before);
   uint64_t before = rss_bytes();
   uint64_t t0 = now_ns();
-  int result = malloc_trim(0);
+  int rc = agent_allocator_release(&result, why, sizeof why);
   uint64_t duration = now_ns() - t0;
   uint64_t after = rss_bytes();
-  char buf[256];
+  if (rc != 0) {
+    answer_error(fd, why);
+    return;
+  }
+  const int has_after = agent_allocator_free_kept(&kept_after);
+  char buf[512];
   struct out o = {buf, 0, sizeof buf, 0};
   put_str(&o, "0\n");
   put_kv(&o, "duration_ns", duration);
   put_kv(&o, "rss_before", before);
   put_kv(&o, "rss_after", after);
   put_kv(&o, "result", (uint64_t)(result < 0 ? 0 : result));
+  put_kv_str(&o, "allocator", agent_allocator_name());
+  put_kv_str(&o, "call", agent_allocator_call());
+  if (has_before) {
+    put_kv(&o, "free_kept_before", kept_before);
+  }
+  if (has_after) {
+    put_kv(&o, "free_kept_after", kept_after);
+  }
+  send_all(fd, buf, o.len, answer_deadline());
+}
+
+static void do_allocator(int fd) {
+  char buf[PATH_MAX + 1024];
+  struct out o = {buf, 0, sizeof buf, 0};
+  put_str(&o, "0\n");
+  agent_allocator_stats(&o);
+  if (o.overflow) {
+    answer_error(fd, "allocator answer larger than buffer");
+    return;
+  }
   send_all(fd, buf, o.len, answer_deadline());
 }
 
@@ -422,10 +464,12 @@ static void serve(int fd) {
       return;
     }
   }
-  *(char *)memchr(req, '\n', used) = '\0';
+  *(char*)memchr(req, '\n', used) = '\0';
 
   if (strcmp(req, "trim") == 0) {
     do_trim(fd);
+  } else if (strcmp(req, "allocator") == 0) {
+    do_allocator(fd);
   } else if (strcmp(req, "malloc_info") == 0) {
     do_malloc_info(fd);
   } else if (strcmp(req, "mallinfo2") == 0) {
@@ -439,7 +483,7 @@ static void serve(int fd) {
   }
 }
 
-static void complain(const char *what, int err) {
+static void complain(const char* what, int err) {
   if (g_err_fd < 0) {
     return;
   }
@@ -450,7 +494,7 @@ static void complain(const char *what, int err) {
   if (err != 0) {
     put_str(&o, ": ");
     /* Untranslated, from glibc's table: no locale lookup, no malloc. */
-    const char *desc = strerrordesc_np(err);
+    const char* desc = strerrordesc_np(err);
     put_str(&o, desc != NULL ? desc : "unknown error");
   }
   put_str(&o, "\n");
@@ -467,7 +511,7 @@ static uint64_t start_ticks(void) {
     return 0;
   }
   /* comm (field 2) may hold spaces and ')': count from the last ')'. */
-  const char *p = strrchr(buf, ')');
+  const char* p = strrchr(buf, ')');
   if (p == NULL) {
     return 0;
   }
@@ -503,11 +547,11 @@ static int build_path(void) {
   start[start_text.len] = '\0';
 
   struct out o = {g_path, 0, sizeof g_path - 1, 0};
-  const char *tmpl = g_template[0] != '\0' ? g_template : "/tmp/.memtrimd_agent.%p.%t";
+  const char* tmpl = g_template[0] != '\0' ? g_template : "/tmp/.memtrimd_agent.%p.%t";
   if (tmpl[0] != '/') {
     return -1;
   }
-  for (const char *p = tmpl; *p != '\0' && !o.overflow; ++p) {
+  for (const char* p = tmpl; *p != '\0' && !o.overflow; ++p) {
     if (p[0] == '%' && p[1] == 'p') {
       put_str(&o, pid);
       ++p;
@@ -528,12 +572,12 @@ static int build_path(void) {
 
 /* Whether a process is listening on the socket at `addr` now. Nonblocking:
  * a full backlog (EAGAIN) also means someone is there. */
-static int socket_is_live(const struct sockaddr_un *addr) {
+static int socket_is_live(const struct sockaddr_un* addr) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     return 0;
   }
-  int r = connect(fd, (const struct sockaddr *)addr, sizeof *addr);
+  int r = connect(fd, (const struct sockaddr*)addr, sizeof *addr);
   int live = r == 0 || errno == EAGAIN || errno == EINPROGRESS;
   close(fd);
   return live;
@@ -571,7 +615,7 @@ static int open_listener(void) {
   /* Linux creates the socket file with the socket inode's mode (minus the
    * umask): fchmod before bind gives 0600 from the start, without touching
    * the process-wide umask under the program's other threads. */
-  if (fchmod(fd, 0600) != 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+  if (fchmod(fd, 0600) != 0 || bind(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
     complain("cannot bind the socket path", errno);
     close(fd);
     return -1;
@@ -633,9 +677,10 @@ static int setup(void) {
   if (unshare(CLONE_FILES) != 0) {
     /* Still the program's table: write to its stderr once, then never
      * touch a descriptor again. */
-    complain("unshare(CLONE_FILES) refused, so the agent cannot keep its socket out of the "
-             "program's descriptors",
-             errno);
+    complain(
+        "unshare(CLONE_FILES) refused, so the agent cannot keep its socket out of the "
+        "program's descriptors",
+        errno);
     g_err_fd = -1;
     return -1;
   }
@@ -666,7 +711,7 @@ static int setup(void) {
 
 /* The only thread that serves: commands run one at a time, so trims never
  * overlap. All signals are blocked here (see the constructor). */
-static void *agent_main(void *arg) {
+static void* agent_main(void* arg) {
   (void)arg;
   /* Named so that top -H, /proc/<pid>/task/<tid>/comm and a debugger show
    * what this thread is. */
@@ -709,8 +754,8 @@ typedef int (*set2_fn)(uid_t, uid_t);
 typedef int (*set3_fn)(uid_t, uid_t, uid_t);
 
 /* The next definition of `name` (glibc's). */
-static void *next_symbol(const char *name) {
-  void *f = dlsym(RTLD_NEXT, name);
+static void* next_symbol(const char* name) {
+  void* f = dlsym(RTLD_NEXT, name);
   if (f == NULL) {
     errno = ENOSYS;
   }
@@ -719,8 +764,8 @@ static void *next_symbol(const char *name) {
 
 /* Runs one uid change `call(a, b, c)` that makes `new_euid` effective
  * ((uid_t)-1: the euid stays). */
-static int change_uid(const char *name, int nargs, uid_t a, uid_t b, uid_t c, uid_t new_euid) {
-  void *f = next_symbol(name);
+static int change_uid(const char* name, int nargs, uid_t a, uid_t b, uid_t c, uid_t new_euid) {
+  void* f = next_symbol(name);
   if (f == NULL) {
     return -1;
   }
@@ -738,9 +783,7 @@ static int change_uid(const char *name, int nargs, uid_t a, uid_t b, uid_t c, ui
       lstat(g_path, &st) == 0) {
     given = give_socket_to(new_euid) == 0;
   }
-  int rc = nargs == 1   ? ((set1_fn)f)(a)
-           : nargs == 2 ? ((set2_fn)f)(a, b)
-                        : ((set3_fn)f)(a, b, c);
+  int rc = nargs == 1 ? ((set1_fn)f)(a) : nargs == 2 ? ((set2_fn)f)(a, b) : ((set3_fn)f)(a, b, c);
   const int err = errno;
   if (rc != 0 && given) {
     lchown(g_path, st.st_uid, st.st_gid); /* still privileged: undo */
@@ -773,13 +816,15 @@ __attribute__((visibility("default"))) int setresuid(uid_t ruid, uid_t euid, uid
 }
 
 __attribute__((constructor)) static void agent_start(void) {
-  const char *disable = getenv("MEMTRIMD_AGENT_DISABLE");
+  const char* disable = getenv("MEMTRIMD_AGENT_DISABLE");
   if (disable != NULL && strcmp(disable, "1") == 0) {
     return;
   }
   g_pid = getpid();
   agent_jvm_configure();
-  const char *env = getenv("MEMTRIMD_AGENT_SOCKET");
+  /* Here, where dlsym and dladdr may malloc (see agent_allocator.c). */
+  agent_allocator_detect();
+  const char* env = getenv("MEMTRIMD_AGENT_SOCKET");
   if (env != NULL) {
     size_t n = strlen(env);
     if (n >= sizeof g_template) {

@@ -188,7 +188,7 @@ TEST_F(AgentTest, MallocInfoAndMallinfo2) {
 
   Result<std::string> ping = AgentCommand(t, "ping");
   ASSERT_TRUE(ping.ok()) << ping.status().message();
-  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=1\nrefused=0\n");
+  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=2\nrefused=0\n");
 
   // The agent thread is named, and is the only extra thread.
   int named = 0;
