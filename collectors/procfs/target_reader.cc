@@ -41,13 +41,14 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   t.nspid = st->nspid;
   t.uid = st->euid;
   t.gid = st->egid;
-  Runtime runtime = Runtime::kUnknown;
+  MapsFacts facts;
   // maps needs the same access as smaps: failing here means memtrimd cannot
   // watch this process at all, so it is an error, not an unknown runtime.
   Status maps = ForEachLine(t.proc_dir + "/maps", 256u << 20,
-                            [&](std::string_view line) { runtime = FoldRuntime(runtime, line); });
+                            [&](std::string_view line) { facts.Fold(line); });
   if (!maps.ok()) return maps;
-  t.runtime = runtime;
+  t.runtime = facts.runtime();
+  t.allocator = facts.allocator(&t.allocator_source);
   return t;
 }
 

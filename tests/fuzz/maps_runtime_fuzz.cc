@@ -49,5 +49,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(RuntimeFromMaps(std::string(kJvmLine) + "\n" + body) == Runtime::kJvm);
   Runtime with_glibc = RuntimeFromMaps(body + std::string(kGlibcLine) + "\n");
   FUZZ_CHECK(with_glibc == (r == Runtime::kJvm ? Runtime::kJvm : Runtime::kGlibc));
+
+  // MapsFacts folds the same runtime, and a mapped jemalloc wins over any
+  // libc unless another allocator library came first.
+  memtrimd::procfs::MapsFacts facts = memtrimd::procfs::MapsFactsFrom(text);
+  FUZZ_CHECK(facts.runtime() == r);
+  std::string source;
+  memtrimd::Allocator a = facts.allocator(&source);
+  FUZZ_CHECK(memtrimd::AllocatorName(a) != nullptr);
+  FUZZ_CHECK(a == memtrimd::Allocator::kUnknown ? source.empty() : !source.empty());
+  memtrimd::procfs::MapsFacts with_je = memtrimd::procfs::MapsFactsFrom(
+      body + "7f00-7f01 r-xp 00000000 08:01 9 /usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n");
+  FUZZ_CHECK(with_je.allocator() == memtrimd::Allocator::kJemalloc || with_je.allocator() == a);
   return 0;
 }

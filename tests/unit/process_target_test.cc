@@ -341,6 +341,67 @@ TEST(RuntimeFromMaps, RecordedProcesses) {
             Runtime::kGlibc);
 }
 
+// ---------------------------------------------------------------------------
+// Allocator detection from maps.
+
+constexpr std::string_view kJemalloc =
+    "7f3071000000-7f3071010000 r-xp 00000000 fe:00 4242                       "
+    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2\n";
+constexpr std::string_view kTcmalloc =
+    "7f3072000000-7f3072010000 r-xp 00000000 fe:00 4243                       "
+    "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.10\n";
+constexpr std::string_view kMimalloc =
+    "7f3073000000-7f3073010000 r-xp 00000000 fe:00 4244                       "
+    "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2.0\n";
+
+TEST(MapsFacts, PlainGlibcProgramAndJvmAreGlibc) {
+  std::string source;
+  EXPECT_EQ(MapsFactsFrom(Join({kExe, kHeapLine, kLibc})).allocator(&source), Allocator::kGlibc);
+  EXPECT_EQ(source, "glibc malloc (no other allocator mapped)");
+  EXPECT_EQ(MapsFactsFrom(Join({kExe, kLibc, kJvm})).allocator(), Allocator::kGlibc);
+}
+
+TEST(MapsFacts, MappedAllocatorLibraryWins) {
+  std::string source;
+  MapsFacts je = MapsFactsFrom(Join({kExe, kLibc, kJemalloc, kJvm}));
+  EXPECT_EQ(je.runtime(), Runtime::kJvm);
+  EXPECT_EQ(je.allocator(&source), Allocator::kJemalloc);
+  EXPECT_EQ(source, "libjemalloc.so.2 mapped");
+  EXPECT_EQ(MapsFactsFrom(Join({kTcmalloc, kLibc})).allocator(&source), Allocator::kTcmalloc);
+  EXPECT_EQ(source, "libtcmalloc_minimal.so.4.5.10 mapped");
+  EXPECT_EQ(MapsFactsFrom(Join({kLibc, kMimalloc})).allocator(), Allocator::kMimalloc);
+}
+
+TEST(MapsFacts, MuslProgramAndJvmOnMusl) {
+  EXPECT_EQ(MapsFactsFrom(Join({kExe, kMusl})).allocator(), Allocator::kMusl);
+  MapsFacts jvm = MapsFactsFrom(Join({kMusl, kJvm}));
+  EXPECT_EQ(jvm.runtime(), Runtime::kJvm);
+  EXPECT_EQ(jvm.allocator(), Allocator::kMusl);
+  // glibc mapped beside a musl file (a glibc program reading musl's loader
+  // as data) stays glibc.
+  EXPECT_EQ(MapsFactsFrom(Join({kLibc, kMusl})).allocator(), Allocator::kGlibc);
+}
+
+TEST(MapsFacts, NoLibcNoAllocator) {
+  std::string source = "x";
+  EXPECT_EQ(MapsFactsFrom(Join({kExe, kHeapLine})).allocator(&source), Allocator::kUnknown);
+  EXPECT_EQ(source, "");
+  // A file that only starts like an allocator library is not one.
+  EXPECT_EQ(
+      AllocatorOfMapping("7f00-7f01 r--p 00000000 08:01 9 /data/libjemalloc-notes.txt", nullptr),
+      Allocator::kUnknown);
+  EXPECT_EQ(AllocatorOfMapping("7f00-7f01 rw-p 00000000 00:00 0", nullptr), Allocator::kUnknown);
+}
+
+TEST(MapsFacts, ReplacedLibraryStillCounts) {
+  std::string library;
+  EXPECT_EQ(AllocatorOfMapping("7f00-7f01 r-xp 00000000 08:01 9 "
+                               "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 (deleted)",
+                               &library),
+            Allocator::kJemalloc);
+  EXPECT_EQ(library, "libjemalloc.so.2");
+}
+
 TEST(FoldRuntime, OneLineAtATime) {
   EXPECT_EQ(FoldRuntime(Runtime::kUnknown, kLibc), Runtime::kGlibc);
   EXPECT_EQ(FoldRuntime(Runtime::kGlibc, kJvm), Runtime::kJvm);
