@@ -146,10 +146,12 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
 }
 
 Result<AgentTrim> ParseAgentTrim(std::string_view body) {
-  static constexpr std::array<std::string_view, 4> kKeys = {"duration_ns", "rss_before",
-                                                            "rss_after", "result"};
-  std::array<std::optional<uint64_t>, 4> got{};
-  Status st = ParseKeyValues(body, kKeys, got, got.size(), "agent trim");
+  // The first four are in every answer; the free-kept figures only where
+  // the allocator reports one (jemalloc, tcmalloc).
+  static constexpr std::array<std::string_view, 6> kKeys = {
+      "duration_ns", "rss_before", "rss_after", "result", "free_kept_before", "free_kept_after"};
+  std::array<std::optional<uint64_t>, 6> got{};
+  Status st = ParseKeyValues(body, kKeys, got, 4, "agent trim");
   if (!st.ok()) return st;
   std::array<uint64_t, 4> v{};
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = *got[i];
@@ -161,6 +163,37 @@ Result<AgentTrim> ParseAgentTrim(std::string_view body) {
   out.rss_before = v[1];
   out.rss_after = v[2];
   out.result = static_cast<int>(v[3]);
+  out.free_kept_before = got[4];
+  out.free_kept_after = got[5];
+  // The two words (an agent from before other allocators sends neither:
+  // glibc and malloc_trim, the defaults).
+  bool have_allocator = false, have_call = false;
+  text::ForEachLineIn(body, [&](std::string_view line) {
+    if (!st.ok()) return;
+    std::size_t eq = line.find('=');
+    std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "allocator") {
+      std::optional<Allocator> a = AllocatorFromName(value);
+      if (have_allocator || !a) {
+        st = Status(ErrorCode::kParseError, have_allocator
+                                                ? "agent trim: repeated allocator"
+                                                : "agent trim: unknown allocator '" +
+                                                      std::string(value.substr(0, 32)) + "'");
+        return;
+      }
+      out.allocator = *a;
+      have_allocator = true;
+    } else if (key == "call") {
+      if (have_call || value.empty()) {
+        st = Status(ErrorCode::kParseError,
+                    have_call ? "agent trim: repeated call" : "agent trim: empty call");
+        return;
+      }
+      out.call = std::string(value);
+      have_call = true;
+    }
+  });
+  if (!st.ok()) return st;
   return out;
 }
 
