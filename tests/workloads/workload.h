@@ -33,23 +33,21 @@ static inline int write_all(int fd, const char* p, size_t n) {
   return 0;
 }
 
-/* Writes "<pid>\n" to PATH.tmp, then renames it to PATH: a reader never sees
- * a half-written file. */
-static inline int write_ready_file(const char* path) {
+/* Writes `len` bytes of `text` to PATH.tmp, then renames it to PATH: a
+ * reader never sees a half-written file. */
+static inline int write_file_atomically(const char* path, const char* text, size_t len) {
   char tmp[PATH_MAX];
-  char line[32];
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  if (len < 0 || (size_t)len >= sizeof tmp) {
-    fprintf(stderr, WORKLOAD_NAME ": ready file path too long\n");
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    fprintf(stderr, WORKLOAD_NAME ": path too long: %s\n", path);
     return -1;
   }
-  len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     fprintf(stderr, WORKLOAD_NAME ": open %s: %s\n", tmp, strerror(errno));
     return -1;
   }
-  if (write_all(fd, line, (size_t)len) != 0 || close(fd) != 0) {
+  if (write_all(fd, text, len) != 0 || close(fd) != 0) {
     fprintf(stderr, WORKLOAD_NAME ": write %s: %s\n", tmp, strerror(errno));
     return -1;
   }
@@ -58,6 +56,13 @@ static inline int write_ready_file(const char* path) {
     return -1;
   }
   return 0;
+}
+
+/* Writes "<pid>\n" to PATH atomically. */
+static inline int write_ready_file(const char* path) {
+  char line[32];
+  int len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  return write_file_atomically(path, line, (size_t)len);
 }
 
 /* A small deterministic PRNG: the same run makes the same heap. */
