@@ -23,6 +23,10 @@ packages=(
   openssl
   # the incident page's acceptance test opens / in a headless browser
   chromium
+  # the allocators a target may run on: the fragmenter is built for and
+  # preloaded with each (jemalloc, tcmalloc, mimalloc, and musl-gcc)
+  libjemalloc2 libjemalloc-dev libtcmalloc-minimal4 libgoogle-perftools-dev
+  libmimalloc2.0 libmimalloc-dev musl-tools
   # the fuzz preset: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
 )
