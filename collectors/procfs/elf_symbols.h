@@ -1,0 +1,89 @@
+// Which allocator is linked statically into a target's executable, told
+// from the executable's own symbol tables. When jemalloc, tcmalloc or
+// mimalloc is linked in (a static archive, or `gcc -static`), /proc/<pid>/maps
+// shows no allocator library; the allocator's public API, defined in the
+// executable, still does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/common/allocator.h"
+#include "collectors/common/status.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd::procfs {
+
+// Where the ELF bytes come from: a file (StaticAllocator) or memory (tests,
+// the fuzz target). The parser asks only for ranges inside size(), so a
+// reader needs no bounds logic of its own beyond a short read.
+class ElfReader {
+ public:
+  virtual ~ElfReader() = default;
+  virtual uint64_t size() const = 0;
+  // Fills out[0, len) with the bytes at `offset`. Called only with
+  // offset + len <= size().
+  virtual Status Read(uint64_t offset, std::size_t len, char* out) const = 0;
+};
+
+// An ELF image already in memory.
+class ElfBytes : public ElfReader {
+ public:
+  explicit ElfBytes(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  Status Read(uint64_t offset, std::size_t len, char* out) const override;
+
+ private:
+  std::string_view bytes_;
+};
+
+// Pure: which of `wanted` the image defines as a FUNC or OBJECT symbol
+// (st_shndx != SHN_UNDEF) in a .dynsym or .symtab section, in the order of
+// `wanted`, each once. A name the executable only imports (undefined) does
+// not count: a dynamically linked allocator is told from maps instead.
+//
+// Reads only the ELF header, the section headers, the symbol tables and
+// their string tables, in chunks of at most 64 KiB, and never more than
+// `max_bytes` in total (kTooLarge beyond). Errors: kInvalidArgument when the
+// image is not a 64-bit little-endian ELF file (a 32-bit or big-endian
+// program is not malformed, just not read here); kParseError when a header,
+// offset, size, link or name index points outside the file or its table.
+// An image without section headers (or without symbol tables) defines
+// nothing.
+Result<std::vector<std::string>> DefinedSymbols(const ElfReader& read,
+                                                std::span<const std::string_view> wanted,
+                                                std::size_t max_bytes);
+
+namespace detail {
+// DefinedSymbols with a chosen chunk size (>= 1), so tests can put chunk
+// boundaries inside names and symbols.
+Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
+                                                       std::span<const std::string_view> wanted,
+                                                       std::size_t max_bytes,
+                                                       std::size_t chunk_bytes);
+}  // namespace detail
+
+// The symbol names StaticAllocator looks for (the public API of each
+// allocator, as AllocatorFromSymbols reads them).
+std::span<const std::string_view> AllocatorApiSymbols();
+
+// The allocator whose API the defined names show: "mallctl" or "je_mallctl"
+// -> jemalloc; "MallocExtension_GetNumericProperty" or "tc_malloc" ->
+// tcmalloc; "mi_malloc" -> mimalloc; else nullopt. Should one executable
+// define two of them, the first in that order wins.
+std::optional<Allocator> AllocatorFromSymbols(std::span<const std::string> defined);
+
+// The allocator linked statically into the target's executable
+// (<t.proc_dir>/exe), or nullopt when its symbols show none. Reads at most
+// 16 MiB of tables with pread: a local file, not the target, so no deadline.
+// A stripped executable (strip --strip-all) keeps only .dynsym, which holds
+// the allocator's API only when it was linked with -rdynamic (or the API is
+// otherwise exported): without it, a static allocator is not found.
+Result<std::optional<Allocator>> StaticAllocator(const Target& t);
+
+}  // namespace memtrimd::procfs
