@@ -315,6 +315,22 @@ Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
 std::string MemtrimdBin() { return MEMTRIMD_BIN; }
 std::string FragmenterBin() { return FRAGMENTER_BIN; }
 
+std::string FragmenterBinFor(const std::string& variant) {
+  if (variant == "jemalloc") return FRAGMENTER_JEMALLOC_BIN;
+  if (variant == "tcmalloc") return FRAGMENTER_TCMALLOC_BIN;
+  if (variant == "mimalloc") return FRAGMENTER_MIMALLOC_BIN;
+  if (variant == "jemalloc_static") return FRAGMENTER_JEMALLOC_STATIC_BIN;
+  if (variant == "musl") return FRAGMENTER_MUSL_BIN;
+  return "";
+}
+
+std::string AllocatorSo(const std::string& allocator) {
+  if (allocator == "jemalloc") return JEMALLOC_SO;
+  if (allocator == "tcmalloc") return TCMALLOC_SO;
+  if (allocator == "mimalloc") return MIMALLOC_SO;
+  return "";
+}
+
 // Deliberately simple and separate from collectors/procfs: an independent
 // reading to compare memtrimd against.
 std::vector<RawMapping> ReadSmapsIndependently(pid_t pid) {

@@ -159,6 +159,14 @@ Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,
 // Paths of the binaries under test.
 std::string MemtrimdBin();
 std::string FragmenterBin();
+// The fragmenter built for another allocator: "jemalloc", "tcmalloc",
+// "mimalloc" (linked with its shared object), "jemalloc_static" (linked in)
+// or "musl" (musl-gcc). "" when that build was skipped (library or compiler
+// not found) or the name is none of these.
+std::string FragmenterBinFor(const std::string& variant);
+// The full path of "jemalloc", "tcmalloc" or "mimalloc"'s shared object, for
+// LD_PRELOAD; "" when not found at build time.
+std::string AllocatorSo(const std::string& allocator);
 
 // Per-mapping view read independently of memtrimd's parser.
 struct RawMapping {
