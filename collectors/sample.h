@@ -10,6 +10,7 @@
 
 #include <map>
 
+#include "collectors/agent/allocator_stats.h"
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/rss_breakdown.h"
@@ -38,6 +39,11 @@ struct GlibcHeaps {
   // read), to compare the breakdown's total with.
   uint64_t status_rss_bytes = 0;
   bool java_heap_known = false;  // whether breakdown.java_heap could be attributed
+  // Why the arena heap figures are absent although smaps was read: glibc's
+  // malloc does not serve this target (GlibcMallocNotApplicable); empty
+  // when they apply. heaps is then empty and the breakdown has no arena part.
+  std::string arenas_not_applicable;
+  Allocator allocator = Allocator::kUnknown;  // what the target was taken to run on (Target)
 };
 
 enum class LimitSource { kNone, kCgroup, kFlag };
@@ -116,6 +122,16 @@ struct MallocStats {
   std::chrono::system_clock::time_point read_at{};
 };
 
+// The same program (same pod and command line) ran on another allocator
+// before it restarted: teams switch allocators to fix fragmentation, and the
+// before/after comparison is the point (set by the scheduler).
+struct AllocatorChange {
+  Allocator before = Allocator::kUnknown;
+  Allocator after = Allocator::kUnknown;
+  pid_t before_pid = 0;
+  std::chrono::system_clock::time_point seen_at{};  // when the new process was first seen
+};
+
 struct TargetSample {
   std::optional<procfs::ProcStatus> process;
   std::optional<GlibcHeaps> glibc;
@@ -134,7 +150,13 @@ struct TargetSample {
   // manual); set by the scheduler, so that figures read before it (malloc
   // statistics) are shown as such.
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
+  std::optional<AllocatorChange> allocator_change;
   bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
+  // The allocator's own figures, read by the agent with the allocator's API
+  // (on --smaps.interval); absent without the agent, and then
+  // allocator_missing may say why (an agent too old to know "allocator").
+  std::optional<agent::AllocatorStats> allocator;
+  std::string allocator_missing;
   // Why the loaded agent gave no answer (no socket: it did not start; a
   // socket memtrimd may not use; a deadline); empty when it answered.
   std::string agent_unreachable;

@@ -39,6 +39,34 @@ bool ReadJvmBuffers(const Target& target, const AgentOptions& options, TargetSam
   return true;
 }
 
+// "allocator" through the agent: fills out.allocator, or says in
+// out.allocator_missing why not. False when the agent is unreachable.
+bool ReadAllocator(const Target& target, const AgentOptions& options, TargetSample& out,
+                   Status& status) {
+  AgentFailure failure = AgentFailure::kNone;
+  Result<std::string> body = AgentCommand(target, "allocator", options, &failure);
+  if (!body.ok()) {
+    if (failure == AgentFailure::kUnreachable) {
+      out.agent_unreachable = body.status().message();
+      status = body.status();
+      return false;
+    }
+    // An agent from before allocators were known answers "unknown command".
+    out.allocator_missing = "the agent did not answer \"allocator\" (" + body.status().message() +
+                            "; an older libmemtrimd_agent.so?)";
+    return true;
+  }
+  Result<AllocatorStats> stats = ParseAllocatorStats(*body);
+  if (!stats.ok()) {
+    out.allocator_missing = stats.status().message();
+    status = stats.status();
+    return true;
+  }
+  out.allocator = std::move(stats).value();
+  out.allocator->read_at = std::chrono::system_clock::now();
+  return true;
+}
+
 }  // namespace
 
 Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
@@ -54,6 +82,11 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   }
   Status status = Status::Ok();
   if (jvm && !ReadJvmBuffers(target, options_, out, status)) return status;
+  if (!ReadAllocator(target, options_, out, status)) return status;
+  // glibc's malloc_info only where glibc's malloc serves the program (the
+  // agent's answer says for certain; without one, what maps showed).
+  Allocator allocator = out.allocator ? out.allocator->allocator : target.allocator;
+  if (allocator != Allocator::kGlibc && allocator != Allocator::kUnknown) return status;
   // In a JVM too: JDK 17 has no System.native_heap_info, so the agent is the
   // only source of its malloc statistics (on 21+ the jvm collector's fresher
   // answer takes precedence when both ran).

@@ -16,4 +16,11 @@ const char* RuntimeName(Runtime r) {
   return "unknown";
 }
 
+std::string GlibcMallocNotApplicable(const Target& t) {
+  if (t.allocator == Allocator::kGlibc || t.allocator == Allocator::kUnknown) return "";
+  std::string why = std::string("malloc is ") + AllocatorName(t.allocator);
+  if (!t.allocator_source.empty()) why += " (" + t.allocator_source + ")";
+  return why + ", not glibc's";
+}
+
 }  // namespace memtrimd

@@ -43,4 +43,9 @@ struct Target {
   bool SameProcess(const Target& o) const { return pid == o.pid && start_ticks == o.start_ticks; }
 };
 
+// Why glibc's malloc figures (arena heaps, malloc_info, malloc_trim) do not
+// describe the target's memory, e.g. "malloc is jemalloc (libjemalloc.so.2
+// mapped), not glibc's"; empty when they do (glibc, or not known).
+std::string GlibcMallocNotApplicable(const Target& t);
+
 }  // namespace memtrimd

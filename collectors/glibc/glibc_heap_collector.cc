@@ -47,8 +47,14 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   g.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g.mappings = mappings->size();
   for (const procfs::Mapping& m : *mappings) g.smaps_rss_bytes += m.rss;
-  g.main_arena_resident_bytes = MainArenaResident(*mappings);
-  g.heaps = FindArenaHeaps(*mappings, options_.heap_size);
+  g.arenas_not_applicable = GlibcMallocNotApplicable(target);
+  g.allocator = target.allocator;
+  // Under another allocator glibc's arenas hold (almost) nothing, and an
+  // allocator's own 64 MiB-aligned regions must not be taken for them.
+  if (g.arenas_not_applicable.empty()) {
+    g.main_arena_resident_bytes = MainArenaResident(*mappings);
+    g.heaps = FindArenaHeaps(*mappings, options_.heap_size);
+  }
   if (options_.confirm_with_heap_info) ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size);
   auto rejected = std::remove_if(g.heaps.begin(), g.heaps.end(), [](const ArenaHeap& h) {
     return h.check == HeapCheck::kRejected;

@@ -103,7 +103,9 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     if (parsed.ok()) out.gc_heap = *parsed;
   }
   // JDK 21+ only; older JDKs answer "unknown command", which is not an error.
-  if (!out.version || out.version->feature >= 21) {
+  // On a preloaded jemalloc (or another allocator) it would describe glibc's
+  // unused heap: not asked.
+  if ((!out.version || out.version->feature >= 21) && GlibcMallocNotApplicable(t).empty()) {
     Result<AttachResponse> r = ExecuteJcmd(t, "System.native_heap_info", options_);
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);

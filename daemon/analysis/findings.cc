@@ -244,7 +244,26 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
                          "LD_PRELOAD=libmemtrimd_agent.so to read BufferPoolMXBean's figures)"
                        : s.jvm_buffers_missing});
   }
-  if (!s.malloc && (is_jvm || s.agent_loaded)) {
+  // Another allocator serves malloc: glibc's figures are not missing, they
+  // do not apply (and say so); the allocator's own may be missing.
+  const Allocator allocator = s.allocator ? s.allocator->allocator
+                              : s.glibc   ? s.glibc->allocator
+                                          : Allocator::kUnknown;
+  const bool glibc_malloc = allocator == Allocator::kGlibc || allocator == Allocator::kUnknown;
+  if (!glibc_malloc) {
+    out.push_back(
+        {"glibc arena heaps, malloc_info, trimmable estimate",
+         std::string("not applicable: malloc is ") + AllocatorName(allocator) + ", not glibc's"});
+    if (!s.allocator && allocator != Allocator::kMusl) {
+      out.push_back({std::string(AllocatorName(allocator)) + "'s own figures",
+                     !s.allocator_missing.empty() ? s.allocator_missing
+                     : !s.agent_unreachable.empty()
+                         ? "the agent does not answer: " + s.agent_unreachable
+                         : "libmemtrimd_agent.so is not preloaded (start the program with "
+                           "LD_PRELOAD=libmemtrimd_agent.so to read them)"});
+    }
+  }
+  if (glibc_malloc && !s.malloc && (is_jvm || s.agent_loaded)) {
     std::string why;
     if (s.jvm && s.jvm->version && s.jvm->version->feature < 21) {
       why = "JDK " + std::to_string(s.jvm->version->feature) +

@@ -107,7 +107,11 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   // malloc space: what is free in it, and where its in-use chunks are.
   uint64_t malloc_in_use = anon_rest;  // without statistics: at most all of it
   std::optional<uint64_t> jvm_maps;    // without statistics: see below
-  if (s.malloc) {
+  // The agent's answer says for certain; else what maps showed.
+  const Allocator allocator = s.allocator ? s.allocator->allocator : s.glibc->allocator;
+  const bool other_allocator = allocator != Allocator::kGlibc && allocator != Allocator::kUnknown;
+  if (other_allocator) a.allocator = AllocatorName(allocator);
+  if (s.malloc && !other_allocator) {
     const jvm::MallocInfo& m = s.malloc->info;
     uint64_t in_use_arenas = Sub(m.system_current, m.total_fast_bytes + m.total_rest_bytes);
     uint64_t mmapped = std::min(m.total_mmap_bytes, anon_maps);
@@ -150,7 +154,13 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
     a.nmt = ToKnown(both);
     a.nmt_committed_untouched = committed - a.nmt->total();
   }
-  a.outside = anon_rest - a.glibc_free.value_or(0) - (a.nmt ? a.nmt->total() : 0);
+  const uint64_t known = a.glibc_free.value_or(0) + (a.nmt ? a.nmt->total() : 0);
+  if (other_allocator && s.allocator) {
+    if (auto kept = agent::CommonMeasures(*s.allocator).free_kept) {
+      a.allocator_free = std::min(*kept, anon_rest - known);
+    }
+  }
+  a.outside = anon_rest - known - a.allocator_free.value_or(0);
   return a;
 }
 
@@ -167,6 +177,7 @@ std::vector<std::pair<const char*, uint64_t>> AccountParts(const RssAccount& a) 
     p.emplace_back("nmt_jvm_other", a.nmt->jvm_other);
   }
   if (a.glibc_free) p.emplace_back("glibc_free", *a.glibc_free);
+  if (a.allocator_free) p.emplace_back("allocator_free", *a.allocator_free);
   p.emplace_back(a.nmt ? "outside_nmt" : "native", a.outside);
   return p;
 }
@@ -177,8 +188,9 @@ std::string RssAccount::Equation() const {
   if (java_heap) terms.emplace_back("Java heap", *java_heap);
   if (nmt) terms.emplace_back("NMT-known native", nmt->total());
   if (glibc_free) terms.emplace_back("glibc free kept", *glibc_free);
+  if (allocator_free) terms.emplace_back(allocator + " free kept", *allocator_free);
   std::string rest = nmt ? "outside NMT" : "native";
-  if (!glibc_free) rest += " and glibc free";
+  if (!glibc_free && !allocator_free) rest += " and " + allocator + " free";
   if (outside_is_estimate && nmt) rest += " (estimate)";
   terms.emplace_back(rest, outside);
   std::vector<uint64_t> values;

@@ -22,6 +22,10 @@
 //   JVM wrote are anonymous, the rest is in `file`.
 // - glibc_free: arena pages malloc keeps resident without live chunks:
 //   resident arena bytes minus the bytes malloc_info says are in use.
+// - allocator_free (instead of glibc_free, for a program on jemalloc,
+//   tcmalloc, ...): the free memory that allocator says it keeps and its
+//   release call gives back (jemalloc dirty + muzzy pages, tcmalloc's free
+//   page heap), at most the anonymous memory not otherwise accounted for.
 // - outside: the rest; for a JVM, native memory NMT does not know (JNI and
 //   native libraries, zlib, glibc's own structures); without NMT, all native
 //   memory. Without malloc statistics it also holds glibc's free memory, and
@@ -49,13 +53,15 @@ struct NmtKnown {
 };
 
 struct RssAccount {
-  uint64_t rss = 0;                    // Rss summed over the smaps read
-  uint64_t file = 0;                   // file-backed pages
-  std::optional<uint64_t> java_heap;   // JVM with a known heap range
-  std::optional<NmtKnown> nmt;         // JVM with NMT on
-  std::optional<uint64_t> glibc_free;  // malloc statistics known
-  uint64_t outside = 0;                // outside NMT (nmt set), else all native memory
-  bool outside_is_estimate = false;    // no malloc statistics: see above
+  uint64_t rss = 0;                        // Rss summed over the smaps read
+  uint64_t file = 0;                       // file-backed pages
+  std::optional<uint64_t> java_heap;       // JVM with a known heap range
+  std::optional<NmtKnown> nmt;             // JVM with NMT on
+  std::optional<uint64_t> glibc_free;      // malloc statistics known
+  std::optional<uint64_t> allocator_free;  // another allocator's free-but-kept known
+  std::string allocator = "glibc";         // the allocator's name, for the equation
+  uint64_t outside = 0;                    // outside NMT (nmt set), else all native memory
+  bool outside_is_estimate = false;        // no malloc statistics: see above
   // NMT committed memory with no resident page behind it (not part of RSS).
   uint64_t nmt_committed_untouched = 0;
 

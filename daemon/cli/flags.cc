@@ -137,15 +137,17 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--target.match", r.target_match,
             "Watch the largest process whose command line (arguments joined by spaces) matches "
             "this regular expression");
-  AddOption(app, "--targets", r.targets,
-            "one: watch one process, chosen by --target.* (the sidecar); node: every JVM, and "
-            "every glibc program above --targets.min-rss, in memtrimd's PID namespace (a node "
-            "agent with hostPID)");
+  AddOption(
+      app, "--targets", r.targets,
+      "one: watch one process, chosen by --target.* (the sidecar); node: every JVM, and "
+      "every glibc or musl program above --targets.min-rss, in memtrimd's PID namespace (a node "
+      "agent with hostPID)");
   AddOption(app, "--targets.max", r.targets_max,
             "Node mode: watch at most this many processes, the largest RSS first; the rest are "
             "counted in memtrimd_targets_skipped");
   AddOption(app, "--targets.min-rss", r.targets_min_rss,
-            "Node mode: smallest RSS of a glibc program worth watching (JVMs are always watched)");
+            "Node mode: smallest RSS of a glibc or musl program worth watching (JVMs are always "
+            "watched)");
   AddOption(app, "--targets.match", r.targets_match,
             "Node mode: watch only processes whose command line matches this regular expression");
   AddOption(app, "--targets.exclude", r.targets_exclude,

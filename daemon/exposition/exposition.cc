@@ -13,6 +13,8 @@
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/proc_stat.h"
+#include "daemon/analysis/allocator_findings.h"
+#include "daemon/analysis/allocator_view.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
 #include "daemon/build_info.h"
@@ -157,6 +159,33 @@ void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
   for (const RiskFinding& f : AssessJvmRisks(s)) b.Add(kJvmRisk, {pid, f.check}, f.at_risk ? 1 : 0);
 }
 
+void AddAllocator(FamilyBuilder& b, const std::string& pid, const std::string& allocator,
+                  const Target& target, const AllocatorView& v, const TargetSample& s) {
+  using namespace metric;
+  const agent::AllocatorMeasures& m = v.measures;
+  for (const auto& [measure, value] :
+       {std::pair<const char*, const std::optional<uint64_t>&>{"allocated", m.allocated},
+        {"held", m.held},
+        {"free_kept", m.free_kept},
+        {"released", m.released}}) {
+    if (value) b.Add(kAllocatorBytes, {pid, allocator, measure}, D(*value));
+  }
+  for (const RiskFinding& f : AssessAllocator(target, s)) {
+    b.Add(kAllocatorRisk, {pid, f.check}, f.at_risk ? 1 : 0);
+  }
+  if (!s.allocator) return;
+  for (const auto& [stat, value] : s.allocator->bytes) {
+    b.Add(kAllocatorStatBytes, {pid, allocator, stat}, D(value));
+  }
+  for (const auto& [pages, ms] :
+       {std::pair<const char*, const std::optional<int64_t>&>{"dirty", s.allocator->dirty_decay_ms},
+        {"muzzy", s.allocator->muzzy_decay_ms}}) {
+    if (ms)
+      b.Add(kAllocatorDecay, {pid, allocator, pages},
+            *ms < 0 ? -1.0 : static_cast<double>(*ms) / 1000.0);
+  }
+}
+
 void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
   using namespace metric;
   const std::string pid = std::to_string(ts.target.pid);
@@ -170,9 +199,11 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     pod_name = smp.cgroup->pod_name;
   }
   b.Add(kTargetUp, {pid}, 1);
+  const AllocatorView alloc = ViewAllocator(ts.target, smp);
+  const std::string allocator = AllocatorName(alloc.allocator);
   b.Add(kTargetInfo,
-        {pid, ts.target.comm, RuntimeName(ts.target.runtime), jvm_version, pod_uid, container_id,
-         qos, pod_name},
+        {pid, ts.target.comm, RuntimeName(ts.target.runtime), allocator, jvm_version, pod_uid,
+         container_id, qos, pod_name},
         1);
   b.Add(kTargetStartTime, {pid}, ts.start_time_seconds);
   for (const CollectorOutcome& o : ts.collectors) {
@@ -195,22 +226,33 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     if (c->oom_kills) b.Add(kTargetOomKills, {pid}, static_cast<double>(*c->oom_kills));
   }
   if (const auto& g = ts.sample.glibc) {
-    b.Add(kArenaHeaps, {pid}, static_cast<double>(g->heaps.size()));
-    // Mapped is the heaps' size, resident what they hold: only the latter
-    // is served without --metrics.detail=heaps.
-    if (b.Has("heaps"))
-      b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
-    b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
-    b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
+    // glibc's arena figures only where glibc's malloc serves the program;
+    // otherwise they are absent (inspect and /report say why), not zero.
+    const bool arenas = g->arenas_not_applicable.empty();
+    if (arenas) {
+      b.Add(kArenaHeaps, {pid}, static_cast<double>(g->heaps.size()));
+      // Mapped is the heaps' size, resident what they hold: only the latter
+      // is served without --metrics.detail=heaps.
+      if (b.Has("heaps"))
+        b.Add(kArenaHeapBytes, {pid, "mapped"}, static_cast<double>(g->usable_bytes));
+      b.Add(kArenaHeapBytes, {pid, "resident"}, static_cast<double>(g->resident_bytes));
+      b.Add(kMainArenaResident, {pid}, static_cast<double>(g->main_arena_resident_bytes));
+    }
     b.Add(kSmapsDuration, {pid}, g->read_seconds);
     const glibc::RssBreakdown& r = g->breakdown;
     b.Add(kRssBreakdown, {pid, "file"}, static_cast<double>(r.file_and_shared));
     if (g->java_heap_known)
       b.Add(kRssBreakdown, {pid, "java_heap"}, static_cast<double>(r.java_heap));
-    b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
-    b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
-    b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(r.other_anonymous));
+    if (arenas) {
+      b.Add(kRssBreakdown, {pid, "glibc_arena_heaps"}, static_cast<double>(r.arena_heaps));
+      b.Add(kRssBreakdown, {pid, "glibc_main_arena"}, static_cast<double>(r.main_arena));
+    }
+    // Without glibc's arenas the [heap] area is another allocator's (musl's
+    // brk heap): anonymous like the rest.
+    const uint64_t other = r.other_anonymous + (arenas ? 0 : r.main_arena + r.arena_heaps);
+    b.Add(kRssBreakdown, {pid, "other_anonymous"}, static_cast<double>(other));
   }
+  AddAllocator(b, pid, allocator, ts.target, alloc, smp);
   if (std::optional<RssAccount> a = AccountRss(smp)) {
     for (const auto& [part, bytes] : AccountParts(*a)) b.Add(kRssAccount, {pid, part}, D(bytes));
   }

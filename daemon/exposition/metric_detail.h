@@ -24,6 +24,7 @@ inline constexpr std::string_view kDetailFamilies[] = {
     "cgroup",        // the cgroup's usage and its anon/file split
     "collectors",    // memtrimd_collector_{success,duration_seconds} per target
     "trim",          // run counters still at 0, last trim by measure, interval, durations
+    "allocator",     // the allocator's figures: common measures, its own stats, decay
 };
 
 struct MetricDetail {

@@ -57,8 +57,10 @@ const MetricDef kTargetUp{"memtrimd_target_up",
 const MetricDef kTargetInfo{
     "memtrimd_target_info",
     MetricType::Gauge,
-    {"pid", "comm", "runtime", "jvm_version", "pod_uid", "container_id", "qos_class", "pod_name"},
+    {"pid", "comm", "runtime", "allocator", "jvm_version", "pod_uid", "container_id", "qos_class",
+     "pod_name"},
     "The watched process: pid, command name, runtime (glibc, jvm, musl, "
+    "unknown), the allocator that serves its malloc (glibc, jemalloc, tcmalloc, mimalloc, musl, "
     "unknown), JVM version, and for a process in a Kubernetes pod its pod "
     "UID, container ID (64 hex, no runtime prefix), QoS class and pod name "
     "(its hostname); empty outside a pod. Value is always 1."};
@@ -181,6 +183,38 @@ const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
                               "glibc_main_arena, other_anonymous (stacks, metaspace, code cache, "
                               "GC structures, large mmapped malloc chunks).",
                               "breakdown"};
+
+const MetricDef kAllocatorBytes{
+    "memtrimd_allocator_bytes",
+    MetricType::Gauge,
+    {"pid", "allocator", "measure"},
+    "The allocator's own figures in measures that mean the same for every allocator: allocated "
+    "(in blocks the program holds), held (taken from the system and not given back), free_kept "
+    "(free, kept, and what a release gives back), released (given back, address space kept). A "
+    "measure the allocator does not report is absent (README \"Allocators\").",
+    "allocator"};
+const MetricDef kAllocatorStatBytes{
+    "memtrimd_allocator_stat_bytes",
+    MetricType::Gauge,
+    {"pid", "allocator", "stat"},
+    "The allocator's figures by its own names, as the preload agent read them with its API "
+    "(jemalloc mallctl stats, tcmalloc MallocExtension properties, mimalloc mi_process_info, "
+    "glibc mallinfo2).",
+    "allocator"};
+const MetricDef kAllocatorRisk{
+    "memtrimd_allocator_risk",
+    MetricType::Gauge,
+    {"pid", "check"},
+    "Allocator findings, 1 when seen: free_kept_high (jemalloc or tcmalloc keeps at least 16 MiB "
+    "and a tenth of RSS free that its release call gives back; 0 when its figures say not), "
+    "allocator_changed (the program ran on another allocator before it restarted; the series "
+    "exists only then). Explanations in /report."};
+const MetricDef kAllocatorDecay{"memtrimd_allocator_decay_seconds",
+                                MetricType::Gauge,
+                                {"pid", "allocator", "pages"},
+                                "jemalloc's decay time for dirty and muzzy pages (how long freed "
+                                "pages are kept before jemalloc purges them itself); -1: never.",
+                                "allocator"};
 
 const MetricDef kJvmAttachable{"memtrimd_jvm_attachable",
                                MetricType::Gauge,
@@ -393,6 +427,10 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kMallocFree,
       &kTrimmableEstimate,
       &kRssBreakdown,
+      &kAllocatorBytes,
+      &kAllocatorStatBytes,
+      &kAllocatorDecay,
+      &kAllocatorRisk,
       &kJvmAttachable,
       &kJvmSettingInfo,
       &kJvmHeapCommitted,

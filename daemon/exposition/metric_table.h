@@ -55,6 +55,11 @@ extern const MetricDef kMallocSystem;
 extern const MetricDef kMallocFree;
 extern const MetricDef kTrimmableEstimate;
 extern const MetricDef kRssBreakdown;
+// The allocator's own figures (through the agent).
+extern const MetricDef kAllocatorBytes;
+extern const MetricDef kAllocatorStatBytes;
+extern const MetricDef kAllocatorDecay;
+extern const MetricDef kAllocatorRisk;
 // JVM.
 extern const MetricDef kJvmAttachable;
 extern const MetricDef kJvmSettingInfo;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
 #include "daemon/base/units.h"
@@ -54,9 +55,22 @@ figcaption{font-weight:600}.plot{fill:#fff;stroke:#ccc}polyline{fill:none;stroke
 ul{margin:4px 0;padding-left:20px}li{margin:2px 0}
 </style>)";
 
+// The free memory the target's allocator keeps ("12.0 MiB", or "3.1 MiB
+// jemalloc" for another allocator than glibc); "" when not known.
+std::string FreeKept(const std::optional<RssAccount>& a) {
+  if (!a) return "";
+  if (a->glibc_free) return Mib(*a->glibc_free);
+  if (a->allocator_free) return Mib(*a->allocator_free) + " " + HtmlEscape(a->allocator);
+  return "";
+}
+
 std::vector<BarPart> PartsOf(const RssAccount& a) {
   std::vector<BarPart> parts;
-  for (const auto& [part, bytes] : AccountParts(a)) parts.push_back({part, PartLabel(part), bytes});
+  for (const auto& [part, bytes] : AccountParts(a)) {
+    std::string label =
+        std::string_view(part) == "allocator_free" ? a.allocator + " free kept" : PartLabel(part);
+    parts.push_back({part, label, bytes});
+  }
   return parts;
 }
 
@@ -144,7 +158,7 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
   const TargetSample& s = ts.sample;
   out += "<h3>What it means, and what to do</h3>\n<ul class=\"findings\">\n";
   std::vector<std::string> fine;
-  for (const RiskFinding& f : AssessJvmRisks(s)) {
+  for (const RiskFinding& f : AllFindings(ts.target, s)) {
     if (f.at_risk) {
       out += "<li class=\"risk\" data-check=\"" + HtmlEscape(f.check) + "\">Risk (" +
              HtmlEscape(f.check) + "): <span>" + HtmlEscape(f.explanation) + "</span></li>\n";
@@ -245,7 +259,7 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
   }
   out +=
       "<table class=\"targets\"><tr><th>process</th><th>RSS</th><th>limit</th>"
-      "<th>RSS / limit</th><th>glibc free kept</th><th class=\"l\">risks</th></tr>\n";
+      "<th>RSS / limit</th><th>malloc free kept</th><th class=\"l\">risks</th></tr>\n";
   for (const TargetSnapshot* ts : rows) {
     const TargetSample& s = ts->sample;
     auto limit = LimitOf(s);
@@ -259,8 +273,8 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
     out += "<tr data-pid=\"" + std::to_string(ts->target.pid) +
            "\"><td><a href=\"/?pid=" + std::to_string(ts->target.pid) + "\">" + TargetName(*ts) +
            "</a></td><td>" + Mib(RssOf(s)) + "</td><td>" + (limit ? Mib(*limit) : "none") +
-           "</td><td>" + pct + "</td><td>" + (a && a->glibc_free ? Mib(*a->glibc_free) : "") +
-           "</td><td class=\"l\">" + HtmlEscape(risks) + "</td></tr>\n";
+           "</td><td>" + pct + "</td><td>" + FreeKept(a) + "</td><td class=\"l\">" +
+           HtmlEscape(risks) + "</td></tr>\n";
   }
   out += "</table>\n";
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "daemon/analysis/allocator_findings.h"
+#include "daemon/analysis/allocator_view.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
 #include "daemon/base/json_writer.h"
@@ -206,11 +208,17 @@ void RenderAccount(Table& t, const TargetSnapshot& ts) {
               std::string(MallocStatsStale(s) ? " (malloc statistics from before the last trim)"
                                               : ""));
   }
+  if (a->allocator_free) {
+    t.Row(a->allocator + " free kept", Bytes(*a->allocator_free),
+          "free memory " + a->allocator + " keeps; its release call gives it back");
+  }
   std::string rest_note = a->nmt
                               ? "JNI and native libraries (zlib, TLS, ...), glibc's own structures"
                               : (a->is_jvm ? "all native memory (no NMT to split it)"
                                            : "the program's malloc'd and mapped memory");
-  if (!a->glibc_free) rest_note += "; glibc's free memory is in here (no malloc statistics)";
+  if (!a->glibc_free && !a->allocator_free) {
+    rest_note += "; " + a->allocator + "'s free memory is in here (no malloc statistics)";
+  }
   if (a->outside_is_estimate && a->nmt) {
     rest_note += "; an estimate (the JVM's malloc'd memory cannot be placed without them)";
   }
@@ -234,14 +242,97 @@ void RenderBreakdown(Table& t, const TargetSnapshot& ts) {
   if (s.glibc->java_heap_known) {
     t.Row("Java heap", Bytes(b.java_heap), "touched pages of the Java heap");
   }
-  t.Row("glibc arena heaps", Bytes(b.arena_heaps),
-        "threads' malloc arenas: live native data plus freed memory glibc keeps");
-  t.Row("glibc main arena", Bytes(b.main_arena), "[heap]: the main thread's malloc arena");
-  t.Row("other anonymous", Bytes(b.other_anonymous),
+  const bool arenas = s.glibc->arenas_not_applicable.empty();
+  if (arenas) {
+    t.Row("glibc arena heaps", Bytes(b.arena_heaps),
+          "threads' malloc arenas: live native data plus freed memory glibc keeps");
+    t.Row("glibc main arena", Bytes(b.main_arena), "[heap]: the main thread's malloc arena");
+  }
+  t.Row("other anonymous", Bytes(b.other_anonymous + (arenas ? 0 : b.arena_heaps + b.main_arena)),
         s.jvm || s.jvm_perf
             ? "metaspace, code cache, GC structures, stacks, large malloc chunks (direct "
               "buffers among them)"
             : "stacks, large malloc chunks (mmapped), other anonymous mappings");
+}
+
+// What the agent calls to release memory under each allocator.
+std::string ReleaseCallOf(Allocator a) {
+  switch (a) {
+    case Allocator::kJemalloc:
+      return "mallctl arena.<all>.purge";
+    case Allocator::kTcmalloc:
+      return "MallocExtension::ReleaseFreeMemory";
+    case Allocator::kMimalloc:
+      return "mi_collect(true)";
+    default:
+      return "malloc_trim(0)";
+  }
+}
+
+void RenderAllocator(Table& t, const Target& target, const AllocatorView& v,
+                     const TargetSample& s) {
+  t.Heading(std::string("Allocator: ") + AllocatorName(v.allocator) +
+            (v.source.empty() ? "" : " (" + v.source + ")"));
+  for (const RiskFinding& f : AssessAllocator(target, s)) {
+    if (f.at_risk) t.Say("FINDING " + f.check + ": " + f.explanation);
+  }
+  if (!v.missing.empty()) {
+    t.Say("no figures: " + v.missing);
+    return;
+  }
+  const agent::AllocatorMeasures& m = v.measures;
+  if (m.allocated) t.Row("allocated", Bytes(*m.allocated), "in blocks the program holds");
+  if (m.held) t.Row("held", Bytes(*m.held), "taken from the system and not given back");
+  if (m.free_kept) {
+    t.Row("free, kept", Bytes(*m.free_kept), "free memory a release would give back");
+  }
+  if (m.released) t.Row("released", Bytes(*m.released), "given back, address space kept");
+  if (!s.allocator) return;
+  std::string own;
+  for (const auto& [stat, value] : s.allocator->bytes) {
+    own += (own.empty() ? "" : ", ") + stat + " " + Bytes(value);
+  }
+  if (!own.empty()) t.Say("its own figures: " + own);
+  auto decay = [](const std::optional<int64_t>& ms) {
+    return !ms ? std::string("?") : *ms < 0 ? std::string("never") : std::to_string(*ms) + " ms";
+  };
+  if (s.allocator->dirty_decay_ms || s.allocator->muzzy_decay_ms) {
+    t.Say("decay (jemalloc purges freed pages itself after): dirty " +
+          decay(s.allocator->dirty_decay_ms) + ", muzzy " + decay(s.allocator->muzzy_decay_ms));
+  }
+}
+
+void AllocatorJson(JsonWriter& w, const Target& target, const AllocatorView& v,
+                   const TargetSample& s) {
+  w.Key("allocator").BeginObject();
+  w.Key("name").String(AllocatorName(v.allocator)).Key("source").String(v.source);
+  w.Key("findings").BeginArray();
+  for (const RiskFinding& f : AssessAllocator(target, s)) {
+    w.BeginObject().Key("check").String(f.check).Key("at_risk").Bool(f.at_risk);
+    w.Key("explanation").String(f.explanation).EndObject();
+  }
+  w.EndArray();
+  if (const auto& c = s.allocator_change) {
+    w.Key("changed_from").String(AllocatorName(c->before));
+    w.Key("changed_from_pid").Int(c->before_pid);
+  }
+  if (!v.missing.empty()) w.Key("missing").String(v.missing);
+  if (!v.measures_from.empty()) w.Key("measures_from").String(v.measures_from);
+  const agent::AllocatorMeasures& m = v.measures;
+  if (m.allocated) w.Key("allocated_bytes").Uint(*m.allocated);
+  if (m.held) w.Key("held_bytes").Uint(*m.held);
+  if (m.free_kept) w.Key("free_kept_bytes").Uint(*m.free_kept);
+  if (m.released) w.Key("released_bytes").Uint(*m.released);
+  if (s.allocator) {
+    w.Key("object").String(s.allocator->object);
+    w.Key("stats_bytes").BeginObject();
+    for (const auto& [stat, value] : s.allocator->bytes) w.Key(stat).Uint(value);
+    w.EndObject();
+    if (s.allocator->dirty_decay_ms) w.Key("dirty_decay_ms").Int(*s.allocator->dirty_decay_ms);
+    if (s.allocator->muzzy_decay_ms) w.Key("muzzy_decay_ms").Int(*s.allocator->muzzy_decay_ms);
+    w.Key("read_at_unix_seconds").Double(UnixSeconds(s.allocator->read_at));
+  }
+  w.EndObject();
 }
 
 void RenderMissing(Table& t, const TargetSnapshot& ts) {
@@ -276,8 +367,10 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
   Table t;
   const Target& tg = ts.target;
   double up = static_cast<double>(std::time(nullptr)) - ts.start_time_seconds;
+  const AllocatorView alloc = ViewAllocator(tg, ts.sample);
   t.Heading("pid " + std::to_string(tg.pid) + " (" + tg.comm + "), runtime " +
-            RuntimeName(tg.runtime) + ", started " + Utc(ts.start_time_seconds) + " (up " +
+            RuntimeName(tg.runtime) + ", allocator " + AllocatorName(alloc.allocator) +
+            ", started " + Utc(ts.start_time_seconds) + " (up " +
             FormatDuration(std::chrono::seconds(static_cast<int64_t>(up > 0 ? up : 0))) + ")");
 
   const auto& p = ts.sample.process;
@@ -297,7 +390,12 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
   }
 
   const auto& g = ts.sample.glibc;
-  if (g) {
+  if (g && !g->arenas_not_applicable.empty()) {
+    t.Heading("glibc malloc");
+    t.Say("not applicable: " + g->arenas_not_applicable +
+          ". glibc's arena heaps, malloc_info and malloc_trim do not describe this program's "
+          "memory; its allocator's own figures follow.");
+  } else if (g) {
     char hdr[160];
     std::snprintf(hdr, sizeof(hdr), "glibc malloc (from smaps: %zu mappings, read in %.1f ms)",
                   g->mappings, g->read_seconds * 1000);
@@ -351,13 +449,33 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     ExplainFailure(t, ts, "glibc");
   }
 
+  RenderAllocator(t, tg, alloc, ts.sample);
   RenderJvm(t, ts);
   RenderAccount(t, ts);
   RenderBreakdown(t, ts);
   RenderMissing(t, ts);
 
   t.Heading("Trimming");
-  if (tg.runtime == Runtime::kJvm) {
+  if (alloc.allocator == Allocator::kMusl) {
+    t.Say(
+        "no backend: musl's malloc has no call that gives free memory back; memtrimd does not "
+        "trim it");
+  } else if (alloc.allocator != Allocator::kGlibc && alloc.allocator != Allocator::kUnknown &&
+             !ts.sample.agent_loaded) {
+    t.Say(std::string("no backend: malloc is ") + AllocatorName(alloc.allocator) +
+          (tg.runtime == Runtime::kJvm
+               ? "; System.trim_native_heap would only trim glibc's unused heap, so memtrimd "
+                 "does not send it"
+               : "") +
+          ". Preload libmemtrimd_agent.so to release with the allocator's own call.");
+  } else if (alloc.allocator != Allocator::kGlibc && alloc.allocator != Allocator::kUnknown) {
+    t.Say(std::string("backend: agent, with ") + AllocatorName(alloc.allocator) +
+          "'s own release call (" + ReleaseCallOf(alloc.allocator) + ")" +
+          (ts.sample.agent_unreachable.empty()
+               ? ""
+               : "; unreachable now: " + ts.sample.agent_unreachable +
+                     AgentHint(ts.sample.agent_unreachable)));
+  } else if (tg.runtime == Runtime::kJvm) {
     t.Say("backend: jvm (System.trim_native_heap through the attach socket, JDK 17.0.2+)");
     if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
       t.Say("the JVM trims itself every " + std::to_string(*ms) +
@@ -410,6 +528,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   w.Key("pid").Int(tg.pid).Key("comm").String(tg.comm).Key("runtime").String(
       RuntimeName(tg.runtime));
   w.Key("start_time_seconds").Double(ts.start_time_seconds);
+  AllocatorJson(w, tg, ViewAllocator(tg, ts.sample), ts.sample);
   if (const auto& p = ts.sample.process) {
     w.Key("process").BeginObject();
     w.Key("rss_bytes").Uint(p->rss_anon + p->rss_file + p->rss_shmem);
@@ -420,11 +539,16 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   }
   if (const auto& g = ts.sample.glibc) {
     w.Key("glibc").BeginObject();
-    w.Key("arena_heaps").Uint(g->heaps.size());
-    w.Key("arena_heaps_confirmed").Uint(g->confirmed);
-    w.Key("arena_heap_mapped_bytes").Uint(g->usable_bytes);
-    w.Key("arena_heap_resident_bytes").Uint(g->resident_bytes);
-    w.Key("main_arena_resident_bytes").Uint(g->main_arena_resident_bytes);
+    if (!g->arenas_not_applicable.empty()) {
+      // Absent, with the reason, rather than zeros that look like a fact.
+      w.Key("not_applicable").String(g->arenas_not_applicable);
+    } else {
+      w.Key("arena_heaps").Uint(g->heaps.size());
+      w.Key("arena_heaps_confirmed").Uint(g->confirmed);
+      w.Key("arena_heap_mapped_bytes").Uint(g->usable_bytes);
+      w.Key("arena_heap_resident_bytes").Uint(g->resident_bytes);
+      w.Key("main_arena_resident_bytes").Uint(g->main_arena_resident_bytes);
+    }
     w.Key("mappings").Uint(g->mappings);
     w.Key("smaps_read_seconds").Double(g->read_seconds);
     w.EndObject();
@@ -467,6 +591,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
       w.Key("nmt_committed_untouched_bytes").Uint(a->nmt_committed_untouched);
     }
     if (a->glibc_free) w.Key("glibc_free_bytes").Uint(*a->glibc_free);
+    if (a->allocator_free) w.Key("allocator_free_bytes").Uint(*a->allocator_free);
     w.Key(a->nmt ? "outside_nmt_bytes" : "native_bytes").Uint(a->outside);
     if (a->nmt) w.Key("outside_nmt_is_estimate").Bool(a->outside_is_estimate);
     w.Key("equation").String(a->Equation());

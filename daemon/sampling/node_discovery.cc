@@ -67,11 +67,13 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
     const Target& t = c.target;
     if (t.pid == self || IsMemtrimdComm(t.comm) || t.comm == "pause") continue;
     if (c.watch_opt_out) continue;
-    // Only what memtrimd can read and act on: JVMs, and glibc programs big
-    // enough to matter (musl, Go and other static programs have no glibc
-    // heap to read or trim).
+    // JVMs, and C/C++ programs big enough to matter: glibc ones (on glibc
+    // malloc or a preloaded jemalloc, tcmalloc, mimalloc) and musl ones,
+    // whose RSS and account are worth watching even though musl has no call
+    // that gives free memory back. Go and other static programs (unknown
+    // runtime) have their own runtimes' tools.
     if (t.runtime == Runtime::kJvm) {
-    } else if (t.runtime == Runtime::kGlibc) {
+    } else if (t.runtime == Runtime::kGlibc || t.runtime == Runtime::kMusl) {
       if (c.rss_bytes < selectors.min_rss_bytes) continue;
     } else {
       continue;

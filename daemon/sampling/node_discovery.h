@@ -1,6 +1,6 @@
 // Node-agent mode's target rule: every process in memtrimd's PID namespace
-// (the host's, with hostPID) that is worth watching: every JVM, glibc
-// programs above an RSS floor, narrowed by regexes on the command line and by
+// (the host's, with hostPID) that is worth watching: every JVM, glibc and
+// musl programs above an RSS floor, narrowed by regexes on the command line and by
 // the target's own MEMTRIMD_WATCH=0; at most --targets.max of them, the
 // largest first, the rest counted as skipped (never dropped silently).
 #pragma once

@@ -87,6 +87,15 @@ void Scheduler::Drop(const Key& key, const char* why) {
 void Scheduler::Add(const Target& target) {
   auto watched = std::make_shared<WatchedTarget>(target, options_.collector, options_.switches,
                                                  options_.interval);
+  watched->allocator_change =
+      allocator_history_.Seen(ProgramKey(target), target, std::chrono::system_clock::now());
+  if (const auto& c = watched->allocator_change) {
+    log::Info("allocator changed since the last run",
+              {{"pid", std::to_string(target.pid)},
+               {"before", AllocatorName(c->before)},
+               {"after", AllocatorName(c->after)},
+               {"before_pid", std::to_string(c->before_pid)}});
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     targets_[{target.pid, target.start_ticks}] = std::move(watched);
@@ -95,6 +104,7 @@ void Scheduler::Add(const Target& target) {
             {{"pid", std::to_string(target.pid)},
              {"comm", target.comm},
              {"runtime", RuntimeName(target.runtime)},
+             {"allocator", AllocatorName(target.allocator)},
              {"rule", options_.node ? std::string("node") : selector_.Describe()}});
 }
 
@@ -241,6 +251,7 @@ void Scheduler::Tick() {
       prev = &previous_->targets[*watched->previous_index];
     }
     TargetSnapshot ts = watched->Sample(prev);
+    ts.sample.allocator_change = watched->allocator_change;
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.
     Result<uint64_t> ticks = procfs::ReadStartTicks(watched->target().proc_dir);

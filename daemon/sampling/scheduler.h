@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/sampling/allocator_history.h"
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
 #include "daemon/sampling/snapshot.h"
@@ -84,6 +85,7 @@ class Scheduler {
   SnapshotStore& store_;
 
   std::map<Key, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
+  AllocatorHistory allocator_history_;                     // the sampling thread only
   std::optional<std::chrono::steady_clock::time_point> next_discovery_;
   std::size_t skipped_by_cap_ = 0;
   std::size_t unreadable_ = 0;

@@ -47,6 +47,9 @@ class WatchedTarget {
   // When the trim engine last trimmed it (Scheduler::AfterTrim).
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
   bool refresh_after_trim = false;
+  // The same program ran on another allocator before this process (set
+  // once, when the scheduler adds it).
+  std::optional<AllocatorChange> allocator_change;
 
  private:
   void LogOutcomes(const TargetSnapshot& ts);

@@ -41,10 +41,23 @@ std::optional<int64_t> TrimResult::Reported() const {
 }
 
 Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) {
-  bool jvm = t.runtime == Runtime::kJvm;
+  if (t.allocator == Allocator::kMusl) {
+    return Status(ErrorCode::kUnavailable,
+                  "musl's malloc has no call that gives free memory back; nothing to trim");
+  }
+  const bool jvm = t.runtime == Runtime::kJvm;
+  const std::string other = GlibcMallocNotApplicable(t);
   if (wanted == TrimBackendKind::kJvm || (wanted == TrimBackendKind::kAuto && jvm)) {
     if (!jvm) return Status(ErrorCode::kUnavailable, "not a JVM");
-    return TrimBackendKind::kJvm;
+    if (other.empty()) return TrimBackendKind::kJvm;
+    // System.trim_native_heap would only trim glibc's (unused) heap.
+    if (wanted == TrimBackendKind::kJvm || !agent::HasAgent(t)) {
+      return Status(ErrorCode::kUnavailable,
+                    other +
+                        ": System.trim_native_heap would only trim glibc's unused heap; "
+                        "preload libmemtrimd_agent.so to release with the allocator's own call");
+    }
+    return TrimBackendKind::kAgent;
   }
   if (!agent::HasAgent(t)) {
     return Status(ErrorCode::kUnavailable,
@@ -52,6 +65,14 @@ Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) 
                   "LD_PRELOAD=libmemtrimd_agent.so)");
   }
   return TrimBackendKind::kAgent;
+}
+
+std::string BackendUnavailableReason(const Target& t, TrimBackendKind wanted) {
+  if (t.allocator == Allocator::kMusl) return "no_release_call";
+  const bool jvm = t.runtime == Runtime::kJvm;
+  if (wanted == TrimBackendKind::kJvm && !jvm) return "not_a_jvm";
+  if (jvm && !GlibcMallocNotApplicable(t).empty()) return "allocator_not_glibc";
+  return wanted == TrimBackendKind::kJvm ? "not_a_jvm" : "no_agent";
 }
 
 TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
@@ -104,12 +125,14 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
   TrimResult r;
   r.pid = t.pid;
   r.backend = TrimBackendName(*backend);
+  r.allocator = AllocatorName(t.allocator == Allocator::kUnknown ? Allocator::kGlibc : t.allocator);
   r.before = MeasureForTrim(t, o);
   auto t0 = std::chrono::steady_clock::now();
   r.at = std::chrono::system_clock::now();
   if (*backend == TrimBackendKind::kJvm) {
     jvm::AttachOptions a;
     a.command_timeout = o.timeout;
+    r.call = "System.trim_native_heap";
     Result<jvm::AttachResponse> resp = jvm::ExecuteJcmd(t, "System.trim_native_heap", a);
     if (!resp.ok()) {
       r.reason = FailureReason(resp.status());
@@ -140,6 +163,10 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
       r.success = true;
       r.agent_rss_delta =
           static_cast<int64_t>(at->rss_after) - static_cast<int64_t>(at->rss_before);
+      r.allocator = AllocatorName(at->allocator);
+      r.call = at->call;
+      r.free_kept_before = at->free_kept_before;
+      r.free_kept_after = at->free_kept_after;
     }
   }
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -62,6 +62,14 @@ struct TrimResult {
   TrimMeasure after;
   std::optional<jvm::TrimReport> jvm_report;  // the JVM's own (rounded) figures
   std::optional<int64_t> agent_rss_delta;     // the agent's in-process RSS after - before
+  // Which allocator released, with which call ("malloc_trim",
+  // "System.trim_native_heap", "arena.4096.purge", "ReleaseFreeMemory",
+  // "mi_collect"), and the allocator's own free-but-kept figure around the
+  // call when it has one (jemalloc, tcmalloc; through the agent).
+  std::string allocator = "glibc";
+  std::string call;
+  std::optional<uint64_t> free_kept_before;
+  std::optional<uint64_t> free_kept_after;
 
   // Given back (before - after); negative when memory grew meanwhile.
   int64_t ReclaimedRssSwap() const {
@@ -73,7 +81,17 @@ struct TrimResult {
 };
 
 // Which backend a target would use, or why none (for skips and errors).
+// A JVM on glibc's malloc is trimmed through its attach socket
+// (System.trim_native_heap); a JVM on another allocator only through the
+// agent (the JVM's command would trim glibc's unused heap); any other
+// program through the agent, which releases with its allocator's own call.
+// musl has no release call. kUnavailable with the reason otherwise.
 Result<TrimBackendKind> ResolveBackend(const Target& target, TrimBackendKind wanted);
+
+// The skip reason label for a ResolveBackend error (memtrimd_trim_runs_total
+// {result="skipped"}): "not_a_jvm", "no_agent", "allocator_not_glibc"
+// (a JVM on another allocator without the agent) or "no_release_call" (musl).
+std::string BackendUnavailableReason(const Target& target, TrimBackendKind wanted);
 
 // Performs one trim now. Errors (no backend, target gone) are a Status; a
 // backend that fails or overruns is a TrimResult with success = false.

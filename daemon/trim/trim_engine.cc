@@ -135,8 +135,7 @@ void TrimEngine::ApplyBackend(PerTarget& pt, const TargetSample& s, TrimInputs& 
   if (!pt.backend) pt.backend = ResolveBackend(pt.target, options_.trim.backend);
   if (!pt.backend->ok()) {
     in.backend_available = false;
-    in.backend_unavailable_reason =
-        options_.trim.backend == TrimBackendKind::kJvm ? "not_a_jvm" : "no_agent";
+    in.backend_unavailable_reason = BackendUnavailableReason(pt.target, options_.trim.backend);
   } else if (**pt.backend == TrimBackendKind::kJvm && s.jvm && !s.jvm->attachable) {
     in.backend_available = false;
     in.backend_unavailable_reason = "not_attachable";

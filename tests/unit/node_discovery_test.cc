@@ -37,12 +37,13 @@ std::vector<pid_t> Pids(const std::vector<NodeCandidate>& c, const NodeChoice& c
   return out;
 }
 
-TEST(ChooseNodeTargets, EveryJvmAndGlibcProgramsAboveTheFloorLargestFirst) {
+TEST(ChooseNodeTargets, EveryJvmAndNativeProgramsAboveTheFloorLargestFirst) {
   std::vector<NodeCandidate> c = {
       Candidate(10, "java", Runtime::kJvm, 1),          // a JVM, however small
       Candidate(11, "envoy", Runtime::kGlibc, 100),     // above the floor
       Candidate(12, "bash", Runtime::kGlibc, 4),        // below it
-      Candidate(13, "app", Runtime::kMusl, 500),        // no glibc heap
+      Candidate(13, "app", Runtime::kMusl, 500),        // musl: watched, never trimmed
+      Candidate(18, "tiny", Runtime::kMusl, 4),         // musl below the floor
       Candidate(14, "server", Runtime::kUnknown, 900),  // static (Go)
       Candidate(15, "pause", Runtime::kGlibc, 900),     // the pod's pause
       Candidate(16, "memtrimd-daemon", Runtime::kGlibc, 900),
@@ -51,7 +52,7 @@ TEST(ChooseNodeTargets, EveryJvmAndGlibcProgramsAboveTheFloorLargestFirst) {
   NodeSelectors s;
   s.min_rss_bytes = 32ull << 20;
   NodeChoice choice = ChooseNodeTargets(c, s, /*self=*/17);
-  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{11, 10}));
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{13, 11, 10}));
   EXPECT_EQ(choice.skipped_by_cap, 0u);
 }
 
