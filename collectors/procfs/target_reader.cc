@@ -1,6 +1,7 @@
 #include "collectors/procfs/target_reader.h"
 
 #include "collectors/common/file_reader.h"
+#include "collectors/procfs/elf_symbols.h"
 #include "collectors/procfs/proc_stat.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/runtime.h"
@@ -49,6 +50,16 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   if (!maps.ok()) return maps;
   t.runtime = facts.runtime();
   t.allocator = facts.allocator(&t.allocator_source);
+  // A glibc program whose maps show no allocator library may have one
+  // linked into its executable; its symbols say so. Read once per process
+  // (at most 16 MiB of symbol tables); a JVM's launcher never has one.
+  if (t.runtime == Runtime::kGlibc && t.allocator == Allocator::kGlibc) {
+    Result<std::optional<Allocator>> linked = StaticAllocator(t);
+    if (linked.ok() && *linked) {
+      t.allocator = **linked;
+      t.allocator_source = std::string(AllocatorName(**linked)) + " linked into the executable";
+    }
+  }
   return t;
 }
 

@@ -739,6 +739,9 @@ std::string Hex(uint64_t v) {
 
 void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
   w.Key("pid").Int(r.pid).Key("backend").String(r.backend).Key("trigger").String(r.trigger);
+  w.Key("allocator").String(r.allocator).Key("call").String(r.call);
+  if (r.free_kept_before) w.Key("free_kept_before_bytes").Uint(*r.free_kept_before);
+  if (r.free_kept_after) w.Key("free_kept_after_bytes").Uint(*r.free_kept_after);
   w.Key("success").Bool(r.success);
   if (!r.success) w.Key("reason").String(r.reason).Key("error").String(r.error);
   w.Key("at_unix_seconds").Double(std::chrono::duration<double>(r.at.time_since_epoch()).count());
@@ -785,7 +788,8 @@ void RenderHeapTrims(Table& t, const TrimResult& r) {
 
 std::string TrimLine(const TrimResult& r) {
   std::string line = Utc(std::chrono::duration<double>(r.at.time_since_epoch()).count()) + "  " +
-                     r.backend + " " + r.trigger + ": ";
+                     r.backend + " " + r.trigger + (r.call.empty() ? "" : " (" + r.call + ")") +
+                     ": ";
   if (!r.success) return line + "failed (" + r.reason + "): " + r.error;
   char dur[32];
   std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
@@ -819,8 +823,9 @@ void RenderTrimStats(Table& t, const TrimStats& s) {
 
 std::string RenderTrimText(const TrimResult& r) {
   Table t;
-  t.Heading("trim of pid " + std::to_string(r.pid) + " through the " + r.backend +
-            " backend: " + (r.success ? "done" : "failed (" + r.reason + ")"));
+  t.Heading("trim of pid " + std::to_string(r.pid) + " through the " + r.backend + " backend" +
+            (r.call.empty() ? "" : " (" + r.allocator + ": " + r.call + ")") + ": " +
+            (r.success ? "done" : "failed (" + r.reason + ")"));
   if (!r.success) t.Say(r.error);
   char dur[32];
   std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
@@ -837,6 +842,11 @@ std::string RenderTrimText(const TrimResult& r) {
           "huge pages can keep memory.current from moving");
   }
   if (auto rep = r.Reported()) t.Row("reported by " + r.backend, SignedBytes(*rep));
+  if (r.free_kept_before && r.free_kept_after) {
+    t.Row(r.allocator + " free kept",
+          Bytes(*r.free_kept_before) + " -> " + Bytes(*r.free_kept_after),
+          "the allocator's own figure, just before and after its call");
+  }
   RenderHeapTrims(t, r);
   return t.Take();
 }

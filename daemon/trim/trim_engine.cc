@@ -307,6 +307,8 @@ void TrimEngine::Record(PerTarget& pt, const TrimResult& r) {
   log::Info(r.success ? "trim done" : "trim failed",
             {{"pid", std::to_string(r.pid)},
              {"backend", r.backend},
+             {"allocator", r.allocator},
+             {"call", r.call},
              {"trigger", r.trigger},
              {"duration_seconds", std::to_string(r.duration_seconds)},
              {"rss_swap_before", std::to_string(r.before.rss_swap_bytes)},
