@@ -143,6 +143,20 @@ TEST(ElfSymbols, PackagedAllocatorLibraries) {
   EXPECT_EQ(AllocatorFromSymbols(*mi), Allocator::kMimalloc);
 }
 
+// The recorded files under tests/fixtures/elf (the fuzz seeds; README.md
+// there says how each was made).
+TEST(ElfSymbols, RecordedFixtures) {
+  for (const char* name : {"elf/glibc_plain", "elf/tcmalloc_shared"}) {
+    auto names = AllocatorNamesIn(test::FixturePath(name));
+    ASSERT_TRUE(names.ok()) << name << ": " << names.status().message();
+    EXPECT_EQ(*names, Names{}) << name;
+  }
+  // Only .symtab holds bytes there (.dynsym is SHT_NOBITS).
+  auto debug = AllocatorNamesIn(test::FixturePath("elf/jemalloc_static_rdynamic.debug"));
+  ASSERT_TRUE(debug.ok()) << debug.status().message();
+  EXPECT_EQ(*debug, Names{"mallctl"});
+}
+
 // A live process through the real /proc/<pid>/exe: the stripped -rdynamic
 // static-jemalloc probe, waiting on its stdin.
 TEST(ElfSymbols, LiveProcessThroughProcExe) {
