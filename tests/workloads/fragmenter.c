@@ -32,7 +32,8 @@
  * mallocs N MiB in --free-chunk byte chunks, writes every page and frees
  * them all: free memory the allocator keeps and that its release call gives
  * back. Measured on Debian 12 (128 MiB in 1000 B chunks, RssAnon after the
- * frees -> after one release made from another thread): glibc (with the trim
+ * frees, unchanged after 2 s idle -> after one release made from another
+ * thread): glibc (with the trim
  * threshold disabled, see below) 130 -> 1 MiB by malloc_trim(0); jemalloc
  * 5.3 136 -> 6 MiB by mallctl("arena.4096.purge") (with 64 KiB and larger
  * chunks jemalloc already gives half back during the frees); tcmalloc 2.10
@@ -44,12 +45,13 @@
  *
  * --verify fills every kept chunk with a pattern derived from its address;
  * on SIGINT / SIGTERM (once the rounds are done) all kept chunks are checked
- * and "checksum=<n> errors=<k>" printed; the exit status is 1 if k > 0.
+ * and "checksum=<n> errors=<k>" printed (also with --quiet); the exit status
+ * is 1 if k > 0.
  *
- * --stress-threads N starts, before ready, N threads that malloc, fill,
- * verify and free until SIGINT / SIGTERM (stress.h, as malloc_stress);
- * their errors count in the final line too. --nice N lowers only their
- * priority.
+ * --stress-threads N starts, before the ready file (so ready means they
+ * run), N threads that malloc, fill, verify and free until SIGINT / SIGTERM
+ * (stress.h, as malloc_stress); their errors count in the final line too.
+ * --nice N lowers only their priority.
  *
  * Under musl --main-top-mib (a glibc heap shape) is refused with exit 2.
  */
