@@ -136,8 +136,10 @@ Result<NmtSummary> ParseNmtSummary(std::string_view text) {
     }
 
     if (line.front() == '-') {
-      // "-                 Java Heap (reserved=N, committed=M)"
-      std::size_t open = line.find(" (reserved=");
+      // "-                 Java Heap (reserved=N, committed=M)". The values
+      // are the last " (reserved=" group: a name is taken whole even if it
+      // held such text, so that the same summary written back parses the same.
+      std::size_t open = line.rfind(" (reserved=");
       if (open == std::string_view::npos) {
         // Not a category header (no known layout has other '-' lines here).
         cat = nullptr;
