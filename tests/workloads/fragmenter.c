@@ -31,16 +31,21 @@
  * --free-mib N: when the rounds are done and before ready, the main thread
  * mallocs N MiB in --free-chunk byte chunks, writes every page and frees
  * them all: free memory the allocator keeps and that its release call gives
- * back. Measured on Debian 12 (128 MiB in 1000 B chunks, RssAnon after the
- * frees, unchanged after 2 s idle -> after one release made from another
- * thread): glibc (with the trim
- * threshold disabled, see below) 130 -> 1 MiB by malloc_trim(0); jemalloc
- * 5.3 136 -> 6 MiB by mallctl("arena.4096.purge") (with 64 KiB and larger
- * chunks jemalloc already gives half back during the frees); tcmalloc 2.10
- * 136 -> 6 MiB by MallocExtension_ReleaseFreeMemory(); mimalloc 2.0.9 134 ->
- * 38 MiB by mi_collect(true) (300 KB chunks: 128 -> 29 MiB). Under glibc,
- * free() itself gives a large free top chunk back (M_TRIM_THRESHOLD), so
- * --free-mib first disables that with mallopt and keeps chunks up to 32 MiB
+ * back. Measured on Debian 12 with libmemtrimd_agent.so preloaded after the
+ * allocator (--threads 1 --rounds 1 --burst-mib 1 --free-mib 128, then
+ * `memtrimd trim --pid`), RssAnon after 2 s idle -> after that one release:
+ *   glibc             1000 B chunks 130 -> 0 MiB   300 KB chunks 128 -> 0 MiB
+ *   jemalloc 5.3               137 -> 5 MiB                  69 -> 1 MiB
+ *   tcmalloc 2.10              136 -> 6 MiB                 133 -> 4 MiB
+ *   mimalloc 2.0.9             134 -> 134 MiB               129 -> 129 MiB
+ * jemalloc already gives back half of chunks of 64 KiB and more during the
+ * frees. mimalloc's mi_collect(true), run on the agent's thread, gave back
+ * nothing the main thread had freed, with chunks of 1000 B to 4 MiB (chunks
+ * over 16 MiB go back at free()); the same call made in-process by a thread
+ * created after the frees did give ~70 % back, a difference not pinned down.
+ * The default chunk is 1000 B. Under glibc, free() itself gives a large free
+ * top chunk back (M_TRIM_THRESHOLD), so --free-mib first disables that with
+ * mallopt and keeps chunks up to 32 MiB
  * out of mmap (M_MMAP_THRESHOLD).
  *
  * --verify fills every kept chunk with a pattern derived from its address;
