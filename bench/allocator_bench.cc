@@ -8,12 +8,14 @@
 //   ping          the agent's "ping": the socket round trip alone, through
 //                 the same client memtrimd uses (AgentCommand: socket path
 //                 from environ, ownership and peer checks, deadline)
+//   malloc_info   under glibc only: the agent's malloc_info, which the agent
+//                 collector already asks for every smaps interval
 //
 //   allocator_bench --pid PID [--label NAME] [--reads 500] [--releases 50]
 //                   [--warmup 20] [--header]
 //
 // The reads are interleaved (one of each kind per round, the order rotating),
-// so all four see the same machine. Each is timed on the wall clock and on
+// so all kinds see the same machine. Each is timed on the wall clock and on
 // two CPU clocks: this thread's (memtrimd's side, which for the /proc reads
 // is all the work: the kernel runs it in the reader) and the target's whole
 // process (the agent thread's work: utime + stime, read with
@@ -252,8 +254,7 @@ class Subject {
   std::string agent_stat_, statm_, rollup_, error_;
 };
 
-enum class Kind { kStatm, kRollup, kPing, kAllocator };
-constexpr std::array<Kind, 4> kKinds = {Kind::kStatm, Kind::kRollup, Kind::kPing, Kind::kAllocator};
+enum class Kind { kStatm, kRollup, kPing, kAllocator, kMallocInfo };
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -265,6 +266,8 @@ const char* KindName(Kind k) {
       return "agent ping";
     case Kind::kAllocator:
       return "agent allocator";
+    case Kind::kMallocInfo:
+      return "agent malloc_info";
   }
   return "?";
 }
@@ -283,8 +286,10 @@ bool Measure(const Subject& s, Kind k, Cost& cost, std::string* body = nullptr) 
                           g_scratch.size()) > 0;
     if (!ok) err = std::strerror(errno);
   } else {
-    Result<std::string> r =
-        agent::AgentCommand(s.target(), k == Kind::kPing ? "ping" : "allocator");
+    const char* command = k == Kind::kPing        ? "ping"
+                          : k == Kind::kAllocator ? "allocator"
+                                                  : "malloc_info";
+    Result<std::string> r = agent::AgentCommand(s.target(), command);
     ok = r.ok();
     if (!ok) {
       err = r.status().message();
@@ -294,7 +299,7 @@ bool Measure(const Subject& s, Kind k, Cost& cost, std::string* body = nullptr) 
   }
   const auto w1 = Clock::now();
   const int64_t c1 = Nanos(CLOCK_THREAD_CPUTIME_ID);
-  if (k == Kind::kPing || k == Kind::kAllocator) s.WaitAgentIdle();
+  if (k != Kind::kStatm && k != Kind::kRollup) s.WaitAgentIdle();
   const int64_t t1 = s.TargetCpu();
   if (!ok) {
     std::fprintf(stderr, "allocator_bench: %s: %s\n", KindName(k), err.c_str());
@@ -379,29 +384,33 @@ int main(int argc, char** argv) {
   }
   const std::string label =
       o.label.empty() ? std::string(memtrimd::AllocatorName(stats->allocator)) : o.label;
+  // Under glibc the agent collector also asks "malloc_info" every smaps
+  // interval: what a sample already cost the target before "allocator".
+  std::vector<Kind> kinds = {Kind::kStatm, Kind::kRollup, Kind::kPing, Kind::kAllocator};
+  if (stats->allocator == memtrimd::Allocator::kGlibc) kinds.push_back(Kind::kMallocInfo);
   for (long i = 0; i < o.warmup; ++i) {
-    for (Kind k : kKinds) {
+    for (Kind k : kinds) {
       if (!Measure(s, k, scratch)) return 1;
     }
   }
 
-  std::array<Series, kKinds.size()> series;
+  std::vector<Series> series(kinds.size());
   for (Series& x : series) x.costs.reserve(static_cast<std::size_t>(o.reads));
   for (long i = 0; i < o.reads; ++i) {
     // Rotate the order so no kind always follows another.
-    for (std::size_t j = 0; j < kKinds.size(); ++j) {
-      const std::size_t k = (j + static_cast<std::size_t>(i)) % kKinds.size();
+    for (std::size_t j = 0; j < kinds.size(); ++j) {
+      const std::size_t k = (j + static_cast<std::size_t>(i)) % kinds.size();
       Cost c;
-      if (!Measure(s, kKinds[k], c)) return 1;
+      if (!Measure(s, kinds[k], c)) return 1;
       series[k].costs.push_back(c);
     }
   }
   const Series& ping = series[2];
   const Series& rollup = series[1];
-  for (std::size_t k = 0; k < kKinds.size(); ++k) {
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
     const Series& x = series[k];
     std::printf("reads\t| %s | %s | %zu | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f |\n",
-                label.c_str(), KindName(kKinds[k]), x.costs.size(), x.WallPercentileUs(50),
+                label.c_str(), KindName(kinds[k]), x.costs.size(), x.WallPercentileUs(50),
                 x.WallPercentileUs(99), x.OwnCpuUs(), x.TargetCpuUs(),
                 Ratio(x.WallPercentileUs(50), ping.WallPercentileUs(50)),
                 Ratio(x.WallPercentileUs(50), rollup.WallPercentileUs(50)),
