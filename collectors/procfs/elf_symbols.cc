@@ -106,14 +106,17 @@ struct Needle {
 };
 
 // Records where each needle occurs in the string table, reading it in
-// chunks: a name may straddle two chunks, so the tail of one chunk (one
-// byte shorter than the longest needle) is kept in front of the next.
+// chunks. Every name ends at a NUL, so only the bytes before each NUL are
+// compared (one memchr pass; faster than searching for each name, whose
+// first letters are common in C++ names). A name may straddle two chunks:
+// the last bytes of one chunk (as many as the longest name) are kept in
+// front of the next.
 Status FindNames(Budget& budget, const Section& strtab, std::size_t chunk,
                  std::vector<Needle>& needles) {
   for (Needle& n : needles) n.offsets.clear();
   if (strtab.size == 0) return Status::Ok();
-  std::size_t longest = 0;
-  for (const Needle& n : needles) longest = std::max(longest, n.text.size());
+  std::size_t longest = 0;  // without its NUL
+  for (const Needle& n : needles) longest = std::max(longest, n.text.size() - 1);
   std::string buf;
   std::size_t carried = 0;
   for (uint64_t pos = 0; pos < strtab.size;) {
@@ -122,19 +125,24 @@ Status FindNames(Budget& budget, const Section& strtab, std::size_t chunk,
     Status st = budget.Read(strtab.offset + pos, n, buf.data() + carried);
     if (!st.ok()) return st;
     uint64_t base = pos - carried;  // table offset of buf[0]
-    for (Needle& needle : needles) {
-      if (needle.found) continue;  // in an earlier table already
-      for (std::size_t at = buf.find(needle.text); at != std::string::npos;
-           at = buf.find(needle.text, at + 1)) {
-        // A match wholly inside the carried bytes was counted last chunk.
-        if (at + needle.text.size() <= carried) continue;
+    // NULs in the carried bytes were handled with the last chunk.
+    for (const char* nul = static_cast<const char*>(std::memchr(buf.data() + carried, '\0', n));
+         nul != nullptr;
+         nul = static_cast<const char*>(std::memchr(
+             nul + 1, '\0', static_cast<std::size_t>(buf.data() + buf.size() - nul - 1)))) {
+      std::size_t end = static_cast<std::size_t>(nul - buf.data());
+      for (Needle& needle : needles) {
+        if (needle.found) continue;  // in an earlier table already
+        std::size_t len = needle.text.size() - 1;
+        if (end < len || std::memcmp(buf.data() + end - len, needle.text.data(), len) != 0) {
+          continue;
+        }
         if (needle.offsets.size() == kMaxOccurrences) {
           return Status(ErrorCode::kTooLarge, "ELF: a string table holds '" +
-                                                  needle.text.substr(0, needle.text.size() - 1) +
-                                                  "' more than " + std::to_string(kMaxOccurrences) +
-                                                  " times");
+                                                  needle.text.substr(0, len) + "' more than " +
+                                                  std::to_string(kMaxOccurrences) + " times");
         }
-        needle.offsets.push_back(base + at);
+        needle.offsets.push_back(base + end - len);
       }
     }
     pos += n;
@@ -142,7 +150,7 @@ Status FindNames(Budget& budget, const Section& strtab, std::size_t chunk,
       // elf(5): a string table ends in NUL, so every name in it ends.
       return Malformed("a string table does not end in NUL");
     }
-    std::size_t keep = std::min(buf.size(), longest - 1);
+    std::size_t keep = std::min(buf.size(), longest);
     buf.erase(0, buf.size() - keep);
     carried = keep;
   }
