@@ -195,6 +195,53 @@ INSTANTIATE_TEST_SUITE_P(
                       Variant{"musl", "musl", "", "musl"}),
     [](const ::testing::TestParamInfo<Variant>& p) { return p.param.name; });
 
+// The first pattern word of a kept chunk (--verify): the chunk's address p
+// is its key, word 1 (at p + 8) holds p ^ (2 * 0x9e3779b97f4a7c15), as
+// tests/workloads/stress.h's stress_pattern makes it. Returns the address
+// of one such word in the process's anonymous memory, 0 when none is found.
+uint64_t FindKeptPatternWord(pid_t pid) {
+  std::ifstream mem("/proc/" + std::to_string(pid) + "/mem", std::ios::binary);
+  for (const RawMapping& m : ReadSmapsIndependently(pid)) {
+    if (m.perms != "rw-p" || m.inode != 0 || !m.path.empty() || m.rss_kb == 0) continue;
+    std::vector<uint64_t> words((m.end - m.start) / sizeof(uint64_t));
+    mem.clear();
+    mem.seekg(static_cast<std::streamoff>(m.start));
+    if (!mem.read(reinterpret_cast<char*>(words.data()),
+                  static_cast<std::streamsize>(words.size() * sizeof(uint64_t)))) {
+      continue;
+    }
+    for (std::size_t i = 2; i < words.size(); ++i) {
+      const uint64_t chunk = m.start + (i - 1) * sizeof(uint64_t);
+      if (words[i] == (chunk ^ (2 * 0x9e3779b97f4a7c15ull))) return m.start + i * sizeof(uint64_t);
+    }
+  }
+  return 0;
+}
+
+// --verify is worth something only if it sees a damaged chunk: one word of a
+// kept chunk overwritten from outside makes the final line count an error
+// and the exit status 1.
+TEST(FragmenterAllocatorVerify, CountsAWordChangedFromOutside) {
+  TempDir dir;
+  SpawnOptions options;
+  options.stdout_path = dir / "out";
+  Process p = StartFragmenter(
+      dir, {"--threads", "2", "--rounds", "1", "--burst-mib", "4", "--verify"}, "", options);
+  ASSERT_TRUE(p.running());
+  const uint64_t word = FindKeptPatternWord(p.pid());
+  ASSERT_NE(word, 0u) << "no kept chunk found";
+  {
+    std::fstream mem("/proc/" + std::to_string(p.pid()) + "/mem",
+                     std::ios::binary | std::ios::in | std::ios::out);
+    mem.seekp(static_cast<std::streamoff>(word));
+    const uint64_t zero = 0;
+    ASSERT_TRUE(mem.write(reinterpret_cast<const char*>(&zero), sizeof zero));
+  }
+  EXPECT_EQ(p.Stop(SIGTERM, 30s), 1);
+  const std::string out = ReadFile(dir / "out");
+  EXPECT_NE(out.find(" errors=1\n"), std::string::npos) << out;
+}
+
 // --main-top-mib shapes a glibc heap: a musl build refuses it as a usage error.
 TEST(FragmenterAllocatorMusl, RefusesMainTopMib) {
   const std::string binary = FragmenterBinFor("musl");

@@ -45,8 +45,7 @@
  * created after the frees did give ~70 % back, a difference not pinned down.
  * The default chunk is 1000 B. Under glibc, free() itself gives a large free
  * top chunk back (M_TRIM_THRESHOLD), so --free-mib first disables that with
- * mallopt and keeps chunks up to 32 MiB
- * out of mmap (M_MMAP_THRESHOLD).
+ * mallopt and keeps chunks up to 32 MiB out of mmap (M_MMAP_THRESHOLD).
  *
  * --verify fills every kept chunk with a pattern derived from its address;
  * on SIGINT / SIGTERM (once the rounds are done) all kept chunks are checked
