@@ -1,6 +1,7 @@
 // Client of libmemtrimd_agent.so (collectors/agent/memtrimd_agent.c), the
-// LD_PRELOAD agent that runs malloc_trim(0), malloc_info and mallinfo2 inside
-// a glibc program. One command per connection: memtrimd sends "<command>\n",
+// LD_PRELOAD agent that runs the allocator's release call (malloc_trim(0) for
+// glibc), reads the allocator's figures, malloc_info and mallinfo2 inside a
+// program. One command per connection: memtrimd sends "<command>\n",
 // the agent answers "<status>\n<body>" and closes.
 //
 // The socket is reached through /proc/<pid>/root, so a target with its own
@@ -74,12 +75,11 @@ enum class AgentFailure {
 // /proc/<pid>/maps). False when maps cannot be read.
 bool HasAgent(const Target& t);
 
-// Runs one command ("trim", "malloc_info", "mallinfo2", "ping") and returns
-// the body of a status-0 answer. Errors: kUnavailable (no socket, a stale
-// socket nobody listens on, deadline, or the agent answered status 1),
-// kPermissionDenied (the socket is not a private socket of the target's
-// uid/gid, its listener is another process, or the agent closed without
-// answering, which is how it refuses a peer), kTooLarge, kParseError,
+// Runs one command ("trim", "allocator", "malloc_info", "mallinfo2", "ping",
+// "jvm_buffers") and returns the body of a status-0 answer. Errors: kUnavailable (no socket, a
+// stale socket nobody listens on, deadline, or the agent answered status 1), kPermissionDenied (the
+// socket is not a private socket of the target's uid/gid, its listener is another process, or the
+// agent closed without answering, which is how it refuses a peer), kTooLarge, kParseError,
 // kInvalidArgument (a command that is not one short line), kNotFound (the
 // process is gone). `failure`, when given, says where it failed.
 // Thread-safe.
