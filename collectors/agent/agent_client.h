@@ -76,13 +76,14 @@ enum class AgentFailure {
 bool HasAgent(const Target& t);
 
 // Runs one command ("trim", "allocator", "malloc_info", "mallinfo2", "ping",
-// "jvm_buffers") and returns the body of a status-0 answer. Errors: kUnavailable (no socket, a
-// stale socket nobody listens on, deadline, or the agent answered status 1), kPermissionDenied (the
-// socket is not a private socket of the target's uid/gid, its listener is another process, or the
-// agent closed without answering, which is how it refuses a peer), kTooLarge, kParseError,
-// kInvalidArgument (a command that is not one short line), kNotFound (the
-// process is gone). `failure`, when given, says where it failed.
-// Thread-safe.
+// "jvm_buffers") and returns the body of a status-0 answer. Errors:
+// kUnavailable (no socket, a stale socket nobody listens on, deadline, or the
+// agent answered status 1), kPermissionDenied (the socket is not a private
+// socket of the target's uid/gid, its listener is another process, or the
+// agent closed without answering, which is how it refuses a peer),
+// kTooLarge, kParseError, kInvalidArgument (a command that is not one short
+// line), kNotFound (the process is gone). `failure`, when given, says where
+// it failed. Thread-safe.
 Result<std::string> AgentCommand(const Target& t, std::string_view command,
                                  const AgentOptions& o = {}, AgentFailure* failure = nullptr);
 
