@@ -52,6 +52,10 @@ const CollectorDecl kCollectors[] = {
        to.agent_unreachable = from.agent_unreachable;
        to.jvm_buffers = from.jvm_buffers;
        to.jvm_buffers_missing = from.jvm_buffers_missing;
+       // The allocator's own figures come only from here: without them the
+       // allocator metrics, free_kept_high and allocator_free never appear.
+       to.allocator = from.allocator;
+       to.allocator_missing = from.allocator_missing;
        if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
      }},
     // After the agent: when the jvm collector runs it writes fresh malloc
