@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """End to end: a real Prometheus scrapes memtrimd watching a real JVM and a
-real glibc program with the trim agent (one memtrimd for each, and one in
-node-agent mode watching both), with the shipped rule files loaded.
+real glibc program with the trim agent, and the same program on a preloaded
+jemalloc (one memtrimd for each, and one in node-agent mode watching them and
+a program it sees restart from glibc onto jemalloc), with the shipped rule
+files loaded.
 
 Then every PromQL expression of the dashboards and the recording rules is run
 through Prometheus's HTTP API: any error fails, and so does an expression that
@@ -18,7 +20,7 @@ when the test ends, however it ends (and by the kernel if this script dies:
 PR_SET_PDEATHSIG).
 
   prometheus_e2e.py --source DIR --memtrimd BIN --fragmenter BIN --agent LIB
-                    --classpath DIR [--java BIN] [--prometheus BIN]
+                    --jemalloc LIB --classpath DIR [--java BIN] [--prometheus BIN]
 """
 
 import argparse
@@ -30,6 +32,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 import urllib.parse
 
 import yaml
@@ -239,11 +242,14 @@ def main():
     ap.add_argument("--memtrimd", required=True)
     ap.add_argument("--fragmenter", required=True)
     ap.add_argument("--agent", required=True)
+    ap.add_argument("--jemalloc", required=True, help="libjemalloc.so.2, preloaded into a target")
     ap.add_argument("--classpath", required=True)
     ap.add_argument("--java", default="/usr/lib/jvm/java-17-openjdk-amd64/bin/java")
     ap.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     a = ap.parse_args()
-    for f in (a.memtrimd, a.fragmenter, a.agent, a.java, a.prometheus):
+    if not a.jemalloc:
+        die("libjemalloc.so.2 was not found at build time (scripts/install-deps.sh installs it)")
+    for f in (a.memtrimd, a.fragmenter, a.agent, a.jemalloc, a.java, a.prometheus):
         if not os.path.exists(f):
             die(f"{f} not found")
 
@@ -279,21 +285,32 @@ def run(a, tmp, procs, rule_files):
     native = procs.start([a.fragmenter, "--threads", "8", "--rounds", "2", "--burst-mib", "16",
                           "--quiet", "--ready-file", f"{tmp}/native.ready"],
                          f"{tmp}/native.log", env=dict(env, MALLOC_PERTURB_="0"))
-    wait_for("the targets to be ready", lambda: os.path.exists(f"{tmp}/jvm.ready") and
-             os.path.exists(f"{tmp}/native.ready"), processes=[jvm, native])
+    # The same workload on a preloaded jemalloc (the allocator panels, its
+    # free memory and its findings), and one that the node-agent memtrimd
+    # sees restart from glibc onto jemalloc (the "allocator changed" panels).
+    # The agent comes after the allocator, as a user would add it.
+    jemalloc_env = dict(env, LD_PRELOAD=f"{os.path.abspath(a.jemalloc)}:{os.path.abspath(a.agent)}")
+    fragment = ["--threads", "4", "--rounds", "2", "--burst-mib", "16", "--quiet"]
+    on_jemalloc = procs.start([a.fragmenter] + fragment + ["--ready-file", f"{tmp}/jemalloc.ready"],
+                              f"{tmp}/jemalloc.log", env=jemalloc_env)
+    switch_argv = [a.fragmenter] + fragment + ["--ready-file", f"{tmp}/switch.ready"]
+    switch = procs.start(switch_argv, f"{tmp}/switch-glibc.log", env=env)
+    ready = [f"{tmp}/{n}.ready" for n in ("jvm", "native", "jemalloc", "switch")]
+    wait_for("the targets to be ready", lambda: all(os.path.exists(f) for f in ready),
+             processes=[jvm, native, on_jemalloc, switch])
 
     fast = ["--web.listen-address=127.0.0.1:0", "--sample.interval=1s", "--smaps.interval=2s",
             "--jvm.interval=2s", "--trim.interval=3s", "--trim.jitter=0"]
     daemons = []
-    for name, target in (("jvm", jvm), ("native", native)):
+    for name, target in (("jvm", jvm), ("native", native), ("jemalloc", on_jemalloc)):
         log = f"{tmp}/memtrimd-{name}.log"
         p = procs.start([a.memtrimd, f"--target.pid={target.pid}"] + fast, log)
         daemons.append((p, log))
-    # And one in node-agent mode over the same two processes (the fleet
+    # And one in node-agent mode over the same processes (the fleet
     # dashboard's case: one instance, several targets), selected by their
     # ready files so that nothing else on the machine is watched. The RSS
     # floor is low so that the glibc program counts, whatever its size now.
-    node_match = re.escape(tmp) + r"/(jvm|native)\.ready"
+    node_match = re.escape(tmp) + r"/(jvm|native|jemalloc|switch)\.ready"
     log = f"{tmp}/memtrimd-node.log"
     p = procs.start([a.memtrimd, "--targets=node", f"--targets.match={node_match}",
                      "--targets.min-rss=1MiB", "--discovery.interval=1s"] + fast, log)
@@ -322,27 +339,57 @@ def run(a, tmp, procs, rule_files):
     def query(expr):
         return http_json(f"{api}/query?" + urllib.parse.urlencode({"query": expr}))
 
+    def query_range(expr, seconds):
+        end = time.time()
+        r = http_json(f"{api}/query_range?" + urllib.parse.urlencode(
+            {"query": expr, "start": end - seconds, "end": end, "step": 1}))
+        return r.get("data", {}).get("result", []) if r.get("status") == "success" else []
+
     def has_data(expr):
         r = query(expr)
         return r.get("status") == "success" and r["data"]["result"]
 
-    everyone = [jvm, native, prom] + [p for p, _ in daemons]
+    everyone = [jvm, native, on_jemalloc, prom] + [p for p, _ in daemons]
     wait_for("Prometheus to be ready", lambda: has_data("vector(1)"), processes=everyone)
     wait_for("every memtrimd to be scraped",
              lambda: len(query('up{job="memtrimd"} == 1').get("data", {}).get("result", []))
              == len(daemons), processes=everyone)
-    wait_for("the node-agent memtrimd to watch both processes",
-             lambda: has_data("memtrimd_targets_watched == 2"), processes=everyone)
+    # The restart onto jemalloc: the node-agent memtrimd first sees the
+    # program on glibc, then the same command line as a new process on
+    # jemalloc. Scraped on both sides, so "RSS by allocator" has two lines.
+    wait_for("the node-agent memtrimd to see the program on glibc",
+             lambda: has_data(f'memtrimd_target_info{{instance="{node_instance}", '
+                              f'pid="{switch.pid}", allocator="glibc"}}'),
+             processes=everyone + [switch])
+    old_pid = switch.pid
+    switch.terminate()
+    switch.wait(timeout=30)
+    os.unlink(f"{tmp}/switch.ready")
+    switch = procs.start(switch_argv, f"{tmp}/switch-jemalloc.log", env=jemalloc_env)
+    everyone.append(switch)
+    wait_for("the restarted program to be ready", lambda: os.path.exists(f"{tmp}/switch.ready"),
+             processes=everyone)
+    wait_for("the node-agent memtrimd to see the allocator change",
+             lambda: has_data(f'memtrimd_allocator_risk{{instance="{node_instance}", '
+                              f'pid="{switch.pid}", check="allocator_changed"}} == 1'),
+             processes=everyone)
+    wait_for("the node-agent memtrimd to watch every process",
+             lambda: has_data("memtrimd_targets_watched == 4"), processes=everyone)
     # Enough history for every part: a trim through each backend, NMT and
     # malloc statistics, and rates over several scrapes.
     wait_for("a trim through the JVM and through the agent",
              lambda: len(query('memtrimd_trim_runs_total{result="success"} > 0')
                          .get("data", {}).get("result", [])) >= 2, processes=everyone)
+    wait_for("a trim of the program on jemalloc (its purge, through the agent)",
+             lambda: has_data(f'memtrimd_trim_runs_total{{pid="{on_jemalloc.pid}", '
+                              'result="success"} > 0'), processes=everyone)
     wait_for("a trim by the node-agent memtrimd (its targets opted in)",
              lambda: has_data(f'memtrimd_trim_runs_total{{instance="{node_instance}", '
                               'result="success"} > 0'), processes=everyone)
     for needed in ("memtrimd_jvm_nmt_committed_bytes", "memtrimd_glibc_malloc_system_bytes",
-                   "memtrimd_trim_last_reclaimed_bytes"):
+                   "memtrimd_trim_last_reclaimed_bytes",
+                   'memtrimd_allocator_bytes{allocator="jemalloc"}',
+                   'memtrimd_rss_account_bytes{part="allocator_free"}'):
         wait_for(needed, lambda n=needed: has_data(n), processes=everyone)
     # Rates need two scrapes of each memtrimd (the GC panels have only the
     # JVM's), not just of the first one scraped.
@@ -382,6 +429,21 @@ def run(a, tmp, procs, rule_files):
             answer(f"{where} (node-agent instance only)",
                    substitute(raw, {"instance": node_instance}))
             checked += 1
+
+    # The before/after of the restart: "RSS by allocator" over the last
+    # minutes draws the old process on glibc and the new one on jemalloc
+    # (the recording rule it reads may lag the raw series by a few rounds).
+    rss_by_allocator = [raw for where, raw in dashboards
+                        if where.endswith("panel 'RSS by allocator' A")]
+    wanted = {(str(old_pid), "glibc"), (str(switch.pid), "jemalloc")}
+
+    def lines():
+        return {(s["metric"].get("pid"), s["metric"].get("allocator")) for raw in rss_by_allocator
+                for s in query_range(substitute(raw, {"instance": node_instance}), 180)}
+
+    if not poll(lambda: wanted <= lines(), 30):
+        problems.append(f"RSS by allocator: want lines for {sorted(wanted)} (pid, allocator), "
+                        f"got {sorted(lines())}")
 
     followed = check_links(os.path.join(a.source, "dashboards"), query, problems)
     if not followed:
