@@ -39,7 +39,7 @@ TargetSample Jvm(glibc::RssBreakdown b, std::vector<jvm::NmtCategory> cats) {
 
 void ExpectAddsUp(const RssAccount& a) {
   uint64_t sum = a.file + a.java_heap.value_or(0) + (a.nmt ? a.nmt->total() : 0) +
-                 a.glibc_free.value_or(0) + a.outside;
+                 a.glibc_free.value_or(0) + a.allocator_free.value_or(0) + a.outside;
   EXPECT_EQ(sum, a.rss);
   uint64_t parts = 0;
   for (const auto& [name, bytes] : AccountParts(a)) parts += bytes;
