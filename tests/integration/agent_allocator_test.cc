@@ -253,5 +253,43 @@ TEST_F(AgentAllocatorGlibcTest, JemallocLinkedAfterLibc) {
   CheckGlibc({binary}, {});
 }
 
+// malloc served by something the agent has no release call for (jemalloc
+// linked in with its API hidden): "unknown", the executable named, and a
+// trim refused with the reason instead of a malloc_trim on glibc's unused
+// heap.
+TEST_F(AgentAllocatorTest, UnknownAllocatorIsNotTrimmed) {
+  const std::string binary = HIDDEN_ALLOCATOR_BIN;
+  ASSERT_FALSE(binary.empty()) << "hidden_allocator was not built";
+  const std::string ready = dir_ / "hidden.ready";
+  SpawnOptions o;
+  o.env.push_back(std::string("LD_PRELOAD=") + AGENT_LIB);
+  o.stderr_path = dir_ / "hidden.err";
+  Process p({binary, "--ready-file", ready}, o);
+  started_.push_back(p.pid());
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !p.running(); }, 60s) && fs::exists(ready))
+      << ReadFile(dir_ / "hidden.err");
+  Result<Target> t = procfs::ReadTarget("/proc", p.pid());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+
+  Result<std::string> body = agent::AgentCommand(*t, "allocator");
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  Result<agent::AllocatorStats> s = agent::ParseAllocatorStats(*body);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->allocator, Allocator::kUnknown) << *body;
+  EXPECT_EQ(s->object, fs::canonical(binary).string());
+  EXPECT_TRUE(s->bytes.empty());
+
+  agent::AgentFailure failure = agent::AgentFailure::kNone;
+  Result<std::string> trim = agent::AgentCommand(*t, "trim", {}, &failure);
+  ASSERT_FALSE(trim.ok());
+  EXPECT_EQ(failure, agent::AgentFailure::kAnswer);
+  EXPECT_EQ(trim.status().code(), ErrorCode::kUnavailable);
+  EXPECT_NE(trim.status().message().find("malloc is served by " + fs::canonical(binary).string() +
+                                         ", which has no release call memtrimd knows"),
+            std::string::npos)
+      << trim.status().message();
+  EXPECT_EQ(p.Stop(SIGTERM, 30s), 0);
+}
+
 }  // namespace
 }  // namespace memtrimd::testing

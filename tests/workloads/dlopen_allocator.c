@@ -13,11 +13,14 @@
  * for SIGINT or SIGTERM, then exits 0. jemalloc's TLS model needs
  * GLIBC_TUNABLES=glibc.rtld.optional_static_tls=<bytes> for a dlopen.
  *
- * Built twice: dlopen_allocator, and glibc_beside_jemalloc, the same program
+ * Built three times: dlopen_allocator, and glibc_beside_jemalloc, the same program
  * linked with libjemalloc.so.2 as a dependency after libc.so.6. There
  * jemalloc is loaded from the start and its mallctl is in the global scope
  * (dlsym(RTLD_DEFAULT, "mallctl") finds it), yet malloc binds to glibc's,
  * which comes first: the case the agent's same-object rule is for.
+ * And hidden_allocator: jemalloc linked into the executable without
+ * exporting its API (no -rdynamic), so malloc is the executable's and the
+ * agent finds no release call for it.
  */
 #define _GNU_SOURCE
 
