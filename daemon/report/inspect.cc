@@ -384,7 +384,9 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     t.Row("  shared memory", Bytes(p->rss_shmem), "shmem and tmpfs pages");
     t.Row("swap", Bytes(p->vm_swap));
     t.Row("peak RSS", Bytes(p->vm_hwm), "highest RSS since the process started");
-    t.Row("threads", std::to_string(p->threads), "each thread that mallocs may get its own arena");
+    t.Row("threads", std::to_string(p->threads),
+          alloc.allocator == Allocator::kGlibc ? "each thread that mallocs may get its own arena"
+                                               : "");
   } else {
     ExplainFailure(t, ts, "process");
   }

@@ -90,7 +90,8 @@ TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
     g.heap_size = o.glibc_heap_size;
     g.confirm_with_heap_info = false;  // shape is enough to compare before and after
     glibc::GlibcHeapCollector heaps(g);
-    if (heaps.Collect(t, s).ok() && s.glibc) {
+    // Under another allocator there are no glibc arena heaps to compare.
+    if (heaps.Collect(t, s).ok() && s.glibc && s.glibc->arenas_not_applicable.empty()) {
       m.arena_resident_bytes = s.glibc->resident_bytes;
       m.arena_heaps = std::move(s.glibc->heaps);  // the same read: they sum to the above
     }
