@@ -69,7 +69,12 @@ void MapsFacts::Fold(std::string_view line) {
   runtime_ = FoldRuntime(runtime_, line);
   if (mapped_ == Allocator::kUnknown) mapped_ = AllocatorOfMapping(line, &library_);
   std::string_view name = MappedFileName(line);
-  if (StartsWith(name, "ld-musl") || StartsWith(name, "libc.musl")) musl_ = true;
+  // musl's C library is its loader: ld-musl-<arch>.so.1, which distributions
+  // install as (or link to) a plain "libc.so" (Debian:
+  // /usr/lib/x86_64-linux-musl/libc.so; maps shows the file's real name).
+  if (StartsWith(name, "ld-musl") || StartsWith(name, "libc.musl") || name == "libc.so") {
+    musl_ = true;
+  }
   if (name == "libc.so.6" || StartsWith(name, "libc-2.")) glibc_ = true;
 }
 

@@ -382,6 +382,15 @@ TEST(MapsFacts, MuslProgramAndJvmOnMusl) {
   EXPECT_EQ(MapsFactsFrom(Join({kLibc, kMusl})).allocator(), Allocator::kGlibc);
 }
 
+TEST(MapsFacts, MuslInstalledAsLibcSoIsMuslsMalloc) {
+  // Debian's musl: the loader is /usr/lib/x86_64-linux-musl/libc.so.
+  MapsFacts f = MapsFactsFrom(Join(
+      {kExe,
+       "7f5b1c000000-7f5b1c014000 r-xp 00000000 00:2a 99 /usr/lib/x86_64-linux-musl/libc.so\n"}));
+  EXPECT_EQ(f.runtime(), Runtime::kMusl);
+  EXPECT_EQ(f.allocator(), Allocator::kMusl);
+}
+
 TEST(MapsFacts, NoLibcNoAllocator) {
   std::string source = "x";
   EXPECT_EQ(MapsFactsFrom(Join({kExe, kHeapLine})).allocator(&source), Allocator::kUnknown);
