@@ -67,6 +67,14 @@ Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) 
   return TrimBackendKind::kAgent;
 }
 
+Target WithAgentsAllocator(Target t, const TargetSample& s) {
+  if (s.allocator && s.allocator->allocator != t.allocator) {
+    t.allocator = s.allocator->allocator;
+    t.allocator_source = "the agent: malloc is served by " + s.allocator->object;
+  }
+  return t;
+}
+
 std::string BackendUnavailableReason(const Target& t, TrimBackendKind wanted) {
   if (t.allocator == Allocator::kMusl) return "no_release_call";
   const bool jvm = t.runtime == Runtime::kJvm;

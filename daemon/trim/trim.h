@@ -15,6 +15,7 @@
 #include "collectors/common/target.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/jvm/jvm_text.h"
+#include "collectors/sample.h"
 
 namespace memtrimd {
 
@@ -92,6 +93,10 @@ Result<TrimBackendKind> ResolveBackend(const Target& target, TrimBackendKind wan
 // {result="skipped"}): "not_a_jvm", "no_agent", "allocator_not_glibc"
 // (a JVM on another allocator without the agent) or "no_release_call" (musl).
 std::string BackendUnavailableReason(const Target& target, TrimBackendKind wanted);
+
+// `target` with the allocator the agent named in `sample`, when it answered
+// (its answer is certain; maps only shows library names).
+Target WithAgentsAllocator(Target target, const TargetSample& sample);
 
 // Performs one trim now. Errors (no backend, target gone) are a Status; a
 // backend that fails or overruns is a TrimResult with success = false.

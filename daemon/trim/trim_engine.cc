@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "collectors/agent/agent_client.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"
@@ -131,8 +132,26 @@ TrimInputs TrimEngine::InputsFrom(const TargetSnapshot& ts) const {
 void TrimEngine::ApplyBackend(PerTarget& pt, const TargetSample& s, TrimInputs& in) {
   // REQUIRES: mu_ held. Resolved once per target: ResolveBackend reads
   // /proc/<pid>/maps to find the agent, and a preloaded library is there from
-  // exec on, so re-reading it on every tick would only cost the target.
+  // exec on, so re-reading it on every tick would only cost the target. Once
+  // more when the agent's answer names another allocator than maps did (a
+  // renamed or statically linked allocator): that answer is certain, and a
+  // JVM on jemalloc must not be sent System.trim_native_heap.
+  if (Target t = WithAgentsAllocator(pt.target, s); t.allocator != pt.target.allocator) {
+    pt.target = std::move(t);
+    pt.backend.reset();
+  }
   if (!pt.backend) pt.backend = ResolveBackend(pt.target, options_.trim.backend);
+  // A JVM with the agent loaded is not trimmed before the agent has said
+  // which allocator serves malloc: maps only shows library names, and a
+  // JVM on an allocator maps cannot name must not get
+  // System.trim_native_heap. The agent answers within a sample or two.
+  if (!pt.has_agent) pt.has_agent = agent::HasAgent(pt.target);
+  const bool answered = s.allocator || !s.allocator_missing.empty() || !s.agent_unreachable.empty();
+  if (pt.target.runtime == Runtime::kJvm && *pt.has_agent && !answered) {
+    in.backend_available = false;
+    in.backend_unavailable_reason = "waiting_for_agent";
+    return;
+  }
   if (!pt.backend->ok()) {
     in.backend_available = false;
     in.backend_unavailable_reason = BackendUnavailableReason(pt.target, options_.trim.backend);
@@ -213,7 +232,7 @@ void TrimEngine::Tick() {
         continue;
       }
       pt.deferred = false;
-      chosen.emplace(key, ts->target);
+      chosen.emplace(key, pt.target);  // with the agent's word on the allocator
     }
   }
   if (!chosen) return;
@@ -341,7 +360,7 @@ Result<TrimResult> TrimEngine::TrimManually(std::optional<pid_t> pid) {
     if (ts == nullptr)
       return Status(ErrorCode::kNotFound, "pid " + std::to_string(*pid) + " is not watched");
   }
-  Target target = ts->target;
+  Target target = WithAgentsAllocator(ts->target, ts->sample);
   {
     // A manual trim of a target the engine has not seen yet (the first
     // snapshot of it is this one) is still recorded.

@@ -101,6 +101,7 @@ class TrimEngine {
     TrimPolicy policy;
     TrimStats stats;
     std::optional<Result<TrimBackendKind>> backend;  // resolved once
+    std::optional<bool> has_agent;                   // libmemtrimd_agent.so mapped (read once)
     bool deferred = false;                           // due, held back by the node-wide rate cap
   };
 

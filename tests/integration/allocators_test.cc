@@ -518,6 +518,32 @@ TEST_P(JvmOnJemalloc, TrimmedThroughTheAgentNeverWithSystemTrimNativeHeap) {
   }
 }
 
+// jemalloc under a name maps cannot tell (a vendor's copy, here
+// libfastalloc.so), with the agent: the agent's answer decides, so the JVM
+// is trimmed with jemalloc's purge and never sent System.trim_native_heap,
+// not even once before the agent first answered.
+TEST_P(JvmOnJemalloc, AnAllocatorMapsCannotNameIsTakenFromTheAgent) {
+  const std::string jemalloc = AllocatorSo("jemalloc");
+  ASSERT_FALSE(jemalloc.empty()) << "libjemalloc2 not found" << kInstall;
+  const std::string renamed = dir_ / "libfastalloc.so";
+  WriteFile(renamed, ReadFile(jemalloc));
+  Process jvm = StartIdleJvm("renamed", renamed + ":" + AGENT_LIB);
+  ASSERT_TRUE(jvm.running()) << ReadFile(dir_ / "renamed.err");
+  Memtrimd m(DaemonFlags(jvm.pid()));
+  ASSERT_TRUE(m.started()) << m.log();
+  std::optional<JsonValue> trim = FirstScheduledTrim(m);
+  ASSERT_TRUE(trim) << Curl(m.url("/report?format=json")).body << m.log();
+  EXPECT_EQ(Str(trim->Get("backend")), "agent") << m.log();
+  EXPECT_EQ(Str(trim->Get("allocator")), "jemalloc");
+  EXPECT_EQ(Str(trim->Get("call")), "arena.4096.purge");
+  const Series s = m.Scrape();
+  EXPECT_EQ(Find(s, "memtrimd_target_info", {PidLabel(jvm.pid()), "allocator=\"jemalloc\""}), 1.0)
+      << m.log();
+  EXPECT_EQ(ReadFile(TrimLog("renamed")).find("Manual Trim"), std::string::npos)
+      << ReadFile(TrimLog("renamed"));
+  EXPECT_EQ(jvm.Stop(SIGTERM, 30s).has_value(), true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Allocators, JvmOnJemalloc, ::testing::ValuesIn(FindJdkHomes()),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            return JdkTestName(p.param);
