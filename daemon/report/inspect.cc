@@ -790,8 +790,7 @@ void RenderHeapTrims(Table& t, const TrimResult& r) {
 
 std::string TrimLine(const TrimResult& r) {
   std::string line = Utc(std::chrono::duration<double>(r.at.time_since_epoch()).count()) + "  " +
-                     r.backend + " " + r.trigger + (r.call.empty() ? "" : " (" + r.call + ")") +
-                     ": ";
+                     r.backend + " " + r.trigger + ": ";
   if (!r.success) return line + "failed (" + r.reason + "): " + r.error;
   char dur[32];
   std::snprintf(dur, sizeof(dur), "%.3f s", r.duration_seconds);
@@ -799,6 +798,7 @@ std::string TrimLine(const TrimResult& r) {
   if (auto a = r.ReclaimedArenaHeaps()) line += ", arena heaps " + SignedBytes(*a);
   if (auto c = r.ReclaimedCgroup()) line += ", cgroup " + SignedBytes(*c);
   if (auto rep = r.Reported()) line += ", reported " + SignedBytes(*rep);
+  if (!r.call.empty()) line += " (" + r.allocator + ": " + r.call + ")";
   return line;
 }
 

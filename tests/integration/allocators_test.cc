@@ -38,16 +38,7 @@ constexpr const char* kInstall = " (scripts/install-deps.sh installs the allocat
 
 using KeyValues = std::map<std::string, std::string>;
 
-KeyValues ReadKeyValues(const std::string& path) {
-  KeyValues out;
-  std::istringstream in(ReadFile(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
-}
+KeyValues ReadKeyValues(const std::string& path) { return ReadKeyValueFile(path); }
 
 std::optional<uint64_t> Num(const KeyValues& kv, const std::string& key) {
   auto it = kv.find(key);

@@ -42,14 +42,7 @@ std::string Binary(const Variant& v) {
 }
 
 std::map<std::string, std::string> ReadKeyValues(const std::string& path) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(ReadFile(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
-  }
-  return out;
+  return ReadKeyValueFile(path);
 }
 
 std::set<std::string> Keys(const std::map<std::string, std::string>& kv) {

@@ -207,6 +207,17 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::map<std::string, std::string> ReadKeyValueFile(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }

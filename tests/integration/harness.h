@@ -98,6 +98,9 @@ class TempDir {
 };
 
 std::string ReadFile(const std::string& path);
+// The "key=value" lines of a file (the fragmenter's --stats-file, the
+// agent's answers); lines without '=' are skipped.
+std::map<std::string, std::string> ReadKeyValueFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& text);
 
 struct HttpResponse {
