@@ -54,6 +54,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_args.h"
 #include "collectors/agent/agent_client.h"
 #include "collectors/agent/allocator_stats.h"
 #include "collectors/common/allocator.h"
@@ -84,14 +85,9 @@ struct Options {
 }
 
 long ParseLong(const char* s, const char* what, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-    Usage(std::string(what) + ": '" + s + "' is not an integer in [" + std::to_string(lo) + ", " +
-          std::to_string(hi) + "]");
-  }
-  return v;
+  std::optional<long> v = bench::ParseLongIn(s, lo, hi);
+  if (!v) Usage(bench::NotAnInteger(what, s, lo, hi));
+  return *v;
 }
 
 Options ParseArgs(int argc, char** argv) {

@@ -39,6 +39,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_args.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,15 +61,9 @@ struct Options {
 }
 
 long ParseLong(const char* s, const char* what, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-    std::string m = std::string(what) + ": '" + s + "' is not an integer in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    Usage(m.c_str());
-  }
-  return v;
+  std::optional<long> v = bench::ParseLongIn(s, lo, hi);
+  if (!v) Usage(bench::NotAnInteger(what, s, lo, hi).c_str());
+  return *v;
 }
 
 Options ParseArgs(int argc, char** argv) {
