@@ -162,4 +162,11 @@ struct TargetSample {
   std::string agent_unreachable;
 };
 
+// The allocator this sample was taken under: the agent's answer when it
+// gave one (certain), else what the target was taken to run on.
+inline Allocator SampleAllocator(const TargetSample& s) {
+  if (s.allocator) return s.allocator->allocator;
+  return s.glibc ? s.glibc->allocator : Allocator::kUnknown;
+}
+
 }  // namespace memtrimd

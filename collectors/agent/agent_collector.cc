@@ -86,7 +86,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   // glibc's malloc_info only where glibc's malloc serves the program (the
   // agent's answer says for certain; without one, what maps showed).
   Allocator allocator = out.allocator ? out.allocator->allocator : target.allocator;
-  if (allocator != Allocator::kGlibc && allocator != Allocator::kUnknown) return status;
+  if (IsOtherAllocator(allocator)) return status;
   // In a JVM too: JDK 17 has no System.native_heap_info, so the agent is the
   // only source of its malloc statistics (on 21+ the jvm collector's fresher
   // answer takes precedence when both ran).

@@ -16,9 +16,11 @@ enum class Allocator { kUnknown, kGlibc, kJemalloc, kTcmalloc, kMimalloc, kMusl 
 const char* AllocatorName(Allocator a);
 std::optional<Allocator> AllocatorFromName(std::string_view name);
 
-// Whether glibc's arena figures (arena heaps, malloc_info, malloc_trim)
-// describe this allocator's memory. Unknown counts as glibc only when the
-// runtime is glibc and nothing else was found (decided by the caller).
-inline bool IsGlibcMalloc(Allocator a) { return a == Allocator::kGlibc; }
+// Whether a known allocator other than glibc's serves malloc: then glibc's
+// arena figures (arena heaps, malloc_info, malloc_trim) describe nothing the
+// program uses. Unknown is not "other": nothing says glibc's figures are wrong.
+inline bool IsOtherAllocator(Allocator a) {
+  return a != Allocator::kGlibc && a != Allocator::kUnknown;
+}
 
 }  // namespace memtrimd

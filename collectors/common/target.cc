@@ -17,7 +17,7 @@ const char* RuntimeName(Runtime r) {
 }
 
 std::string GlibcMallocNotApplicable(const Target& t) {
-  if (t.allocator == Allocator::kGlibc || t.allocator == Allocator::kUnknown) return "";
+  if (!IsOtherAllocator(t.allocator)) return "";
   std::string why = std::string("malloc is ") + AllocatorName(t.allocator);
   if (!t.allocator_source.empty()) why += " (" + t.allocator_source + ")";
   return why + ", not glibc's";

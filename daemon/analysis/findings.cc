@@ -246,10 +246,8 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   }
   // Another allocator serves malloc: glibc's figures are not missing, they
   // do not apply (and say so); the allocator's own may be missing.
-  const Allocator allocator = s.allocator ? s.allocator->allocator
-                              : s.glibc   ? s.glibc->allocator
-                                          : Allocator::kUnknown;
-  const bool glibc_malloc = allocator == Allocator::kGlibc || allocator == Allocator::kUnknown;
+  const Allocator allocator = SampleAllocator(s);
+  const bool glibc_malloc = !IsOtherAllocator(allocator);
   if (!glibc_malloc) {
     out.push_back(
         {"glibc arena heaps, malloc_info, trimmable estimate",

@@ -108,8 +108,8 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   uint64_t malloc_in_use = anon_rest;  // without statistics: at most all of it
   std::optional<uint64_t> jvm_maps;    // without statistics: see below
   // The agent's answer says for certain; else what maps showed.
-  const Allocator allocator = s.allocator ? s.allocator->allocator : s.glibc->allocator;
-  const bool other_allocator = allocator != Allocator::kGlibc && allocator != Allocator::kUnknown;
+  const Allocator allocator = SampleAllocator(s);
+  const bool other_allocator = IsOtherAllocator(allocator);
   if (other_allocator) a.allocator = AllocatorName(allocator);
   if (s.malloc && !other_allocator) {
     const jvm::MallocInfo& m = s.malloc->info;

@@ -462,15 +462,14 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     t.Say(
         "no backend: musl's malloc has no call that gives free memory back; memtrimd does not "
         "trim it");
-  } else if (alloc.allocator != Allocator::kGlibc && alloc.allocator != Allocator::kUnknown &&
-             !ts.sample.agent_loaded) {
+  } else if (IsOtherAllocator(alloc.allocator) && !ts.sample.agent_loaded) {
     t.Say(std::string("no backend: malloc is ") + AllocatorName(alloc.allocator) +
           (tg.runtime == Runtime::kJvm
                ? "; System.trim_native_heap would only trim glibc's unused heap, so memtrimd "
                  "does not send it"
                : "") +
           ". Preload libmemtrimd_agent.so to release with the allocator's own call.");
-  } else if (alloc.allocator != Allocator::kGlibc && alloc.allocator != Allocator::kUnknown) {
+  } else if (IsOtherAllocator(alloc.allocator)) {
     t.Say(std::string("backend: agent, with ") + AllocatorName(alloc.allocator) +
           "'s own release call (" + ReleaseCallOf(alloc.allocator) + ")" +
           (ts.sample.agent_unreachable.empty()
