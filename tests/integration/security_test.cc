@@ -360,10 +360,12 @@ class FakeJvm {
     fs::create_directory(sub);
     log_ = sub + "/server.out";
     const std::string ready = sub + "/ready";
+    pause_ = sub + "/pause";
     SpawnOptions o;
     o.stdout_path = log_;
     process_ = Process({WorkloadBin("attach_server"), "--path", "/tmp/.java_pid%p", "--fake-libjvm",
-                        sub, "--answer-bytes", std::to_string(answer_bytes), "--ready-file", ready},
+                        sub, "--answer-bytes", std::to_string(answer_bytes), "--ready-file", ready,
+                        "--pause-file", pause_},
                        o);
     WaitFor([&] { return fs::exists(ready) || !process_.running(); }, 10s);
     cleanup_.path = "/tmp/.java_pid" + Str(process_.pid());
@@ -371,14 +373,25 @@ class FakeJvm {
   pid_t pid() const { return process_.pid(); }
   bool running() { return process_.running() && fs::exists(cleanup_.path); }
   // Answers sent so far.
-  std::size_t answers() const {
+  std::size_t answers() const { return LogLines("answered "); }
+  // Stops answering once the answer being sent is over, so that no client is
+  // in the middle of reading one; false if it did not stop within the time.
+  bool Pause(std::chrono::milliseconds timeout) {
+    const std::size_t before = LogLines("paused");
+    WriteFile(pause_, "");
+    return WaitFor([&] { return LogLines("paused") > before; }, timeout);
+  }
+  void Resume() { fs::remove(pause_); }
+
+ private:
+  std::size_t LogLines(std::string_view prefix) const {
     std::size_t count = 0;
-    for (const std::string& line : Lines(ReadFile(log_))) count += line.rfind("answered ", 0) == 0;
+    for (const std::string& line : Lines(ReadFile(log_))) count += line.rfind(prefix, 0) == 0;
     return count;
   }
 
- private:
   std::string log_;
+  std::string pause_;
   Process process_;
   ScopedUnlink cleanup_;
 };
@@ -423,11 +436,24 @@ TEST_F(SecurityTest, DaemonMemoryStaysFlatAgainstAJvmThatAnswersWithoutEnd) {
             std::string::npos);
   // Each attempt reads up to the 4 MiB cap and drops it. After the first few
   // (glibc has raised its mmap threshold and keeps one such buffer's pages
-  // in memtrimd's arena) 40 more must not add up.
-  const uint64_t rss_before = StatusValue(self, "VmRSS").value_or(0);
+  // in memtrimd's arena) 40 more must not add up. RSS is read while the fake
+  // answers nothing: on a busy machine the attempts follow each other
+  // without a gap, and the answer half read at any moment (up to 4 MiB) is
+  // not what this test measures.
+  const auto quiet_rss = [&] {
+    // Two ticks after the pause: each ends with memtrimd's own malloc_trim.
+    const double samples = Find(m.Scrape(), "memtrimd_samples_total").value_or(0);
+    EXPECT_TRUE(WaitFor(
+        [&] { return Find(m.Scrape(), "memtrimd_samples_total").value_or(0) >= samples + 2; },
+        10s));
+    return StatusValue(self, "VmRSS").value_or(UINT64_MAX);
+  };
   const std::size_t fds_before = CountFds(self);
   const uint64_t threads_before = StatusValue(self, "Threads").value_or(0);
+  ASSERT_TRUE(fake.Pause(20s)) << m.log();
+  const uint64_t rss_before = quiet_rss();
   const std::size_t answers_before = fake.answers();
+  fake.Resume();
   ASSERT_TRUE(WaitFor([&] { return fake.answers() >= answers_before + 40; }, 60s)) << m.log();
   EXPECT_TRUE(m.process().running());
   EXPECT_EQ(Curl(m.url()).status, 200);
@@ -443,10 +469,11 @@ TEST_F(SecurityTest, DaemonMemoryStaysFlatAgainstAJvmThatAnswersWithoutEnd) {
   }
   // 1 MiB: room for what one more sample, scrape and log line may leave in
   // glibc's free lists; a 4 MiB answer kept per attempt would be 160 MiB.
+  ASSERT_TRUE(fake.Pause(20s)) << m.log();
   uint64_t rss_after = 0;
   EXPECT_TRUE(WaitFor(
       [&] {
-        rss_after = StatusValue(self, "VmRSS").value_or(UINT64_MAX);
+        rss_after = quiet_rss();
         return rss_after <= rss_before + 1024;
       },
       10s))

@@ -18,6 +18,9 @@
  *     an answer larger than memtrimd's cap.
  *
  * The optional ready file is written once it listens; it runs until killed.
+ * While the optional --pause-file exists it accepts nothing (it logs "paused"
+ * once, after the answer it was sending): a test measures its client between
+ * answers, with no answer half read.
  */
 #define _GNU_SOURCE
 
@@ -42,13 +45,14 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: attach_server --path PATH [--mode OCTAL] [--answer-bytes N] [--fake-libjvm DIR]\n"
-          "                     [--ready-file PATH] [--tag STRING]\n"
+          "                     [--ready-file PATH] [--pause-file PATH] [--tag STRING]\n"
           "  --path PATH         socket to bind (\"%%p\" is replaced by this process's pid)\n"
           "  --mode OCTAL        file mode of the socket (default 600)\n"
           "  --answer-bytes N    body bytes after the \"0\\n\" status line; -1: endless "
           "(default 0)\n"
           "  --fake-libjvm DIR   create DIR/libjvm.so and map it, so the process looks like a JVM\n"
           "  --ready-file PATH   write \"<pid>\\n\" to PATH (atomically) once listening\n"
+          "  --pause-file PATH   accept no connection while PATH exists\n"
           "  --tag STRING        ignored; lets tests find this process by its command line\n");
 }
 
@@ -165,13 +169,14 @@ static long long answer(int fd, long long body_bytes) {
 }
 
 int main(int argc, char **argv) {
-  enum { OPT_PATH = 1000, OPT_MODE, OPT_ANSWER, OPT_LIBJVM, OPT_READY, OPT_TAG };
+  enum { OPT_PATH = 1000, OPT_MODE, OPT_ANSWER, OPT_LIBJVM, OPT_READY, OPT_PAUSE, OPT_TAG };
   static const struct option long_options[] = {
       {"path", required_argument, NULL, OPT_PATH},
       {"mode", required_argument, NULL, OPT_MODE},
       {"answer-bytes", required_argument, NULL, OPT_ANSWER},
       {"fake-libjvm", required_argument, NULL, OPT_LIBJVM},
       {"ready-file", required_argument, NULL, OPT_READY},
+      {"pause-file", required_argument, NULL, OPT_PAUSE},
       {"tag", required_argument, NULL, OPT_TAG},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -179,6 +184,7 @@ int main(int argc, char **argv) {
   const char *path_arg = NULL;
   const char *libjvm_dir = NULL;
   const char *ready_file = NULL;
+  const char *pause_file = NULL;
   long mode = 0600;
   long long answer_bytes = 0;
   for (;;) {
@@ -208,6 +214,9 @@ int main(int argc, char **argv) {
         break;
       case OPT_READY:
         ready_file = optarg;
+        break;
+      case OPT_PAUSE:
+        pause_file = optarg;
         break;
       case OPT_TAG:
         break;
@@ -260,6 +269,13 @@ int main(int argc, char **argv) {
   }
 
   for (;;) {
+    if (pause_file != NULL && access(pause_file, F_OK) == 0) {
+      printf("paused\n");
+      fflush(stdout);
+      while (access(pause_file, F_OK) == 0) {
+        poll(NULL, 0, 10);
+      }
+    }
     int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0) {
       if (errno == EINTR || errno == ECONNABORTED) {
