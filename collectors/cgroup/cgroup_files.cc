@@ -7,7 +7,10 @@ namespace {
 
 constexpr uint64_t kV1Unlimited = 1ull << 62;
 
-bool HasController(std::string_view list, std::string_view name) {
+}  // namespace
+
+bool CgroupLine::HasController(std::string_view name) const {
+  std::string_view list = controllers;
   while (!list.empty()) {
     std::size_t comma = list.find(',');
     if (list.substr(0, comma) == name) return true;
@@ -17,29 +20,32 @@ bool HasController(std::string_view list, std::string_view name) {
   return false;
 }
 
-}  // namespace
-
-Result<ProcCgroup> ParseProcCgroup(std::string_view text) {
-  ProcCgroup out;
-  bool bad = false;
+std::size_t ForEachCgroupLine(std::string_view text,
+                              const std::function<void(const CgroupLine&)>& on_line) {
+  std::size_t malformed = 0;
   text::ForEachLineIn(text, [&](std::string_view line) {
     if (line.empty()) return;
     std::size_t c1 = line.find(':');
     std::size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
     if (c2 == std::string_view::npos) {
-      bad = true;
+      ++malformed;
       return;
     }
-    std::string_view id = line.substr(0, c1);
-    std::string_view controllers = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path(line.substr(c2 + 1));
-    if (id == "0" && controllers.empty()) {
-      out.unified = path;
-    } else if (HasController(controllers, "memory")) {
-      out.v1_memory = path;
+    on_line({line.substr(0, c1), line.substr(c1 + 1, c2 - c1 - 1), line.substr(c2 + 1)});
+  });
+  return malformed;
+}
+
+Result<ProcCgroup> ParseProcCgroup(std::string_view text) {
+  ProcCgroup out;
+  const std::size_t malformed = ForEachCgroupLine(text, [&](const CgroupLine& line) {
+    if (line.unified()) {
+      out.unified = std::string(line.path);
+    } else if (line.HasController("memory")) {
+      out.v1_memory = std::string(line.path);
     }
   });
-  if (bad) return Status(ErrorCode::kParseError, "cgroup: malformed line");
+  if (malformed > 0) return Status(ErrorCode::kParseError, "cgroup: malformed line");
   if (!out.unified && !out.v1_memory) {
     return Status(ErrorCode::kParseError, "cgroup: neither a v2 nor a v1 memory entry");
   }

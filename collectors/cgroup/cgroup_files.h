@@ -1,7 +1,9 @@
 // Parsers for the cgroup files memtrimd reads (v2, with a v1 fallback).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,6 +12,23 @@
 #include "collectors/common/status.h"
 
 namespace memtrimd::cgroup {
+
+// One line of /proc/<pid>/cgroup: "<hierarchy>:<controllers>:<path>"
+// ("0::<path>" is the v2 line; a v1 line lists its controllers, comma
+// separated). The views point into the text.
+struct CgroupLine {
+  std::string_view hierarchy;
+  std::string_view controllers;
+  std::string_view path;
+
+  bool unified() const { return hierarchy == "0" && controllers.empty(); }
+  bool HasController(std::string_view name) const;
+};
+
+// Calls on_line for each line of /proc/<pid>/cgroup that has both colons;
+// returns how many non-empty lines did not.
+std::size_t ForEachCgroupLine(std::string_view text,
+                              const std::function<void(const CgroupLine&)>& on_line);
 
 // /proc/<pid>/cgroup.
 struct ProcCgroup {

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "collectors/cgroup/cgroup_files.h"
+
 namespace memtrimd::cgroup {
 namespace {
 
@@ -170,16 +172,6 @@ bool MentionsPod(std::string_view path) {
   return path.find("/pod") != std::string_view::npos;
 }
 
-bool HasController(std::string_view list, std::string_view name) {
-  while (!list.empty()) {
-    std::size_t comma = list.find(',');
-    if (list.substr(0, comma) == name) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
@@ -216,27 +208,18 @@ std::optional<PodIdentity> ParsePodIdentity(std::string_view text) {
   std::string_view memory;
   bool has_memory = false;
   std::vector<std::string_view> others;
-  while (!text.empty()) {
-    std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    std::size_t c1 = line.find(':');
-    if (c1 == std::string_view::npos) continue;
-    std::size_t c2 = line.find(':', c1 + 1);
-    if (c2 == std::string_view::npos) continue;
-    std::string_view hierarchy = line.substr(0, c1);
-    std::string_view controllers = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string_view path = line.substr(c2 + 1);
-    if (hierarchy == "0" && controllers.empty()) {
-      unified = path;
+  // A malformed line names no pod; the others still may.
+  ForEachCgroupLine(text, [&](const CgroupLine& line) {
+    if (line.unified()) {
+      unified = line.path;
       has_unified = true;
-    } else if (HasController(controllers, "memory")) {
-      memory = path;
+    } else if (line.HasController("memory")) {
+      memory = line.path;
       has_memory = true;
     } else {
-      others.push_back(path);
+      others.push_back(line.path);
     }
-  }
+  });
   // On a hybrid host the v2 line can be "/" while the v1 lines hold the
   // kubelet's paths: the first line that names a pod decides.
   if (has_unified && MentionsPod(unified)) return ParsePodCgroupPath(unified);

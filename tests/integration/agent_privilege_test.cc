@@ -27,19 +27,6 @@ namespace fs = std::filesystem;
 constexpr uid_t kNobody = 65534;
 constexpr gid_t kNogroup = 65534;
 
-// Field 22 of /proc/<pid>/stat (clock ticks since boot); "" when gone.
-std::string StartTicks(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return field;
-  }
-  return "";
-}
-
 // The effective uid of `pid` (second field of Uid: in its status).
 std::optional<uid_t> Euid(pid_t pid) {
   std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));

@@ -216,6 +216,10 @@ Process StartJvm(const TempDir& dir, std::vector<std::string> jvm_flags,
 // unknown.
 pid_t NsPid(pid_t pid);
 
+// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot): with
+// the pid, a process's identity; "" when it is gone.
+std::string StartTicks(pid_t pid);
+
 // A "Name:   value ..." field of /proc/<pid>/status as a number (kB for
 // memory fields); nullopt when absent or the process is gone.
 std::optional<uint64_t> StatusValue(pid_t pid, const std::string& name);

@@ -39,18 +39,6 @@ std::optional<uint64_t> CapEffOf(const std::string& status_text) {
   return std::nullopt;
 }
 
-std::string StartTicks(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  std::size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) return field;
-  }
-  return "";
-}
-
 pid_t OnlyChild(pid_t pid) {
   std::istringstream in(
       ReadFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));

@@ -35,9 +35,6 @@ std::vector<std::string> NodeAgentCaps(const std::string& drop = "");
 // The CapEff mask of /proc/<pid>/status text; nullopt when absent.
 std::optional<uint64_t> CapEffOf(const std::string& status_text);
 
-// Field 22 of /proc/<pid>/stat (start time in clock ticks); "" when gone.
-std::string StartTicks(pid_t pid);
-
 // The only child of `pid` (unshare --fork's), or -1.
 pid_t OnlyChild(pid_t pid);
 
