@@ -10,7 +10,9 @@ and a unit; every panel, target and query variable uses the ${datasource}
 variable; rate/irate/increase use $__rate_interval (or $__range); every
 selector matches job, instance (and pod when there is a pod variable) on
 their variables, and a series with a `pid` label (README's Labels column)
-matches pid too when there is a pid variable; panel ids are unique and
+matches pid too when there is a pid variable, and one without it (a
+histogram summed over every target, say) is never matched on pid, which
+would leave the panel empty whenever one pid is chosen; panel ids are unique and
 panels do not overlap; no ${DS_...} inputs; every metric is in README.md's
 "### Metrics" table (histograms also with _bucket/_sum/_count), a recording
 rule of deploy/prometheus/recording.rules.yml beside README.md, or a series
@@ -83,6 +85,19 @@ def pid_metrics(readme_path):
     """Metrics whose README row lists a `pid` label."""
     return {name for name, (_, labels) in readme_metrics(readme_path, True).items()
             if "pid" in labels}
+
+
+def metrics_without_pid(readme_path):
+    """Series names (a histogram's _bucket/_sum/_count too) of the README rows
+    that list no `pid` label."""
+    names = set()
+    for name, (kind, labels) in readme_metrics(readme_path, True).items():
+        if "pid" in labels:
+            continue
+        names.add(name)
+        if kind == "histogram":
+            names.update(name + s for s in ("_bucket", "_sum", "_count"))
+    return names
 
 
 def known_metric_names(readme_path):
@@ -231,6 +246,9 @@ def check_expr(name, where, expr, required_labels, ctx, problems):
         for label in labels:
             if not ({(label, "=~", f"${label}"), (label, "=~", "${" + label + "}")} & matchers):
                 problems.append(f'{name}: {where}: {metric} lacks {label}=~"${label}"')
+        if metric in ctx.no_pid and any(label == "pid" for label, _, _ in matchers):
+            problems.append(f"{name}: {where}: {metric} has no pid label: matched on pid it is "
+                            "empty")
 
 
 def variable_names(d):
@@ -354,7 +372,7 @@ def lint_dashboard(path, ctx):
 # What a dashboard is checked against: known metric names, the metrics with a
 # pid label, the dashboards of the directory (uid -> variable names) for
 # links, and (set per dashboard) the dashboard's own variable names.
-Context = collections.namedtuple("Context", "known pid_metrics dashboards variables")
+Context = collections.namedtuple("Context", "known pid_metrics no_pid dashboards variables")
 
 
 def dashboard_files(directory):
@@ -372,7 +390,8 @@ def context(directory, readme):
             continue  # lint_dashboard reports it
         if isinstance(d, dict) and d.get("uid"):
             dashboards[d["uid"]] = variable_names(d)
-    return Context(known_metric_names(readme), pid_metrics(readme), dashboards, set())
+    return Context(known_metric_names(readme), pid_metrics(readme), metrics_without_pid(readme),
+                   dashboards, set())
 
 
 def lint(directory, readme):
@@ -499,6 +518,9 @@ def _mutations():
         ("link sets an unknown variable", edit(link_var), "sets var-no_such_variable"),
         ("pid series without the pid matcher", edit(pid_metric_without_pid),
          'memtrimd_target_threads lacks pid=~"$pid"'),
+        ("pid matcher on a series without pid",
+         set_expr(f'memtrimd_trim_duration_seconds_count{{{sel}, pid=~"$pid"}}'),
+         "memtrimd_trim_duration_seconds_count has no pid label"),
         ("unknown variable metric", edit(lambda d: next(
             v for v in d["templating"]["list"] if v["name"] == "job").update(
                 query={"query": "label_values(memtrimd_build_inf, job)"})),
