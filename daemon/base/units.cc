@@ -141,6 +141,15 @@ std::string FormatBytes(double bytes) {
   return buf;
 }
 
+std::string FormatByteSize(uint64_t bytes) {
+  const char* units[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t unit = 1ull << (10 * (4 - i));
+    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + units[i];
+  }
+  return std::to_string(bytes);
+}
+
 std::optional<pid_t> ParsePid(std::string_view s) {
   std::size_t digits = 0;
   long long v = 0;

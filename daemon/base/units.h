@@ -24,6 +24,9 @@ std::string FormatDuration(std::chrono::milliseconds d);
 std::optional<uint64_t> ParseByteSize(std::string_view s);
 // "1.5 GiB", "512 KiB", "37 B".
 std::string FormatBytes(double bytes);
+// What ParseByteSize reads back exactly, as a flag is written: "64MiB",
+// "1GiB", "4097".
+std::string FormatByteSize(uint64_t bytes);
 
 // A positive decimal count of at most nine digits (a pid, a run count).
 std::optional<pid_t> ParsePid(std::string_view s);

@@ -71,8 +71,8 @@ struct DaemonConfig {
 struct TrimCommandConfig {
   pid_t pid = 0;
   bool json = false;
-  std::string backend = "auto";
-  std::chrono::milliseconds timeout = 60s;
+  std::string backend = TrimConfig{}.backend;
+  std::chrono::milliseconds timeout = TrimConfig{}.timeout;
   uint64_t glibc_heap_size = CollectorOptions{}.glibc_heap_size;
 };
 

@@ -13,55 +13,67 @@
 namespace memtrimd {
 namespace {
 
+std::string FormatCount(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// The defaults the flags show and start from are those of the config
+// structs, so each is written once.
+const DaemonConfig kDaemon{};
+const TrimConfig& kTrim = kDaemon.trim;
+const CollectorOptions& kCollector = kDaemon.collector;
+
 // Flag values as typed; validated into DaemonConfig / InspectConfig after
 // parsing so every problem gets one clear line.
 struct RawFlags {
-  std::vector<std::string> listen{kDefaultListenAddress};
-  std::string telemetry_path = "/metrics";
-  std::string max_connections = "48";
+  std::vector<std::string> listen{kDaemon.listen_addresses};
+  std::string telemetry_path = kDaemon.telemetry_path;
+  std::string max_connections = FormatCount(kDaemon.max_connections);
   std::string web_config_file;
-  std::string web_history = "1h";
-  std::string sample_interval = "10s";
-  std::string smaps_interval = "60s";
+  std::string web_history = FormatDuration(kDaemon.web_history);
+  std::string sample_interval = FormatDuration(kDaemon.sample_interval);
+  std::string smaps_interval = FormatDuration(kCollector.smaps_interval);
   std::string target_pid;
   std::string target_pidfile;
   std::string target_match;
   std::string target_memory_limit;
   std::string targets = "one";
-  std::string targets_max = "300";
-  std::string targets_min_rss = "32MiB";
+  std::string targets_max = FormatCount(static_cast<double>(kDaemon.node.max_targets));
+  std::string targets_min_rss = FormatByteSize(kDaemon.node.min_rss_bytes);
   std::string targets_match;
   std::string targets_exclude;
-  std::string discovery_interval = "30s";
+  std::string discovery_interval = FormatDuration(kDaemon.discovery_interval);
   std::string metrics_detail;  // "" = the mode's default
   std::string trim_targets;    // "" = the mode's default
-  std::string trim_max_per_minute = "6";
+  std::string trim_max_per_minute = FormatCount(kTrim.max_per_minute);
   // --collector.<name>, one per registry entry (collector_registry.h).
   std::map<std::string, bool> collector_on;
-  std::string jvm_interval = "60s";
-  std::string jvm_command_timeout = "5s";
-  std::string glibc_heap_size = "64MiB";  // CollectorOptions::glibc_heap_size
-  bool glibc_confirm_heaps = true;
-  std::string log_level = "info";
+  std::string jvm_interval = FormatDuration(kCollector.jvm_interval);
+  std::string jvm_command_timeout = FormatDuration(kCollector.jvm_command_timeout);
+  std::string glibc_heap_size = FormatByteSize(kCollector.glibc_heap_size);
+  bool glibc_confirm_heaps = kCollector.glibc_confirm_heaps;
+  std::string log_level = kDaemon.log_level;
   std::string log_format = "logfmt";
 
   std::string inspect_pid;
   bool inspect_json = false;
 
   std::string jcmd_pid;
-  std::string jcmd_timeout = "10s";
+  std::string jcmd_timeout = FormatDuration(JcmdConfig{}.timeout);
 
-  std::string trim_interval = "5m";
-  std::string trim_backend = "auto";
-  std::string trim_min_limit_ratio = "0";
-  std::string trim_floor = "1MiB";
-  std::string trim_unproductive_runs = "3";
-  std::string trim_max_interval = "1h";
-  std::string trim_reset_growth = "64MiB";
-  std::string trim_timeout = "60s";
-  std::string trim_jitter = "0.1";
-  bool trim_force = false;
-  bool enable_trim_api = false;
+  std::string trim_interval = FormatDuration(kTrim.interval);
+  std::string trim_backend = kTrim.backend;
+  std::string trim_min_limit_ratio = FormatCount(kTrim.min_limit_ratio);
+  std::string trim_floor = FormatByteSize(kTrim.floor_bytes);
+  std::string trim_unproductive_runs = FormatCount(kTrim.unproductive_runs);
+  std::string trim_max_interval = FormatDuration(kTrim.max_interval);
+  std::string trim_reset_growth = FormatByteSize(kTrim.reset_growth_bytes);
+  std::string trim_timeout = FormatDuration(kTrim.timeout);
+  std::string trim_jitter = FormatCount(kTrim.jitter);
+  bool trim_force = kTrim.force;
+  bool enable_trim_api = kDaemon.enable_trim_api;
 
   std::string trim_cmd_pid;
   bool trim_cmd_json = false;

@@ -33,6 +33,19 @@ TEST(FormatDuration, RoundTrips) {
   EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
 }
 
+TEST(FormatByteSize, ParsesBackExactly) {
+  EXPECT_EQ(FormatByteSize(64ull << 20), "64MiB");
+  EXPECT_EQ(FormatByteSize(1ull << 30), "1GiB");
+  EXPECT_EQ(FormatByteSize(3ull << 40), "3TiB");
+  EXPECT_EQ(FormatByteSize(1536ull << 10), "1536KiB");
+  EXPECT_EQ(FormatByteSize(4097), "4097");
+  EXPECT_EQ(FormatByteSize(0), "0");
+  for (uint64_t v :
+       {0ull, 1ull, 1023ull, 1024ull, 32ull << 20, (1ull << 40) + 1024, (1ull << 62) + 1}) {
+    EXPECT_EQ(ParseByteSize(FormatByteSize(v)), v) << v;
+  }
+}
+
 TEST(ParseByteSize, AcceptsBytesAndSuffixes) {
   EXPECT_EQ(ParseByteSize("1073741824"), 1073741824u);
   EXPECT_EQ(ParseByteSize("512Mi"), 512ull << 20);
