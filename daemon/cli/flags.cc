@@ -161,9 +161,10 @@ std::unique_ptr<Parser> BuildParser() {
             "Node mode: smallest RSS of a glibc or musl program worth watching (JVMs are always "
             "watched)");
   AddOption(app, "--targets.match", r.targets_match,
-            "Node mode: watch only processes whose command line matches this regular expression");
+            "Node mode: watch only processes whose command line or comm matches this regular "
+            "expression");
   AddOption(app, "--targets.exclude", r.targets_exclude,
-            "Node mode: never watch processes whose command line matches this regular "
+            "Node mode: never watch processes whose command line or comm matches this regular "
             "expression (a process can also opt out with MEMTRIMD_WATCH=0 in its environment)");
   AddOption(app, "--discovery.interval", r.discovery_interval,
             "Node mode: how often to look for new processes (exited ones are dropped every "

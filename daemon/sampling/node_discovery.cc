@@ -52,15 +52,27 @@ std::optional<bool> ReadTrimOptIn(const std::string& proc_dir) {
   return TrimOptIn(*env);
 }
 
-NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
-                             const NodeSelectors& selectors, pid_t self) {
-  std::optional<std::regex> match, exclude;
+ProcessFilter::ProcessFilter(const NodeSelectors& selectors) {
   if (!selectors.match.empty()) {
-    match.emplace(selectors.match, std::regex::extended | std::regex::nosubs);
+    match_.emplace(selectors.match, std::regex::extended | std::regex::nosubs);
   }
   if (!selectors.exclude.empty()) {
-    exclude.emplace(selectors.exclude, std::regex::extended | std::regex::nosubs);
+    exclude_.emplace(selectors.exclude, std::regex::extended | std::regex::nosubs);
   }
+}
+
+bool ProcessFilter::Selects(std::string_view comm, std::string_view cmdline) const {
+  const auto found = [&](const std::regex& re) {
+    return std::regex_search(comm.begin(), comm.end(), re) ||
+           (!cmdline.empty() && std::regex_search(cmdline.begin(), cmdline.end(), re));
+  };
+  if (match_ && !found(*match_)) return false;
+  return !(exclude_ && found(*exclude_));
+}
+
+NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
+                             const NodeSelectors& selectors, pid_t self) {
+  const ProcessFilter filter(selectors);
   std::vector<std::size_t> wanted;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const NodeCandidate& c = candidates[i];
@@ -78,9 +90,7 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
     } else {
       continue;
     }
-    const std::string& line = c.cmdline.empty() ? t.comm : c.cmdline;
-    if (match && !std::regex_search(line, *match)) continue;
-    if (exclude && std::regex_search(line, *exclude)) continue;
+    if (!filter.Selects(t.comm, c.cmdline)) continue;
     wanted.push_back(i);
   }
   // Largest first, ties to the lower pid, so the cap keeps the same targets
@@ -101,23 +111,13 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
 }
 
 NodeDiscovery::NodeDiscovery(NodeSelectors selectors, std::string proc_root)
-    : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)) {
-  if (!selectors_.match.empty()) {
-    match_.emplace(selectors_.match, std::regex::extended | std::regex::nosubs);
-  }
-  if (!selectors_.exclude.empty()) {
-    exclude_.emplace(selectors_.exclude, std::regex::extended | std::regex::nosubs);
-  }
-}
+    : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)), filter_(selectors_) {}
 
 bool NodeDiscovery::CommandLineSelected(const std::string& proc_dir, const std::string& comm,
                                         uint64_t rss) const {
   if (rss < selectors_.min_rss_bytes || IsMemtrimdComm(comm)) return false;
   Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
-  std::string line = raw.ok() ? procfs::CmdlineToString(*raw) : "";
-  if (line.empty()) line = comm;
-  if (match_ && !std::regex_search(line, *match_)) return false;
-  return !(exclude_ && std::regex_search(line, *exclude_));
+  return filter_.Selects(comm, raw.ok() ? procfs::CmdlineToString(*raw) : "");
 }
 
 Discovery NodeDiscovery::Discover() {

@@ -1,8 +1,9 @@
 // Node-agent mode's target rule: every process in memtrimd's PID namespace
 // (the host's, with hostPID) that is worth watching: every JVM, glibc and
-// musl programs above an RSS floor, narrowed by regexes on the command line and by
-// the target's own MEMTRIMD_WATCH=0; at most --targets.max of them, the
-// largest first, the rest counted as skipped (never dropped silently).
+// musl programs above an RSS floor, narrowed by regexes on the command line
+// and comm and by the target's own MEMTRIMD_WATCH=0; at most --targets.max of
+// them, the largest first, the rest counted as skipped (never dropped
+// silently).
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +42,22 @@ struct NodeCandidate {
 struct NodeChoice {
   std::vector<std::size_t> chosen;  // indexes into the candidates, largest RSS first
   std::size_t skipped_by_cap = 0;   // matched, but beyond --targets.max
+};
+
+// --targets.match and --targets.exclude: POSIX EREs on a process's command
+// line and on its comm (the name the kernel shows, which a program may set
+// apart from its arguments: a renamed worker, a process.title). A process
+// is selected when match (if set) finds either, and exclude finds neither.
+// REQUIRES: the regexes compile (the flag parser checked them).
+class ProcessFilter {
+ public:
+  explicit ProcessFilter(const NodeSelectors& selectors);
+  // `cmdline` "" (a kernel thread, a process that cleared its arguments):
+  // the comm alone decides.
+  bool Selects(std::string_view comm, std::string_view cmdline) const;
+
+ private:
+  std::optional<std::regex> match_, exclude_;
 };
 
 // Pure: which candidates to watch. `self` is memtrimd's own pid.
@@ -93,13 +110,13 @@ class NodeDiscovery {
     bool environ_unreadable = false;
   };
   // Whether a process memtrimd cannot read would pass the selectors it can
-  // check: the regexes on its command line and the RSS floor.
+  // check: the regexes on its comm and command line, and the RSS floor.
   bool CommandLineSelected(const std::string& proc_dir, const std::string& comm,
                            uint64_t rss) const;
 
   NodeSelectors selectors_;
   std::string proc_root_;
-  std::optional<std::regex> match_, exclude_;
+  ProcessFilter filter_;
   uint64_t scan_ = 0;
   // (pid, start ticks) -> facts; entries of processes not seen in the last
   // scan are dropped.

@@ -83,6 +83,25 @@ TEST(ChooseNodeTargets, RegexesOnTheCommandLineAndTheOptOut) {
   EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{4}));
 }
 
+TEST(ChooseNodeTargets, RegexesSeeTheCommAsWellAsTheCommandLine) {
+  // A worker that renamed itself: its comm is not in its arguments.
+  std::vector<NodeCandidate> c = {
+      Candidate(1, "orders-worker", Runtime::kGlibc, 100, "/usr/bin/python3 -m worker"),
+      Candidate(2, "python3", Runtime::kGlibc, 100, "/usr/bin/python3 -m worker --batch"),
+      Candidate(3, "java", Runtime::kJvm, 100, "/opt/jdk/bin/java -jar app.jar"),
+  };
+  NodeSelectors s;
+  s.match = "^orders-|^java$";
+  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1, 3}));
+  s.match = "";
+  s.exclude = "^java$|--batch";
+  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1}));
+  // An empty command line is not a text the regexes see.
+  c[0].cmdline = "";
+  s.exclude = "^$";
+  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1, 2, 3}));
+}
+
 TEST(EnvironValue, FindsNamesExactlyAndTheLastOneWins) {
   std::string env = "PATH=/bin\0MEMTRIMD_TRIMX=1\0MEMTRIMD_TRIM=0\0HOME=/\0MEMTRIMD_TRIM=1"s;
   EXPECT_EQ(EnvironValue(env, "MEMTRIMD_TRIM"), "1");
