@@ -9,7 +9,8 @@
  *   tcmalloc  MallocExtension_GetNumericProperty; release
  *             MallocExtension_ReleaseFreeMemory
  *   mimalloc  mi_process_info (commit figures; the packaged build keeps no
- *             allocation statistics); release mi_collect(true)
+ *             allocation statistics); release mi_collect(true), after
+ *             mi_thread_init() once (see mi_release)
  *   glibc     mallinfo2; release malloc_trim(0)
  *
  * Decided once, by the constructor (dlsym and dladdr may malloc; the agent
@@ -24,10 +25,11 @@
  *
  * jemalloc, tcmalloc and mimalloc keep per-thread state: the first call from
  * the agent thread may give that thread a small cache of the allocator's
- * (jemalloc's tsd and tcache, tcmalloc's thread cache, mimalloc's thread
- * heap). That is the allocator's own bookkeeping, sized in kilobytes, not a
- * glibc arena, and it is what any thread of the program gets on its first
- * malloc.
+ * (jemalloc's tsd and tcache, tcmalloc's thread cache), and the first
+ * mimalloc release gives it mimalloc's thread heap on purpose
+ * (mi_thread_init, see mi_release). That is the allocator's own bookkeeping,
+ * sized in kilobytes, not a glibc arena, and it is what any thread of the
+ * program gets on its first malloc.
  */
 #define _GNU_SOURCE
 
@@ -51,6 +53,7 @@ typedef void (*tc_release_fn)(void);
 typedef void (*mi_process_info_fn)(size_t*, size_t*, size_t*, size_t*, size_t*, size_t*, size_t*,
                                    size_t*);
 typedef void (*mi_collect_fn)(bool);
+typedef void (*mi_thread_init_fn)(void);
 
 static enum kind g_kind = KIND_UNKNOWN;
 static char g_object[PATH_MAX] = "unknown";
@@ -59,6 +62,8 @@ static tc_property_fn g_tc_property;
 static tc_release_fn g_tc_release;
 static mi_process_info_fn g_mi_process_info;
 static mi_collect_fn g_mi_collect;
+static mi_thread_init_fn g_mi_thread_init; /* NULL: not exported by malloc's object */
+static int g_mi_thread_ready;              /* agent thread only */
 
 /* The symbol `name` as the program would bind it, if it is defined by the
  * object at `base` (malloc's); else NULL. */
@@ -114,6 +119,7 @@ void agent_allocator_detect(void) {
   g_tc_release = (tc_release_fn)in_object("MallocExtension_ReleaseFreeMemory", base);
   g_mi_process_info = (mi_process_info_fn)in_object("mi_process_info", base);
   g_mi_collect = (mi_collect_fn)in_object("mi_collect", base);
+  g_mi_thread_init = (mi_thread_init_fn)in_object("mi_thread_init", base);
   if (g_mallctl != NULL) {
     g_kind = KIND_JEMALLOC;
   } else if (g_tc_property != NULL && g_tc_release != NULL) {
@@ -247,6 +253,44 @@ static void mi_stats(struct out* o) {
   put_kv(o, "committed_peak", peak_commit);
 }
 
+/* mi_collect(true) collects the calling thread's heap, then the segments of
+ * threads that exited (abandoned) and the global cache of free segments. It
+ * begins with "if the calling thread's heap is not initialized, return"
+ * (every 2.x release, 2.0.9 among them), and the agent thread's heap is
+ * mimalloc's empty placeholder until the thread allocates, which it never
+ * does: without mi_thread_init() first the call does nothing at all.
+ *
+ * mi_thread_init() is public API, what every thread's first malloc calls. It
+ * gives the agent thread a heap and thread data of its own, taken from
+ * mimalloc's cache of an exited thread's or mmapped directly (never through
+ * malloc), seeds the heap's random keys (getrandom) and stores the heap in
+ * mimalloc's pthread key (glibc callocs only for a key past its first 32,
+ * and then from mimalloc, for this thread). That is all the allocation it
+ * makes. Safe from this thread: it writes only this thread's own data and
+ * global counters mimalloc updates atomically, never another thread's heap;
+ * the collect that follows works on the state mimalloc shares between
+ * threads by design (the abandoned segment list and the segment cache, each
+ * entry claimed atomically before it is touched), and on this thread's own,
+ * empty heap. Nothing of it is visible to the program: no descriptor, no
+ * glibc arena, and the thread data stays with the agent thread, which never
+ * exits. (A deferred-free callback the program registered with
+ * mi_register_deferred_free runs in the collect, as in any thread's.)
+ *
+ * Still out of reach: free pages in a segment a live thread still has a
+ * page in (its first, and the one of the last page it emptied, which
+ * mimalloc keeps for reuse), which only that thread decommits, when it next
+ * allocates; about one 32 MiB segment's worth per idle thread. Done once, on
+ * the agent thread only (the only thread that reads or writes
+ * g_mi_thread_ready). When malloc's object does not export mi_thread_init
+ * the collect runs without it, as it always did (and does nothing). */
+static void mi_release(void) {
+  if (!g_mi_thread_ready && g_mi_thread_init != NULL) {
+    g_mi_thread_init();
+    g_mi_thread_ready = 1;
+  }
+  g_mi_collect(true);
+}
+
 /* ---- glibc ---- */
 
 static void glibc_stats(struct out* o) {
@@ -324,7 +368,7 @@ int agent_allocator_release(int* result, char* why, size_t why_cap) {
       *result = 1;
       return 0;
     case KIND_MIMALLOC:
-      g_mi_collect(true);
+      mi_release();
       *result = 1;
       return 0;
     case KIND_UNKNOWN:

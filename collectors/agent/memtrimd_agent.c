@@ -25,8 +25,10 @@
  *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
  *                      (4096: all arenas), tcmalloc
  *                      MallocExtension_ReleaseFreeMemory(), mimalloc
- *                      mi_collect(true). duration_ns (inside the call),
- *                      rss_before, rss_after (bytes, from /proc/self/statm),
+ *                      mi_collect(true) (after mi_thread_init() on the
+ *                      first: agent_allocator.c says why). duration_ns
+ *                      (inside the call), rss_before, rss_after (bytes,
+ *                      from /proc/self/statm),
  *                      result (malloc_trim's return; 1 for the others),
  *                      allocator (its name), call (malloc_trim,
  *                      arena.4096.purge, ReleaseFreeMemory, mi_collect) and,
@@ -124,7 +126,9 @@
  * and so is the choice of allocator (dlsym and dladdr may malloc). Calls into
  * jemalloc, tcmalloc or mimalloc from the agent thread may make that
  * allocator set up its small per-thread cache for the thread: acceptable, as
- * it is not a glibc arena and every thread of the program gets one.
+ * it is not a glibc arena and every thread of the program gets one (mimalloc's
+ * is set up on purpose before its first release, which needs it:
+ * agent_allocator.c, mi_release).
  * The exception is jvm_buffers in a JVM: attaching the thread to the JVM
  * mallocs (the JVM's own thread state), so from the first such request on the
  * agent thread has an arena; a JVM is trimmed through its attach socket, not
