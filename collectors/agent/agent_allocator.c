@@ -253,6 +253,15 @@ static void mi_stats(struct out* o) {
   put_kv(o, "committed_peak", peak_commit);
 }
 
+/* mi_process_info's current commit: the bytes mimalloc has committed, for
+ * the whole process (one global counter). */
+static size_t mi_committed(void) {
+  size_t elapsed = 0, user = 0, sys = 0, rss = 0, peak_rss = 0, commit = 0, peak_commit = 0,
+         faults = 0;
+  g_mi_process_info(&elapsed, &user, &sys, &rss, &peak_rss, &commit, &peak_commit, &faults);
+  return commit;
+}
+
 /* mi_collect(true) collects the calling thread's heap, then the segments of
  * threads that exited (abandoned) and the global cache of free segments. It
  * begins with "if the calling thread's heap is not initialized, return"
@@ -343,6 +352,14 @@ int agent_allocator_free_kept(uint64_t* v) {
     return 1;
   }
   return 0;
+}
+
+int agent_allocator_committed(uint64_t* v) {
+  if (g_kind != KIND_MIMALLOC) {
+    return 0;
+  }
+  *v = mi_committed();
+  return 1;
 }
 
 int agent_allocator_release(int* result, char* why, size_t why_cap) {

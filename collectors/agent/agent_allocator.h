@@ -37,6 +37,10 @@ void agent_allocator_stats(struct out* o);
  * page heap free) into *v; 0 when it has no such figure. Agent thread. */
 int agent_allocator_free_kept(uint64_t* v);
 
+/* mimalloc's committed bytes (mi_process_info's current commit) into *v; 0
+ * under any other allocator. Agent thread. */
+int agent_allocator_committed(uint64_t* v);
+
 /* Runs the release call. 0 with *result (malloc_trim's return, 1 for the
  * others), or -1 with a one-line reason in why. Agent thread. */
 int agent_allocator_release(int* result, char* why, size_t why_cap);

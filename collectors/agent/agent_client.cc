@@ -147,10 +147,12 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
 
 Result<AgentTrim> ParseAgentTrim(std::string_view body) {
   // The first four are in every answer; the free-kept figures only where
-  // the allocator reports one (jemalloc, tcmalloc).
-  static constexpr std::array<std::string_view, 6> kKeys = {
-      "duration_ns", "rss_before", "rss_after", "result", "free_kept_before", "free_kept_after"};
-  std::array<std::optional<uint64_t>, 6> got{};
+  // the allocator reports one (jemalloc, tcmalloc), the committed ones only
+  // under mimalloc.
+  static constexpr std::array<std::string_view, 8> kKeys = {
+      "duration_ns",      "rss_before",      "rss_after",        "result",
+      "free_kept_before", "free_kept_after", "committed_before", "committed_after"};
+  std::array<std::optional<uint64_t>, 8> got{};
   Status st = ParseKeyValues(body, kKeys, got, 4, "agent trim");
   if (!st.ok()) return st;
   std::array<uint64_t, 4> v{};
@@ -165,6 +167,8 @@ Result<AgentTrim> ParseAgentTrim(std::string_view body) {
   out.result = static_cast<int>(v[3]);
   out.free_kept_before = got[4];
   out.free_kept_after = got[5];
+  out.committed_before = got[6];
+  out.committed_after = got[7];
   // The two words (an agent from before other allocators sends neither:
   // glibc and malloc_trim, the defaults).
   bool have_allocator = false, have_call = false;

@@ -49,6 +49,11 @@ struct AgentTrim {
   // heap free).
   std::optional<uint64_t> free_kept_before;
   std::optional<uint64_t> free_kept_after;
+  // mimalloc's committed bytes (mi_process_info) just before and after the
+  // call: it reports no free figure, and what a collect gives back it
+  // decommits.
+  std::optional<uint64_t> committed_before;
+  std::optional<uint64_t> committed_after;
 };
 
 // glibc's struct mallinfo2, as the agent reported it.

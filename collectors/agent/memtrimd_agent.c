@@ -33,8 +33,10 @@
  *                      allocator (its name), call (malloc_trim,
  *                      arena.4096.purge, ReleaseFreeMemory, mi_collect) and,
  *                      for jemalloc (dirty + muzzy) and tcmalloc (page heap
- *                      free), free_kept_before and free_kept_after, read
- *                      just before and after the call. Status 1 when the
+ *                      free), free_kept_before and free_kept_after, and
+ *                      for mimalloc committed_before and committed_after
+ *                      (mi_process_info's current commit), read just
+ *                      before and after the call. Status 1 when the
  *                      call fails (mallctl's error) or the allocator is
  *                      unknown ("malloc is served by <object>, which has no
  *                      release call memtrimd knows ...")
@@ -315,7 +317,8 @@ static void answer_error(int fd, const char* why) {
 
 /* The allocator's own release call (malloc_trim(0) for glibc, exactly as
  * before other allocators were known), timed, with RSS around it and, where
- * the allocator reports one, its free-but-kept bytes just before and after. */
+ * the allocator reports one, its free-but-kept bytes (mimalloc: its
+ * committed bytes) just before and after. */
 static void do_trim(int fd) {
   char why[PATH_MAX + 200];
   int result = 0;
@@ -324,8 +327,9 @@ static void do_trim(int fd) {
     answer_error(fd, why);
     return;
   }
-  uint64_t kept_before = 0, kept_after = 0;
+  uint64_t kept_before = 0, kept_after = 0, committed_before = 0, committed_after = 0;
   const int has_before = agent_allocator_free_kept(&kept_before);
+  const int has_committed_before = agent_allocator_committed(&committed_before);
   uint64_t before = rss_bytes();
   uint64_t t0 = now_ns();
   int rc = agent_allocator_release(&result, why, sizeof why);
@@ -336,6 +340,7 @@ static void do_trim(int fd) {
     return;
   }
   const int has_after = agent_allocator_free_kept(&kept_after);
+  const int has_committed_after = agent_allocator_committed(&committed_after);
   char buf[512];
   struct out o = {buf, 0, sizeof buf, 0};
   put_str(&o, "0\n");
@@ -350,6 +355,12 @@ static void do_trim(int fd) {
   }
   if (has_after) {
     put_kv(&o, "free_kept_after", kept_after);
+  }
+  if (has_committed_before) {
+    put_kv(&o, "committed_before", committed_before);
+  }
+  if (has_committed_after) {
+    put_kv(&o, "committed_after", committed_after);
   }
   send_all(fd, buf, o.len, answer_deadline());
 }

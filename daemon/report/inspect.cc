@@ -743,6 +743,8 @@ void TrimJsonFields(JsonWriter& w, const TrimResult& r) {
   w.Key("allocator").String(r.allocator).Key("call").String(r.call);
   if (r.free_kept_before) w.Key("free_kept_before_bytes").Uint(*r.free_kept_before);
   if (r.free_kept_after) w.Key("free_kept_after_bytes").Uint(*r.free_kept_after);
+  if (r.committed_before) w.Key("committed_before_bytes").Uint(*r.committed_before);
+  if (r.committed_after) w.Key("committed_after_bytes").Uint(*r.committed_after);
   w.Key("success").Bool(r.success);
   if (!r.success) w.Key("reason").String(r.reason).Key("error").String(r.error);
   w.Key("at_unix_seconds").Double(std::chrono::duration<double>(r.at.time_since_epoch()).count());
@@ -846,6 +848,11 @@ std::string RenderTrimText(const TrimResult& r) {
   if (r.free_kept_before && r.free_kept_after) {
     t.Row(r.allocator + " free kept",
           Bytes(*r.free_kept_before) + " -> " + Bytes(*r.free_kept_after),
+          "the allocator's own figure, just before and after its call");
+  }
+  if (r.committed_before && r.committed_after) {
+    t.Row(r.allocator + " committed",
+          Bytes(*r.committed_before) + " -> " + Bytes(*r.committed_after),
           "the allocator's own figure, just before and after its call");
   }
   RenderHeapTrims(t, r);

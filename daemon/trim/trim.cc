@@ -176,6 +176,8 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
       r.call = at->call;
       r.free_kept_before = at->free_kept_before;
       r.free_kept_after = at->free_kept_after;
+      r.committed_before = at->committed_before;
+      r.committed_after = at->committed_after;
     }
   }
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

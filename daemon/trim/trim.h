@@ -66,11 +66,14 @@ struct TrimResult {
   // Which allocator released, with which call ("malloc_trim",
   // "System.trim_native_heap", "arena.4096.purge", "ReleaseFreeMemory",
   // "mi_collect"), and the allocator's own free-but-kept figure around the
-  // call when it has one (jemalloc, tcmalloc; through the agent).
+  // call when it has one (jemalloc, tcmalloc; through the agent), or its
+  // committed bytes (mimalloc, which has no free figure).
   std::string allocator = "glibc";
   std::string call;
   std::optional<uint64_t> free_kept_before;
   std::optional<uint64_t> free_kept_after;
+  std::optional<uint64_t> committed_before;
+  std::optional<uint64_t> committed_after;
 
   // Given back (before - after); negative when memory grew meanwhile.
   int64_t ReclaimedRssSwap() const {

@@ -1,6 +1,7 @@
 // Fuzz target: the preload agent's "allocator" body (agent::ParseAllocatorStats
 // and agent::CommonMeasures) and the allocator words of its "trim" body
-// (agent::ParseAgentTrim: allocator, call, free_kept_before/after).
+// (agent::ParseAgentTrim: allocator, call, free_kept_before/after,
+// committed_before/after).
 //
 // Invariants: an accepted body ends in a newline (the agent's framing: a body
 // without one was cut short) and names an object; the values written back in
@@ -72,11 +73,15 @@ void CheckTrim(std::string_view body) {
       "\nallocator=" + AllocatorName(t->allocator) + "\ncall=" + t->call + "\nfuture_key=x\n";
   if (t->free_kept_before) text += "free_kept_before=" + to_string(*t->free_kept_before) + "\n";
   if (t->free_kept_after) text += "free_kept_after=" + to_string(*t->free_kept_after) + "\n";
+  if (t->committed_before) text += "committed_before=" + to_string(*t->committed_before) + "\n";
+  if (t->committed_after) text += "committed_after=" + to_string(*t->committed_after) + "\n";
   auto again = agent::ParseAgentTrim(text);
   FUZZ_CHECK(again.ok());
   FUZZ_CHECK(again->allocator == t->allocator && again->call == t->call &&
              again->free_kept_before == t->free_kept_before &&
-             again->free_kept_after == t->free_kept_after && again->result == t->result);
+             again->free_kept_after == t->free_kept_after &&
+             again->committed_before == t->committed_before &&
+             again->committed_after == t->committed_after && again->result == t->result);
   FUZZ_CHECK(!agent::ParseAgentTrim(text.substr(0, text.size() - 1)).ok());
 }
 

@@ -131,5 +131,26 @@ TEST(Inspect, TrimListsEachArenaHeapBeforeAndAfter) {
       << j;
 }
 
+TEST(Inspect, TrimShowsMimallocsCommittedBytesAroundTheCall) {
+  TrimResult r;
+  r.pid = 78;
+  r.backend = "agent";
+  r.trigger = "manual";
+  r.success = true;
+  r.allocator = "mimalloc";
+  r.call = "mi_collect";
+  r.committed_before = 160ull << 20;
+  r.committed_after = 64ull << 20;
+  std::string t = RenderTrimText(r);
+  EXPECT_NE(t.find("mimalloc committed"), std::string::npos) << t;
+  EXPECT_NE(t.find("160.0 MiB -> 64.0 MiB"), std::string::npos) << t;
+  EXPECT_EQ(t.find("free kept"), std::string::npos) << t;
+  std::string j = RenderTrimJson(r);
+  EXPECT_NE(j.find("\"committed_before_bytes\":167772160,\"committed_after_bytes\":67108864"),
+            std::string::npos)
+      << j;
+  EXPECT_EQ(j.find("free_kept_before_bytes"), std::string::npos) << j;
+}
+
 }  // namespace
 }  // namespace memtrimd
