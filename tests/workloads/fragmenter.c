@@ -37,12 +37,19 @@
  *   glibc             1000 B chunks 130 -> 0 MiB   300 KB chunks 128 -> 0 MiB
  *   jemalloc 5.3               137 -> 5 MiB                  69 -> 1 MiB
  *   tcmalloc 2.10              136 -> 6 MiB                 133 -> 4 MiB
- *   mimalloc 2.0.9             134 -> 134 MiB               129 -> 129 MiB
+ *   mimalloc 2.0.9             134 -> 39 MiB                131 -> 31 MiB
  * jemalloc already gives back half of chunks of 64 KiB and more during the
- * frees. mimalloc's mi_collect(true), run on the agent's thread, gave back
- * nothing the main thread had freed, with chunks of 1000 B to 4 MiB (chunks
- * over 16 MiB go back at free()); the same call made in-process by a thread
- * created after the frees did give ~70 % back, a difference not pinned down.
+ * frees. mimalloc's mi_collect(true) (the agent calls mi_thread_init() on its
+ * thread first: a thread that never allocated has no heap, and collects
+ * nothing) gives back the 32 MiB segments that became wholly free, which
+ * mimalloc keeps in its segment cache. What the main thread freed into a
+ * segment it still has a page in stays until the main thread itself
+ * allocates again: its first segment (its earliest blocks live there) and,
+ * for chunks up to 128 KiB, the segment of the last page it emptied, which
+ * mimalloc keeps for reuse. That is one segment's worth when the freed total
+ * is a multiple of 32 MiB: of 64 MiB, 32 MiB came back (1000 B chunks; 35 MiB
+ * of 300 KB ones), of 128 MiB 96 and 100 MiB. Chunks over 16 MiB go back at
+ * free(); with MIMALLOC_DECOMMIT_DELAY=0 freed pages go back at free() too.
  * The default chunk is 1000 B. Under glibc, free() itself gives a large free
  * top chunk back (M_TRIM_THRESHOLD), so --free-mib first disables that with
  * mallopt and keeps chunks up to 32 MiB out of mmap (M_MMAP_THRESHOLD).
