@@ -21,7 +21,10 @@ struct MallocArena {
   uint64_t aspace_mprotect = 0;      // <aspace type="mprotect">
   std::optional<uint64_t> subheaps;  // <aspace type="subheaps"> (non-main arenas)
   // Free bytes in size classes of at least a page (4096): what malloc_trim
-  // could at most give back from the bins (an upper bound; see FACTS-glibc).
+  // could at most give back from the bins (an upper bound; see FACTS-glibc),
+  // if their pages are resident. A trim leaves the chunks in the bins and
+  // drops their pages, so after one this stays high while nothing is left
+  // to give back; TrimmableEstimate caps it at the resident free memory.
   // Entries with from >= 4096 count fully, an entry spanning the page size
   // (the unsorted bin) counts total - from; the top chunk is in top_bytes.
   // Rationale in malloc_info.cc.

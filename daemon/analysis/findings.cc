@@ -1,8 +1,10 @@
 #include "daemon/analysis/findings.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "collectors/common/text.h"
+#include "daemon/analysis/rss_account.h"
 #include "daemon/base/units.h"
 
 namespace memtrimd {
@@ -139,7 +141,16 @@ JavaHeap JavaHeapOf(const TargetSample& s) {
 }
 
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
-  if (!s.malloc) return std::nullopt;
+  // What malloc_trim gives back is resident free memory: it drops the whole
+  // pages inside free chunks (MADV_DONTNEED) and lowers brk. malloc_info
+  // lists free chunks whether or not their pages are resident, and after a
+  // trim the chunks stay in the bins with their pages gone: a fragmented
+  // program trimmed to 28 MiB of RSS still listed 124 MiB of them. So the
+  // chunks are an upper bound only up to the free memory the arenas hold
+  // resident (the account's glibc_free), and without the smaps read that
+  // gives it there is no bound to print.
+  std::optional<uint64_t> resident_free = GlibcFreeResident(s);
+  if (!resident_free) return std::nullopt;
   uint64_t sum = 0;
   for (const jvm::MallocArena& a : s.malloc->info.arenas) {
     sum += a.free_bytes_at_least_page;
@@ -147,7 +158,7 @@ std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
     // other arenas' tops stay (only free() shrinks those heaps).
     if (a.nr == 0) sum += a.top_bytes;
   }
-  return sum;
+  return std::min(sum, *resident_free);
 }
 
 bool MallocStatsStale(const TargetSample& s) {

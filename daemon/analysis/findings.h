@@ -72,7 +72,10 @@ struct JavaHeap {
 };
 JavaHeap JavaHeapOf(const TargetSample& s);
 
-// Upper bound of what malloc_trim could give back, from malloc_info.
+// Upper bound of what malloc_trim could give back: malloc_info's free
+// chunks of a page or more and the main arena's top, at most the free
+// memory the arenas hold resident (GlibcFreeResident, the account's
+// glibc_free). nullopt without malloc statistics or without the smaps read.
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s);
 
 // Whether the malloc statistics were read before the target's last trim

@@ -85,7 +85,16 @@ std::string Mib(uint64_t tenths) {
   return buf;
 }
 
+uint64_t ArenaResident(const glibc::RssBreakdown& b) { return b.arena_heaps + b.main_arena; }
+
 }  // namespace
+
+std::optional<uint64_t> GlibcFreeResident(const TargetSample& s) {
+  if (!s.glibc || !s.malloc || IsOtherAllocator(SampleAllocator(s))) return std::nullopt;
+  const jvm::MallocInfo& m = s.malloc->info;
+  uint64_t in_use_arenas = Sub(m.system_current, m.total_fast_bytes + m.total_rest_bytes);
+  return Sub(ArenaResident(s.glibc->breakdown), in_use_arenas);
+}
 
 std::optional<RssAccount> AccountRss(const TargetSample& s) {
   if (!s.glibc) return std::nullopt;
@@ -96,7 +105,7 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   a.rss = b.total;
   a.file = b.file_and_shared;
   if (a.is_jvm) a.java_heap = b.java_heap;
-  uint64_t arena_resident = b.arena_heaps + b.main_arena;
+  uint64_t arena_resident = ArenaResident(b);
   uint64_t anon_rest = arena_resident + b.other_anonymous;  // == rss - file - java heap
 
   // Written pages of file mappings: the CDS archive's (NMT "Shared class
@@ -112,10 +121,8 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   const bool other_allocator = IsOtherAllocator(allocator);
   if (other_allocator) a.allocator = AllocatorName(allocator);
   if (s.malloc && !other_allocator) {
-    const jvm::MallocInfo& m = s.malloc->info;
-    uint64_t in_use_arenas = Sub(m.system_current, m.total_fast_bytes + m.total_rest_bytes);
-    uint64_t mmapped = std::min(m.total_mmap_bytes, anon_maps);
-    a.glibc_free = Sub(arena_resident, in_use_arenas);
+    uint64_t mmapped = std::min(s.malloc->info.total_mmap_bytes, anon_maps);
+    a.glibc_free = GlibcFreeResident(s);
     malloc_in_use = arena_resident - *a.glibc_free + mmapped;
     jvm_maps = anon_maps - mmapped;
   } else {

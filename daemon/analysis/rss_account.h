@@ -79,4 +79,10 @@ std::optional<RssAccount> AccountRss(const TargetSample& s);
 // printing order (only the parts the account has).
 std::vector<std::pair<const char*, uint64_t>> AccountParts(const RssAccount& a);
 
+// The glibc free memory an account holds as glibc_free: the resident bytes
+// of the arenas (arena heaps and [heap], from the smaps read) less the
+// bytes malloc_info says are in use there. Needs both reads, and glibc's
+// malloc serving the target; nullopt otherwise.
+std::optional<uint64_t> GlibcFreeResident(const TargetSample& s);
+
 }  // namespace memtrimd

@@ -172,9 +172,9 @@ const MetricDef kTrimmableEstimate{
     "memtrimd_glibc_trimmable_estimate_bytes",
     MetricType::Gauge,
     {"pid"},
-    "Free bytes in malloc size classes of at least a page, plus the main arena's top chunk: an "
-    "upper bound of what malloc_trim could give back (pages may already be released; top "
-    "chunks of other arenas stay)."};
+    "Free bytes in malloc size classes of at least a page, plus the main arena's top chunk, at "
+    "most the free memory the arenas hold resident (the glibc_free part of the RSS account): an "
+    "upper bound of what malloc_trim could give back (top chunks of other arenas stay)."};
 const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
                               MetricType::Gauge,
                               {"pid", "part"},

@@ -424,7 +424,8 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
             MallocStatsStale(ts.sample)
                 ? "READ BEFORE THE LAST TRIM (" + TimeOfDay(*ts.sample.last_trim_at) +
                       "): not what a trim can give now; re-read pending"
-                : "free malloc chunks of a page or more, and the main arena's top (read " +
+                : "free malloc chunks of a page or more and the main arena's top, at most the "
+                  "glibc free kept (read " +
                       TimeOfDay(ts.sample.malloc->read_at) + ")");
       if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
         // memtrimd does not see those trims: say the estimate may be older.

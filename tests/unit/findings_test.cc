@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/analysis/rss_account.h"
+
 namespace memtrimd {
 namespace {
 
@@ -161,6 +163,42 @@ TEST(Findings, MallocStatisticsReadBeforeTheLastTrimAreStale) {
   EXPECT_TRUE(MallocStatsStale(s));
   s.malloc->read_at = *s.last_trim_at + std::chrono::milliseconds(5);
   EXPECT_FALSE(MallocStatsStale(s));
+}
+
+// A fragmented program after trims: malloc_info still lists 124 MiB of free
+// chunks of a page or more (a trim leaves them in the bins and drops their
+// pages), while the arenas hold 25.5 MiB resident of which 7.1 MiB is in
+// use. A trim can give back at most the free memory that is resident.
+TEST(Findings, TrimmableEstimateIsAtMostTheResidentFreeMemory) {
+  constexpr uint64_t kMiB = 1 << 20;
+  TargetSample s;
+  GlibcHeaps g;
+  g.breakdown.arena_heaps = 25 * kMiB;
+  g.breakdown.main_arena = kMiB / 2;
+  g.breakdown.total = 28 * kMiB;
+  s.glibc = g;
+  MallocStats m;
+  for (int nr = 0; nr < 9; ++nr) {
+    jvm::MallocArena a;
+    a.nr = nr;
+    a.free_bytes_at_least_page = (nr == 0 ? 4 : 15) * kMiB;
+    a.top_bytes = nr == 0 ? kMiB / 4 : 0;
+    m.info.arenas.push_back(a);
+  }
+  m.info.system_current = 132 * kMiB;
+  m.info.total_rest_bytes = 124 * kMiB + kMiB / 2;
+  m.info.total_fast_bytes = kMiB / 2;
+  s.malloc = m;
+  // In use: 132 - 125 = 7 MiB; resident free: 25.5 - 7 = 18.5 MiB.
+  EXPECT_EQ(GlibcFreeResident(s), 18 * kMiB + kMiB / 2);
+  EXPECT_EQ(TrimmableEstimate(s), 18 * kMiB + kMiB / 2);
+  // Where the arenas hold more free memory resident than the chunks of a
+  // page or more, those chunks (and the main top) are the bound.
+  s.glibc->breakdown.arena_heaps = 140 * kMiB;
+  EXPECT_EQ(TrimmableEstimate(s), 124 * kMiB + kMiB / 4);
+  // Without the smaps read there is nothing to bound the chunks by.
+  s.glibc.reset();
+  EXPECT_EQ(TrimmableEstimate(s), std::nullopt);
 }
 
 TEST(Findings, MissingFiguresSayWhy) {
