@@ -68,6 +68,63 @@ std::string NioCacheExplanation(const TargetSample& s, bool unbounded) {
   return line + ". Set -Djdk.nio.maxCachedBufferSize=262144 to bound it";
 }
 
+bool Has(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// What to do about an error whose text says it: a capability memtrimd lacks
+// (access.h words those "needs CAP_..."), a process that is gone, a
+// deadline. "" when the text says none of these.
+std::string ErrorAction(std::string_view error) {
+  if (Has(error, "(needs CAP_")) {
+    return "give memtrimd the capability named (securityContext.capabilities.add in a pod), or "
+           "run it as the target's user";
+  }
+  if (Has(error, " is gone") || Has(error, " exited")) {
+    return "nothing to do: the process exited, and leaves this page with the next sample";
+  }
+  if (Has(error, "timed out") || Has(error, "deadline")) {
+    return "nothing to do at once: memtrimd asks again at its next read; if it keeps timing out, "
+           "the target is stalled or starved of CPU";
+  }
+  return "";
+}
+
+// What to do when the JVM's attach socket cannot be used (the attach
+// client's and SignalVerdictText's words).
+std::string AttachAction(std::string_view error) {
+  if (std::string a = ErrorAction(error); !a.empty()) return a;
+  if (Has(error, "DisableAttachMechanism")) {
+    return "start the JVM without -XX:+DisableAttachMechanism; NMT, JVM flags and malloc "
+           "statistics need the attach socket";
+  }
+  if (Has(error, "not a HotSpot JVM")) {
+    return "nothing to do: memtrimd attaches to HotSpot JVMs only (heap figures still come from "
+           "hsperfdata when the JVM writes it)";
+  }
+  if (Has(error, "still starting") || Has(error, "SIGQUIT is not caught")) {
+    return "nothing to do yet: memtrimd tries again on the next --jvm.interval";
+  }
+  if (Has(error, "-Xrs") || Has(error, "at most once") || Has(error, "did not appear within") ||
+      Has(error, "cannot read all of its options") || Has(error, "signalling is off")) {
+    return "start the JVM with -XX:+StartAttachListener (its attach socket then exists from the "
+           "start and needs no signal), and check that memtrimd sees the JVM's /tmp, where the "
+           "socket is made (shareProcessNamespace in a pod)";
+  }
+  return "run 'memtrimd jcmd <pid> VM.version' beside memtrimd to see the same error by hand";
+}
+
+// What to do when the loaded agent does not answer.
+std::string AgentAction(std::string_view error) {
+  if (std::string a = ErrorAction(error); !a.empty()) return a;
+  return "memtrimd asks again every --smaps.interval; if this stays, the agent's own line on the "
+         "target's stderr says why it did not serve its socket";
+}
+
+std::string With(std::string why, const std::string& action) {
+  return action.empty() ? why : why + "; " + action;
+}
+
 }  // namespace
 
 std::optional<uint64_t> SettingBytes(const TargetSample& s, const char* name) {
@@ -241,7 +298,8 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   const bool is_jvm = s.jvm.has_value() || s.jvm_perf.has_value();
   if (s.jvm && !s.jvm->attachable) {
     out.push_back(
-        {"NMT, JVM flags, direct memory", "the JVM is not attachable: " + s.jvm->attach_error});
+        {"NMT, JVM flags, direct memory", With("the JVM is not attachable: " + s.jvm->attach_error,
+                                               AttachAction(s.jvm->attach_error))});
   }
   if (s.jvm && s.jvm->attachable && s.jvm->nmt && !s.jvm->nmt->enabled) {
     out.push_back({"NMT categories and memory outside NMT",
@@ -253,6 +311,8 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
                    s.jvm_buffers_missing.empty()
                        ? "libmemtrimd_agent.so is not preloaded into the JVM (start it with "
                          "LD_PRELOAD=libmemtrimd_agent.so to read BufferPoolMXBean's figures)"
+                   : !s.agent_unreachable.empty()
+                       ? With(s.jvm_buffers_missing, AgentAction(s.agent_unreachable))
                        : s.jvm_buffers_missing});
   }
   // Another allocator serves malloc: glibc's figures are not missing, they
@@ -265,9 +325,12 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
          std::string("not applicable: malloc is ") + AllocatorName(allocator) + ", not glibc's"});
     if (!s.allocator && allocator != Allocator::kMusl) {
       out.push_back({std::string(AllocatorName(allocator)) + "'s own figures",
-                     !s.allocator_missing.empty() ? s.allocator_missing
+                     !s.allocator_missing.empty()
+                         ? With(s.allocator_missing,
+                                "preload the libmemtrimd_agent.so of this memtrimd's version")
                      : !s.agent_unreachable.empty()
-                         ? "the agent does not answer: " + s.agent_unreachable
+                         ? With("the agent does not answer: " + s.agent_unreachable,
+                                AgentAction(s.agent_unreachable))
                          : "libmemtrimd_agent.so is not preloaded (start the program with "
                            "LD_PRELOAD=libmemtrimd_agent.so to read them)"});
     }
@@ -279,9 +342,21 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
             " has no System.native_heap_info (JDK 21+); preload libmemtrimd_agent.so into the "
             "JVM to read them";
     } else if (!s.agent_unreachable.empty()) {
-      why = "the agent does not answer: " + s.agent_unreachable;
+      why = With("the agent does not answer: " + s.agent_unreachable,
+                 AgentAction(s.agent_unreachable));
+    } else if (s.agent_loaded) {
+      why =
+          "not read yet: the agent is asked on every --smaps.interval, the first time within "
+          "one interval of memtrimd finding the target";
+    } else if (s.jvm && !s.jvm->attachable) {
+      why =
+          "System.native_heap_info needs the attach socket, which memtrimd cannot use (see NMT, "
+          "JVM flags, direct memory); preloading libmemtrimd_agent.so into the JVM gives them "
+          "without it";
     } else {
-      why = "not read yet";
+      why =
+          "not read yet: the JVM is asked (System.native_heap_info) on every --jvm.interval, "
+          "the first time within one interval of memtrimd finding it";
     }
     out.push_back({"malloc statistics (glibc free memory, trimmable estimate)", why});
   }
@@ -294,23 +369,54 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
                      "NMT Other is " + Bytes(*d.nmt_other_bytes) + " of a " +
                          Bytes(*d.limit_bytes) +
                          " limit, but it also holds memory the limit does not count (FFM, "
-                         "Unsafe, and on JDK 24+ the temporary buffer cache); the direct pool "
-                         "itself needs the agent"});
+                         "Unsafe, and on JDK 24+ the temporary buffer cache); preload "
+                         "libmemtrimd_agent.so into the JVM (LD_PRELOAD) to read the direct pool "
+                         "itself and decide it"});
     }
   }
   if (is_jvm && !s.jvm_perf) {
     out.push_back(
         {"GC counters", !s.jvm_perf_missing.empty()
-                            ? s.jvm_perf_missing
+                            ? With(s.jvm_perf_missing, ErrorAction(s.jvm_perf_missing))
                             : "no hsperfdata (the JVM runs with -XX:-UsePerfData or "
-                              "-XX:+PerfDisableSharedMem, or its file is not reachable)"});
+                              "-XX:+PerfDisableSharedMem, or its file is not reachable); start "
+                              "the JVM without those flags, and let memtrimd see the JVM's /tmp, "
+                              "where hsperfdata_<user>/<pid> is (shareProcessNamespace in a pod)"});
   }
   if (s.glibc && is_jvm && !s.glibc->java_heap_known) {
     out.push_back({"RSS account",
-                   "the Java heap's address range is not known yet (GC.heap_info through the "
-                   "attach socket)"});
+                   s.jvm && !s.jvm->attachable
+                       ? "the Java heap's address range is not known: it comes from GC.heap_info "
+                         "through the attach socket, which memtrimd cannot use (see NMT, JVM "
+                         "flags, direct memory)"
+                       : "the Java heap's address range is not known yet: it comes from "
+                         "GC.heap_info on the next --jvm.interval, and the account with the smaps "
+                         "read after it"});
   }
   return out;
+}
+
+std::string CollectorErrorAction(std::string_view collector, std::string_view error) {
+  if (collector == "jvm") return AttachAction(error);
+  if (collector == "agent") return AgentAction(error);
+  if (std::string a = ErrorAction(error); !a.empty()) return a;
+  if (collector == "glibc") {
+    return "reading /proc/<pid>/smaps needs the target's user or CAP_SYS_PTRACE; memtrimd reads "
+           "it again every --smaps.interval";
+  }
+  if (collector == "cgroup") {
+    return "memtrimd reads the limit from the target's cgroup under /sys/fs/cgroup; where that is "
+           "not mounted, --target.memory-limit gives it";
+  }
+  if (collector == "hsperfdata") {
+    return "start the JVM without -XX:-UsePerfData and -XX:+PerfDisableSharedMem, and let "
+           "memtrimd see the JVM's /tmp (shareProcessNamespace in a pod)";
+  }
+  if (collector == "process") {
+    return "memtrimd reads /proc/<pid>/status again every sample; it needs to see the target's "
+           "/proc (the same pid namespace)";
+  }
+  return "memtrimd tries again at its next read";
 }
 
 std::string MallocEnvAdvice(const TargetSample& s) {

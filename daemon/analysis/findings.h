@@ -87,9 +87,15 @@ std::optional<uint64_t> SettingBytes(const TargetSample& s, const char* name);
 // A figure this sample lacks, why, and what would give it.
 struct MissingFigure {
   std::string figure;  // short name: "buffer pools", "malloc statistics", ...
+  // Why, then what to do: a flag, a capability, the agent; or, where there
+  // is nothing to do ("not read yet"), when it will be read.
   std::string why;
 };
 std::vector<MissingFigure> MissingFigures(const TargetSample& s);
+
+// What to do about a collector's failure (CollectorOutcome's name and
+// error), in a few plain words: never empty.
+std::string CollectorErrorAction(std::string_view collector, std::string_view error);
 
 // Advice on the target's malloc environment (MALLOC_ARENA_MAX, ...): empty
 // when there is nothing to say.

@@ -215,6 +215,59 @@ TEST(Findings, MissingFiguresSayWhy) {
   EXPECT_TRUE(pools);
 }
 
+std::string WhyOf(const TargetSample& s, std::string_view figure) {
+  for (const MissingFigure& m : MissingFigures(s)) {
+    if (m.figure.find(figure) != std::string::npos) return m.why;
+  }
+  return "(not missing)";
+}
+
+// Each missing figure says what to do, or when it will be read when there
+// is nothing to do.
+TEST(Findings, MissingFiguresSayWhatToDo) {
+  TargetSample s = Jvm(21);
+  s.jvm->attachable = false;
+  s.jvm->attach_error =
+      "attach: the JVM's attach socket did not appear within 2000 ms; memtrimd will not signal "
+      "this JVM again";
+  EXPECT_NE(WhyOf(s, "NMT, JVM flags").find("-XX:+StartAttachListener"), std::string::npos)
+      << WhyOf(s, "NMT, JVM flags");
+  s.jvm->attach_error =
+      "attach: not signalling: the JVM's attach socket is owner-only: permission denied (needs "
+      "CAP_DAC_OVERRIDE or the target's uid)";
+  EXPECT_NE(WhyOf(s, "NMT, JVM flags").find("give memtrimd the capability"), std::string::npos);
+  EXPECT_NE(WhyOf(s, "malloc statistics").find("attach socket"), std::string::npos);
+
+  // Right after memtrimd found it: nothing to do, and when it comes.
+  s = Jvm(21);
+  EXPECT_NE(WhyOf(s, "malloc statistics").find("not read yet"), std::string::npos);
+  EXPECT_NE(WhyOf(s, "malloc statistics").find("every --jvm.interval"), std::string::npos);
+  s.agent_loaded = true;
+  EXPECT_NE(WhyOf(s, "malloc statistics").find("every --smaps.interval"), std::string::npos);
+  s.agent_unreachable = "agent: no socket at /proc/9/root/tmp/memtrimd-agent.9";
+  EXPECT_NE(WhyOf(s, "malloc statistics").find("stderr"), std::string::npos);
+
+  GlibcHeaps g;
+  s = Jvm(17);
+  s.glibc = g;  // the heap's range is not known
+  EXPECT_NE(WhyOf(s, "RSS account").find("next --jvm.interval"), std::string::npos);
+  EXPECT_NE(WhyOf(s, "GC counters").find("-XX:-UsePerfData"), std::string::npos);
+}
+
+TEST(Findings, EveryCollectorFailureSaysWhatToDo) {
+  EXPECT_NE(CollectorErrorAction("glibc", "open /proc/77/smaps: Permission denied")
+                .find("CAP_SYS_PTRACE"),
+            std::string::npos);
+  EXPECT_NE(CollectorErrorAction("jvm", "attach: process 9 is gone").find("exited"),
+            std::string::npos);
+  EXPECT_NE(CollectorErrorAction("cgroup", "open memory.max: No such file or directory")
+                .find("--target.memory-limit"),
+            std::string::npos);
+  for (const char* c : {"process", "cgroup", "hsperfdata", "agent", "jvm", "glibc", "other"}) {
+    EXPECT_FALSE(CollectorErrorAction(c, "something odd").empty()) << c;
+  }
+}
+
 TEST(Findings, ArenaCapIsNotPresentedAsASafeFix) {
   TargetSample s;
   EXPECT_EQ(MallocEnvAdvice(s), "");
