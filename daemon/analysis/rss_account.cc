@@ -59,10 +59,12 @@ NmtKnown ToKnown(const PerKind& k) {
   return NmtKnown{k[kBuffers], k[kMetaspace], k[kCode], k[kThreads], k[kGc], k[kJvmOther]};
 }
 
-// Tenths of a MiB, rounded so that the parts add up to the rounded total
-// (largest remainders get the spare tenths).
-std::vector<uint64_t> TenthsThatAddUp(const std::vector<uint64_t>& parts, uint64_t total) {
-  constexpr long double kTenth = 1024.0L * 1024.0L / 10.0L;
+constexpr long double kTenth = 1024.0L * 1024.0L / 10.0L;
+
+// Tenths of a MiB, rounded so that the parts add up to `want` tenths (at
+// least the sum of their floors, at most one more each): the largest
+// remainders get the spare tenths, so each part is within a tenth.
+std::vector<uint64_t> TenthsThatAddUpTo(const std::vector<uint64_t>& parts, uint64_t want) {
   std::vector<uint64_t> out(parts.size());
   std::vector<std::pair<long double, std::size_t>> rest;
   uint64_t floors = 0;
@@ -72,7 +74,6 @@ std::vector<uint64_t> TenthsThatAddUp(const std::vector<uint64_t>& parts, uint64
     floors += out[i];
     rest.emplace_back(t - std::floor(t), i);
   }
-  auto want = static_cast<uint64_t>(std::llround(static_cast<long double>(total) / kTenth));
   std::sort(rest.begin(), rest.end(), [](auto& a, auto& b) { return a.first > b.first; });
   for (std::size_t i = 0; floors < want && i < rest.size(); ++i, ++floors) ++out[rest[i].second];
   return out;
@@ -83,6 +84,64 @@ std::string Mib(uint64_t tenths) {
   std::snprintf(buf, sizeof(buf), "%llu.%llu MiB", static_cast<unsigned long long>(tenths / 10),
                 static_cast<unsigned long long>(tenths % 10));
   return buf;
+}
+
+// The equation's terms: each a run of AccountParts (the NMT kinds are one
+// term, every other part its own), with its words.
+struct Term {
+  std::string words;
+  std::size_t first = 0, count = 0;  // AccountParts indices
+};
+std::vector<Term> TermsOf(const RssAccount& a,
+                          const std::vector<std::pair<const char*, uint64_t>>& parts) {
+  std::string rest = a.nmt ? "outside NMT" : "native";
+  if (!a.glibc_free && !a.allocator_free) rest += " and " + a.allocator + " free";
+  if (a.outside_is_estimate && a.nmt) rest += " (estimate)";
+  std::vector<Term> terms;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string_view part = parts[i].first;
+    std::string words = part == "file"               ? "file-backed"
+                        : part == "java_heap"        ? "Java heap"
+                        : part.rfind("nmt_", 0) == 0 ? "NMT-known native"
+                        : part == "glibc_free"       ? "glibc free kept"
+                        : part == "allocator_free"   ? a.allocator + " free kept"
+                                                     : rest;
+    if (!terms.empty() && terms.back().words == words) {
+      ++terms.back().count;
+    } else {
+      terms.push_back({words, i, 1});
+    }
+  }
+  return terms;
+}
+
+// Each AccountParts value in tenths: first the equation's terms, rounded
+// to add up to the RSS; then the parts of the NMT term, rounded to add up
+// to that term. Every printed figure is within a tenth of its value, and a
+// part prints the same in a legend as in the equation.
+std::vector<uint64_t> PartTenths(const RssAccount& a, std::vector<Term>* terms_out = nullptr,
+                                 std::vector<uint64_t>* term_tenths_out = nullptr) {
+  const std::vector<std::pair<const char*, uint64_t>> parts = AccountParts(a);
+  const std::vector<Term> terms = TermsOf(a, parts);
+  std::vector<uint64_t> term_values;
+  for (const Term& t : terms) {
+    uint64_t sum = 0;
+    for (std::size_t i = t.first; i < t.first + t.count; ++i) sum += parts[i].second;
+    term_values.push_back(sum);
+  }
+  const std::vector<uint64_t> term_tenths = TenthsThatAddUpTo(
+      term_values, static_cast<uint64_t>(std::llround(static_cast<long double>(a.rss) / kTenth)));
+  std::vector<uint64_t> out;
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    std::vector<uint64_t> members;
+    for (std::size_t i = terms[k].first; i < terms[k].first + terms[k].count; ++i) {
+      members.push_back(parts[i].second);
+    }
+    for (uint64_t t : TenthsThatAddUpTo(members, term_tenths[k])) out.push_back(t);
+  }
+  if (terms_out != nullptr) *terms_out = terms;
+  if (term_tenths_out != nullptr) *term_tenths_out = term_tenths;
+  return out;
 }
 
 uint64_t ArenaResident(const glibc::RssBreakdown& b) { return b.arena_heaps + b.main_arena; }
@@ -189,25 +248,21 @@ std::vector<std::pair<const char*, uint64_t>> AccountParts(const RssAccount& a) 
   return p;
 }
 
+std::vector<std::string> AccountPartsShown(const RssAccount& a) {
+  std::vector<std::string> out;
+  for (uint64_t t : PartTenths(a)) out.push_back(Mib(t));
+  return out;
+}
+
 std::string RssAccount::Equation() const {
-  std::vector<std::pair<std::string, uint64_t>> terms;
-  terms.emplace_back("file-backed", file);
-  if (java_heap) terms.emplace_back("Java heap", *java_heap);
-  if (nmt) terms.emplace_back("NMT-known native", nmt->total());
-  if (glibc_free) terms.emplace_back("glibc free kept", *glibc_free);
-  if (allocator_free) terms.emplace_back(allocator + " free kept", *allocator_free);
-  std::string rest = nmt ? "outside NMT" : "native";
-  if (!glibc_free && !allocator_free) rest += " and " + allocator + " free";
-  if (outside_is_estimate && nmt) rest += " (estimate)";
-  terms.emplace_back(rest, outside);
-  std::vector<uint64_t> values;
-  for (auto& t : terms) values.push_back(t.second);
-  std::vector<uint64_t> tenths = TenthsThatAddUp(values, rss);
+  std::vector<Term> terms;
+  std::vector<uint64_t> tenths;
+  PartTenths(*this, &terms, &tenths);
   uint64_t total_tenths = 0;
   for (uint64_t t : tenths) total_tenths += t;
   std::string line = "RSS " + Mib(total_tenths) + " =";
   for (std::size_t i = 0; i < terms.size(); ++i) {
-    line += (i ? " + " : " ") + terms[i].first + " " + Mib(tenths[i]);
+    line += (i ? " + " : " ") + terms[i].words + " " + Mib(tenths[i]);
   }
   return line;
 }

@@ -79,6 +79,13 @@ std::optional<RssAccount> AccountRss(const TargetSample& s);
 // printing order (only the parts the account has).
 std::vector<std::pair<const char*, uint64_t>> AccountParts(const RssAccount& a);
 
+// Each of AccountParts' values as printed ("0.4 MiB"), in tenths of a MiB:
+// the equation's terms rounded to add up to the RSS rounded to a tenth (the
+// largest remainders get the spare tenths), and the NMT parts rounded to
+// add up to the equation's NMT-known term. So a part prints the same in a
+// legend of the parts as in Equation(), and every figure is within a tenth.
+std::vector<std::string> AccountPartsShown(const RssAccount& a);
+
 // The glibc free memory an account holds as glibc_free: the resident bytes
 // of the arenas (arena heaps and [heap], from the smaps read) less the
 // bytes malloc_info says are in use there. Needs both reads, and glibc's

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <regex>
 
@@ -56,6 +57,30 @@ void ExpectAddsUp(const RssAccount& a) {
   uint64_t rhs = 0;
   for (std::size_t i = 1; i < tenths.size(); ++i) rhs += tenths[i];
   EXPECT_EQ(tenths[0], rhs) << eq;
+  // The parts as a legend prints them: the equation's figures, the NMT
+  // kinds adding up to its NMT-known term, each within a tenth of its value.
+  const std::vector<std::string> shown = AccountPartsShown(a);
+  const auto shown_parts = AccountParts(a);
+  ASSERT_EQ(shown.size(), shown_parts.size());
+  std::vector<uint64_t> terms;
+  for (std::size_t i = 0; i < shown_parts.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(shown[i], m, num)) << shown[i];
+    const uint64_t t = std::stoull(m[1]) * 10 + std::stoull(m[2]);
+    EXPECT_LE(std::fabs(static_cast<double>(t) -
+                        static_cast<double>(shown_parts[i].second) / (1024.0 * 1024.0 / 10.0)),
+              1.0)
+        << shown_parts[i].first;
+    const bool nmt = std::string_view(shown_parts[i].first).rfind("nmt_", 0) == 0;
+    const bool after_nmt =
+        i > 0 && std::string_view(shown_parts[i - 1].first).rfind("nmt_", 0) == 0;
+    if (nmt && after_nmt) {
+      terms.back() += t;
+    } else {
+      terms.push_back(t);
+    }
+  }
+  EXPECT_EQ(terms, std::vector<uint64_t>(tenths.begin() + 1, tenths.end())) << eq;
 }
 
 TEST(RssAccount, CommittedButUntouchedGcMemoryIsNotRss) {
