@@ -21,8 +21,18 @@ HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   if (s.process) p.rss = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
   if (s.cgroup && s.cgroup->limit_bytes) p.limit = *s.cgroup->limit_bytes;
   if (s.glibc) p.arena_resident = s.glibc->resident_bytes;
-  if (auto used = DirectMemoryOf(s).used_bytes) p.direct = *used;
+  DirectMemory d = DirectMemoryOf(s);
+  if (d.used_bytes) {
+    p.direct = std::min(*d.used_bytes, kDirectIsNmtOther - 1);
+  } else if (d.nmt_other_bytes) {
+    p.direct = std::min(*d.nmt_other_bytes, kDirectIsNmtOther - 1) | kDirectIsNmtOther;
+  }
   return p;
+}
+
+std::optional<DirectFigure> DirectOf(const HistoryPoint& p) {
+  if (p.direct == kNoValue) return std::nullopt;
+  return DirectFigure{p.direct & ~kDirectIsNmtOther, (p.direct & kDirectIsNmtOther) != 0};
 }
 
 SampleHistory::SampleHistory(std::chrono::milliseconds window) : window_(window) {}

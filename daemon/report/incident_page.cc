@@ -38,22 +38,31 @@ const char* PartLabel(std::string_view part) {
   return "native";
 }
 
-constexpr const char* kStyle = R"(<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#1b1b1b;background:#fafafa}
-h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:20px 0 6px}h3{font-size:15px;margin:14px 0 4px}
-.meta{color:#555}a{color:#0645ad}
-table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
-td:first-child,th:first-child,td.l,th.l{text-align:left}
-.room{fill:#eee;stroke:#bbb}.limit{stroke:#c00;stroke-width:2}
-.p0{fill:#9aa5b1;background:#9aa5b1}.p1{fill:#4e79a7;background:#4e79a7}.p2{fill:#f28e2b;background:#f28e2b}.p3{fill:#76b7b2;background:#76b7b2}.p4{fill:#59a14f;background:#59a14f}.p5{fill:#edc948;background:#edc948}
-.p6{fill:#b07aa1;background:#b07aa1}.p7{fill:#ff9da7;background:#ff9da7}.p8{fill:#9c755f;background:#9c755f}.p9{fill:#e15759;background:#e15759}.p10{fill:#bab0ac;background:#bab0ac}.p11{fill:#1f77b4;background:#1f77b4}
-.legend i{display:inline-block;width:10px;height:10px;margin:0 4px 0 8px}
-.charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;background:#fff;border:1px solid #ddd;padding:6px}
-figcaption{font-weight:600}.plot{fill:#fff;stroke:#ccc}polyline{fill:none;stroke-width:1.5}
-.axis{font-size:10px;fill:#555}.trim line{stroke:#2a7;stroke-width:2}.trim .before{fill:#c00}.trim .after{fill:#2a7}
-.trimkey{background:#2a7}.risk{color:#b00;font-weight:600}.ok{color:#2a7}
-ul{margin:4px 0;padding-left:20px}li{margin:2px 0}
-</style>)";
+// The stylesheet: type and layout only. Colours that carry meaning (the
+// bar's parts, the chart lines, the legend keys) are SVG presentation
+// attributes in the page, so that the page reads the same without it.
+constexpr std::string_view kCss =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#1b1b1b;background:#fafafa}\n"
+    "h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:20px 0 6px}"
+    "h3{font-size:15px;margin:14px 0 4px}\n"
+    ".meta{color:#555}a{color:#0645ad}\n"
+    "table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;"
+    "text-align:right}\n"
+    "td:first-child,th:first-child,td.l,th.l{text-align:left}\n"
+    ".legend span{white-space:nowrap}.legend svg.key{vertical-align:-1px;margin:0 4px 0 8px}\n"
+    ".charts{display:flex;flex-wrap:wrap;gap:8px}"
+    "figure{margin:0;background:#fff;border:1px solid #ddd;padding:6px;max-width:424px}\n"
+    "figcaption{font-weight:600}.note{color:#555;font-size:12px;margin:4px 0 0}\n"
+    ".risk{color:#b00;font-weight:600}.ok{color:#2a7}.todo{color:#555}\n"
+    "ul{margin:4px 0;padding-left:20px}li{margin:2px 0}\n";
+
+// Three bars, the page's own picture; same-origin, so a CSP of
+// default-src 'self' lets the browser load it.
+constexpr std::string_view kIcon =
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+    "<rect x=\"1\" y=\"9\" width=\"4\" height=\"6\" fill=\"#4e79a7\"/>"
+    "<rect x=\"6\" y=\"5\" width=\"4\" height=\"10\" fill=\"#f28e2b\"/>"
+    "<rect x=\"11\" y=\"1\" width=\"4\" height=\"14\" fill=\"#59a14f\"/></svg>\n";
 
 // The free memory the target's allocator keeps ("12.0 MiB", or "3.1 MiB
 // jemalloc" for another allocator than glibc); "" when not known.
@@ -64,12 +73,15 @@ std::string FreeKept(const std::optional<RssAccount>& a) {
   return "";
 }
 
+// The account's parts with the figures the equation prints for them.
 std::vector<BarPart> PartsOf(const RssAccount& a) {
   std::vector<BarPart> parts;
+  const std::vector<std::string> shown = AccountPartsShown(a);
+  std::size_t i = 0;
   for (const auto& [part, bytes] : AccountParts(a)) {
     std::string label =
         std::string_view(part) == "allocator_free" ? a.allocator + " free kept" : PartLabel(part);
-    parts.push_back({part, label, bytes});
+    parts.push_back({part, label, bytes, shown[i++]});
   }
   return parts;
 }
@@ -109,12 +121,50 @@ void RenderAccountSection(std::string& out, const TargetSnapshot& ts) {
   out += RenderAccountBar(parts, a->rss, LimitOf(s));
   out += "<div class=\"legend\">";
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    out += "<span><i class=\"p" + std::to_string(i % 12) + "\"></i>" + HtmlEscape(parts[i].label) +
-           " " + Mib(parts[i].bytes) + "</span> ";
+    out += "<span data-legend-part=\"" + HtmlEscape(parts[i].part) + "\">" + Swatch(PartColor(i)) +
+           HtmlEscape(parts[i].label) + " " + HtmlEscape(parts[i].shown) + "</span> ";
   }
   out += "</div>\n<p>" + HtmlEscape(a->Equation());
   if (auto limit = LimitOf(s)) out += " (limit " + Mib(*limit) + ")";
   out += "</p>\n</div>\n";
+}
+
+// Under the direct memory chart: what NMT Other is when it stands in for
+// the pool, or why there is nothing to draw and what would give it. The
+// same reading as /report's: the pool is what -XX:MaxDirectMemorySize
+// limits; NMT Other holds it and more, so it bounds the pool from above and
+// is never called the pool.
+std::string DirectChartNote(const TargetSample& s, bool pool_drawn, bool nmt_other_drawn) {
+  // The pool needs the agent; a loaded agent that did not answer says why.
+  const bool agent_failed = s.agent_loaded && !s.jvm_buffers_missing.empty();
+  const std::string get_pool = "start the JVM with LD_PRELOAD=libmemtrimd_agent.so";
+  if (nmt_other_drawn) {
+    std::string note =
+        std::string(pool_drawn ? "Where the pool line is missing, the dashed line is NMT Other"
+                               : "The dashed line is NMT Other, not the direct buffer pool") +
+        ": it also holds the temporary buffer cache, FFM and Unsafe memory, so the pool (what "
+        "-XX:MaxDirectMemorySize limits) is at most this.";
+    if (s.jvm_buffers) return note;
+    return note + (agent_failed ? " The pool is not read: " + s.jvm_buffers_missing + "."
+                                : " To chart the pool itself, " + get_pool + ".");
+  }
+  if (pool_drawn) return "";
+  std::string nmt_why;
+  if (s.jvm && !s.jvm->attachable) {
+    nmt_why = "NMT cannot be read: the JVM is not attachable (see below)";
+  } else if (s.jvm && s.jvm->nmt && !s.jvm->nmt->enabled) {
+    nmt_why = "NMT is off (-XX:NativeMemoryTracking=summary would give NMT Other, an upper bound)";
+  } else {
+    nmt_why = "NMT is not read yet (every --jvm.interval)";
+  }
+  if (s.jvm_buffers) {
+    return "No data: the pool is not read yet (every --smaps.interval), and " + nmt_why + ".";
+  }
+  return "No data: " +
+         (agent_failed
+              ? "the pool is not read (" + s.jvm_buffers_missing + ")"
+              : std::string("the direct buffer pool needs libmemtrimd_agent.so in the JVM")) +
+         ", and " + nmt_why + "." + (agent_failed ? "" : " To chart the pool, " + get_pool + ".");
 }
 
 void RenderCharts(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
@@ -132,11 +182,18 @@ void RenderCharts(std::string& out, const TargetSnapshot& ts, const SampleHistor
   ChartSeries limit{"limit", "limit", "#c00", true, {}};
   ChartSeries arena{"arena_heaps", "arena heaps resident", "#f28e2b", false, {}};
   ChartSeries direct{"direct", "direct buffer pool", "#b07aa1", false, {}};
+  // Dashed: an upper bound of the pool, not the pool.
+  ChartSeries nmt_other{"nmt_other",
+                        "NMT Other (direct buffers, temporary buffer cache, FFM, Unsafe)",
+                        "#b07aa1",
+                        true,
+                        {}};
   for (const HistoryPoint& p : h->points) {
     if (p.rss != kNoValue) rss.points.push_back({p.t_ms, p.rss});
     if (p.limit != kNoValue) limit.points.push_back({p.t_ms, p.limit});
     if (p.arena_resident != kNoValue) arena.points.push_back({p.t_ms, p.arena_resident});
-    if (p.direct != kNoValue) direct.points.push_back({p.t_ms, p.direct});
+    if (auto d = DirectOf(p))
+      (d->nmt_other ? nmt_other : direct).points.push_back({p.t_ms, d->bytes});
   }
   std::vector<ChartMark> marks;
   for (const TrimMark& m : h->trims) marks.push_back({m.t_ms, m.before, m.after});
@@ -149,7 +206,12 @@ void RenderCharts(std::string& out, const TargetSnapshot& ts, const SampleHistor
   out += RenderLineChart("RSS, memory limit and trims", from, to, first, marks);
   out += RenderLineChart("glibc arena heaps, resident", from, to, {arena}, {});
   if (ts.sample.jvm || ts.sample.jvm_perf) {
-    out += RenderLineChart("direct buffer memory", from, to, {direct}, {});
+    std::vector<ChartSeries> series;
+    if (!direct.points.empty() || nmt_other.points.empty()) series.push_back(direct);
+    if (!nmt_other.points.empty()) series.push_back(nmt_other);
+    out += RenderLineChart(
+        "direct memory", from, to, series, {},
+        DirectChartNote(ts.sample, !direct.points.empty(), !nmt_other.points.empty()));
   }
   out += "</div>\n";
 }
@@ -172,13 +234,24 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
     out += "<li class=\"ok\">No risk seen by: " + HtmlEscape(list) + "</li>\n";
   }
   if (auto trimmable = TrimmableEstimate(s); trimmable && *trimmable > 0) {
-    out += "<li data-finding=\"trimmable\">malloc_trim could give back up to " + Mib(*trimmable) +
+    std::string last;
+    if (trims && !trims->recent.empty() && trims->recent.front().success) {
+      const TrimResult& r = trims->recent.front();
+      const uint64_t given = r.before.rss_swap_bytes > r.after.rss_swap_bytes
+                                 ? r.before.rss_swap_bytes - r.after.rss_swap_bytes
+                                 : 0;
+      last = " The last trim (" + ClockUtc(UnixMs(r.at)) + " UTC) gave back " + Mib(given) + ".";
+    }
+    out += "<li data-finding=\"trimmable\" data-bytes=\"" + std::to_string(*trimmable) +
+           "\">malloc_trim could give back up to " + Mib(*trimmable) +
+           " (free memory malloc keeps resident, of which a trim takes the whole free pages: free "
+           "chunks under a page, and the partial pages beside live data, stay)" +
            (MallocStatsStale(s) ? " (statistics from before the last trim)" : "") +
            (trims && trims->opted_in
                 ? ": memtrimd trims this target on its schedule."
                 : ": memtrimd does not trim this target (MEMTRIMD_TRIM=1 in its environment "
                   "opts it in).") +
-           "</li>\n";
+           last + "</li>\n";
   }
   if (std::string advice = MallocEnvAdvice(s); !advice.empty()) {
     out += "<li data-finding=\"malloc_env\">" + HtmlEscape(advice) + "</li>\n";
@@ -186,7 +259,8 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
   for (const CollectorOutcome& o : ts.collectors) {
     if (!o.success) {
       out += "<li data-finding=\"collector\">The " + HtmlEscape(o.name) +
-             " collector failed: " + HtmlEscape(o.error) + "</li>\n";
+             " collector failed: " + HtmlEscape(o.error) + ". <span class=\"todo\">What to do: " +
+             HtmlEscape(CollectorErrorAction(o.name, o.error)) + ".</span></li>\n";
     }
   }
   out += "</ul>\n";
@@ -281,6 +355,9 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
 
 }  // namespace
 
+std::string_view IncidentPageCss() { return kCss; }
+std::string_view IncidentPageIcon() { return kIcon; }
+
 IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStats>* trims,
                                 const SampleHistory* history, const IncidentPageOptions& options) {
   IncidentPage page;
@@ -292,8 +369,11 @@ IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStat
       30, std::chrono::duration_cast<std::chrono::seconds>(options.refresh).count());
   out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-      "<link rel=\"icon\" href=\"data:,\">\n<meta http-equiv=\"refresh\" content=\"" +
-      std::to_string(refresh_s) + "\">\n<title>memtrimd</title>\n" + kStyle + "</head>\n";
+      "<link rel=\"icon\" href=\"" +
+      std::string(kIncidentIconPath) +
+      "\" type=\"image/svg+xml\">\n<link rel=\"stylesheet\" href=\"" + kIncidentCssPath +
+      "\">\n<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_s) +
+      "\">\n<title>memtrimd</title>\n</head>\n";
   out += "<body data-sequence=\"" + std::to_string(snap ? snap->sequence : 0) + "\">\n";
   out += "<h1>memtrimd</h1>\n<p class=\"meta\">";
   if (snap != nullptr) {

@@ -26,7 +26,25 @@ std::string Mib(uint64_t bytes) {
 constexpr double kBarWidth = 760;
 constexpr double kBarHeight = 28;
 
+// Tableau 10 and two more: neighbours stay apart on the bar.
+constexpr const char* kPartColors[] = {"#9aa5b1", "#4e79a7", "#f28e2b", "#76b7b2",
+                                       "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                                       "#9c755f", "#e15759", "#bab0ac", "#1f77b4"};
+constexpr const char* kTrimColor = "#2a7";
+constexpr const char* kLimitColor = "#c00";
+constexpr const char* kAxisText = " font-size=\"10\" fill=\"#555\"";
+
 }  // namespace
+
+const char* PartColor(std::size_t i) {
+  return kPartColors[i % (sizeof(kPartColors) / sizeof(kPartColors[0]))];
+}
+
+std::string Swatch(std::string_view color) {
+  return "<svg class=\"key\" width=\"10\" height=\"10\" aria-hidden=\"true\"><rect width=\"10\" "
+         "height=\"10\" fill=\"" +
+         HtmlEscape(color) + "\"/></svg>";
+}
 
 std::string HtmlEscape(std::string_view s) {
   std::string out;
@@ -77,22 +95,24 @@ std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
   if (limit) out += " data-limit=\"" + std::to_string(*limit) + "\"";
   out += " role=\"img\">\n";
   out += "<rect x=\"0\" y=\"0\" width=\"" + Num(kBarWidth) + "\" height=\"" + Num(kBarHeight) +
-         "\" class=\"room\"/>\n";
+         "\" class=\"room\" fill=\"#eee\" stroke=\"#bbb\"/>\n";
   double x = 0;
   std::size_t i = 0;
   for (const BarPart& p : parts) {
     const double w = static_cast<double>(p.bytes) * per_byte;
-    out += "<rect class=\"part p" + std::to_string(i++ % 12) + "\" data-part=\"" +
-           HtmlEscape(p.part) + "\" data-bytes=\"" + std::to_string(p.bytes) + "\" x=\"" + Num(x) +
-           "\" y=\"0\" width=\"" + Num(w) + "\" height=\"" + Num(kBarHeight) + "\"><title>" +
-           HtmlEscape(p.label) + ": " + Mib(p.bytes) + "</title></rect>\n";
+    out += "<rect class=\"part\" data-part=\"" + HtmlEscape(p.part) + "\" data-bytes=\"" +
+           std::to_string(p.bytes) + "\" x=\"" + Num(x) + "\" y=\"0\" width=\"" + Num(w) +
+           "\" height=\"" + Num(kBarHeight) + "\" fill=\"" + PartColor(i++) + "\"><title>" +
+           HtmlEscape(p.label) + ": " + (p.shown.empty() ? Mib(p.bytes) : HtmlEscape(p.shown)) +
+           "</title></rect>\n";
     x += w;
   }
   if (limit) {
     const double lx = static_cast<double>(*limit) * per_byte;
     out += "<line class=\"limit\" x1=\"" + Num(lx) + "\" x2=\"" + Num(lx) + "\" y1=\"-2\" y2=\"" +
-           Num(kBarHeight + 4) + "\"/>\n<text x=\"" + Num(std::min(lx, kBarWidth - 90)) +
-           "\" y=\"" + Num(kBarHeight + 16) + "\">limit " + Mib(*limit) + "</text>\n";
+           Num(kBarHeight + 4) + "\" stroke=\"" + kLimitColor +
+           "\" stroke-width=\"2\"/>\n<text x=\"" + Num(std::min(lx, kBarWidth - 90)) + "\" y=\"" +
+           Num(kBarHeight + 16) + "\">limit " + Mib(*limit) + "</text>\n";
   } else {
     out += "<text x=\"0\" y=\"" + Num(kBarHeight + 16) + "\">no memory limit known</text>\n";
   }
@@ -102,7 +122,7 @@ std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
 
 std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to,
                             const std::vector<ChartSeries>& series,
-                            const std::vector<ChartMark>& marks) {
+                            const std::vector<ChartMark>& marks, std::string_view note) {
   constexpr double kW = 360, kH = 120, kLeft = 56, kTop = 8, kBottom = 20;
   uint64_t top = 0;
   for (const ChartSeries& s : series) {
@@ -123,20 +143,21 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
          "\" width=\"" + Num(kLeft + kW + 8) + "\" height=\"" + Num(kTop + kH + kBottom) +
          "\" data-y-max=\"" + Num(y_max) + "\" role=\"img\">\n";
   out += "<rect class=\"plot\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" +
-         Num(kW) + "\" height=\"" + Num(kH) + "\"/>\n";
+         Num(kW) + "\" height=\"" + Num(kH) + "\" fill=\"#fff\" stroke=\"#ccc\"/>\n";
   out += "<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + 10) +
-         "\" text-anchor=\"end\">" + Mib(static_cast<uint64_t>(y_max)).substr(0) +
+         "\" text-anchor=\"end\"" + kAxisText + ">" + Mib(static_cast<uint64_t>(y_max)) +
          "</text>\n<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + kH) +
-         "\" text-anchor=\"end\">0</text>\n";
-  out += "<text class=\"axis\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop + kH + 14) + "\">" +
-         ClockUtc(t_from) + "</text>\n<text class=\"axis\" x=\"" + Num(kLeft + kW) + "\" y=\"" +
-         Num(kTop + kH + 14) + "\" text-anchor=\"end\">" + ClockUtc(t_to) + " UTC</text>\n";
+         "\" text-anchor=\"end\"" + kAxisText + ">0</text>\n";
+  out += "<text class=\"axis\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop + kH + 14) + "\"" +
+         kAxisText + ">" + ClockUtc(t_from) + "</text>\n<text class=\"axis\" x=\"" +
+         Num(kLeft + kW) + "\" y=\"" + Num(kTop + kH + 14) + "\" text-anchor=\"end\"" + kAxisText +
+         ">" + ClockUtc(t_to) + " UTC</text>\n";
   for (const ChartSeries& s : series) {
     if (s.points.empty()) continue;
     out += "<polyline data-series=\"" + HtmlEscape(s.name) + "\" data-count=\"" +
            std::to_string(s.points.size()) + "\" data-last=\"" + std::to_string(s.points.back().v) +
-           "\" stroke=\"" + s.color + "\"" + (s.dashed ? " stroke-dasharray=\"4 3\"" : "") +
-           " points=\"";
+           "\" fill=\"none\" stroke-width=\"1.5\" stroke=\"" + HtmlEscape(s.color) + "\"" +
+           (s.dashed ? " stroke-dasharray=\"4 3\"" : "") + " points=\"";
     for (std::size_t i = 0; i < s.points.size(); ++i) {
       out += (i ? " " : "") + Num(X(s.points[i].t_ms)) + "," + Num(Y(s.points[i].v));
     }
@@ -144,7 +165,7 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
     // A single sample would be an invisible line: show it as a dot.
     if (s.points.size() == 1) {
       out += "<circle cx=\"" + Num(X(s.points[0].t_ms)) + "\" cy=\"" + Num(Y(s.points[0].v)) +
-             "\" r=\"2.5\" fill=\"" + s.color + "\"/>\n";
+             "\" r=\"2.5\" fill=\"" + HtmlEscape(s.color) + "\"/>\n";
     }
   }
   for (const ChartMark& m : marks) {
@@ -153,20 +174,24 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
            std::to_string(m.before) + "\" data-after=\"" + std::to_string(m.after) +
            "\"><title>trim at " + ClockUtc(m.t_ms) + " UTC: " + Mib(m.before) + " -> " +
            Mib(m.after) + "</title><line x1=\"" + Num(x) + "\" x2=\"" + Num(x) + "\" y1=\"" +
-           Num(Y(m.before)) + "\" y2=\"" + Num(Y(m.after)) + "\"/><circle cx=\"" + Num(x) +
-           "\" cy=\"" + Num(Y(m.before)) + "\" r=\"3\" class=\"before\"/><circle cx=\"" + Num(x) +
-           "\" cy=\"" + Num(Y(m.after)) + "\" r=\"3\" class=\"after\"/></g>\n";
+           Num(Y(m.before)) + "\" y2=\"" + Num(Y(m.after)) + "\" stroke=\"" + kTrimColor +
+           "\" stroke-width=\"2\"/><circle cx=\"" + Num(x) + "\" cy=\"" + Num(Y(m.before)) +
+           "\" r=\"3\" class=\"before\" fill=\"" + kLimitColor + "\"/><circle cx=\"" + Num(x) +
+           "\" cy=\"" + Num(Y(m.after)) + "\" r=\"3\" class=\"after\" fill=\"" + kTrimColor +
+           "\"/></g>\n";
   }
   out += "</svg>\n<div class=\"legend\">";
   for (const ChartSeries& s : series) {
-    out += "<span><i style=\"background:" + s.color + "\"></i>" + HtmlEscape(s.label) +
+    out += "<span>" + Swatch(s.color) + HtmlEscape(s.label) +
            (s.points.empty() ? " (no data)" : ": " + Mib(s.points.back().v)) + "</span> ";
   }
   if (!marks.empty()) {
-    out += "<span><i class=\"trimkey\"></i>trims, before and after (" +
+    out += "<span>" + Swatch(kTrimColor) + "trims, before and after (" +
            std::to_string(marks.size()) + ")</span>";
   }
-  out += "</div></figure>\n";
+  out += "</div>";
+  if (!note.empty()) out += "<p class=\"note\">" + HtmlEscape(note) + "</p>";
+  out += "</figure>\n";
   return out;
 }
 

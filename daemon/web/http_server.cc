@@ -421,6 +421,17 @@ int HttpServer::Serve(mg_connection* conn) {
     Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body, h);
     return 200;
   }
+  // The incident page's stylesheet and icon: same origin and past the
+  // authentication above, so a Content-Security-Policy of default-src
+  // 'self' lets the page load them.
+  if (path == kIncidentCssPath) {
+    Reply(conn, 200, "OK", "text/css; charset=utf-8", IncidentPageCss(), h);
+    return 200;
+  }
+  if (path == kIncidentIconPath) {
+    Reply(conn, 200, "OK", "image/svg+xml", IncidentPageIcon(), h);
+    return 200;
+  }
   if (path == "/") {
     IncidentPageOptions page_options;
     page_options.metrics_path = options_.telemetry_path;

@@ -1,6 +1,6 @@
-// The HTTP endpoints, on civetweb: the metrics path, /, /healthz, /report and
-// the trim API; TLS, client certificates, basic auth and extra headers from
-// the --web.config.file.
+// The HTTP endpoints, on civetweb: the metrics path, /, /healthz, /report,
+// the trim API, and the incident page's stylesheet and icon; TLS, client
+// certificates, basic auth and extra headers from the --web.config.file.
 #pragma once
 
 #include <chrono>

@@ -56,6 +56,34 @@ TEST(SampleHistory, OnePointPerSampleWithItsFigures) {
   EXPECT_EQ(h.Of(a.target, 3)->points.size(), 3u);
 }
 
+// The direct buffer pool when the agent read it, else NMT Other marked as
+// such (an upper bound of the pool, never drawn as the pool).
+TEST(SampleHistory, DirectMemoryIsThePoolOrNmtOtherMarkedAsSuch) {
+  TargetSample s;
+  EXPECT_EQ(DirectOf(PointOf(s, 0, 1)), std::nullopt);
+  JvmSample j;
+  j.attachable = true;
+  jvm::NmtSummary n;
+  n.enabled = true;
+  jvm::NmtCategory other;
+  other.name = "Other";
+  other.committed = 9 * kMiB;
+  n.categories = {other};
+  j.nmt = n;
+  s.jvm = j;
+  auto nmt = DirectOf(PointOf(s, 0, 1));
+  ASSERT_TRUE(nmt);
+  EXPECT_EQ(nmt->bytes, 9 * kMiB);
+  EXPECT_TRUE(nmt->nmt_other);
+  JvmBuffers b;
+  b.direct = {8, 8 * kMiB, 8 * kMiB};
+  s.jvm_buffers = b;
+  auto pool = DirectOf(PointOf(s, 0, 1));
+  ASSERT_TRUE(pool);
+  EXPECT_EQ(pool->bytes, 8 * kMiB);
+  EXPECT_FALSE(pool->nmt_other);
+}
+
 TEST(SampleHistory, KeepsOnlyTheWindow) {
   SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB);

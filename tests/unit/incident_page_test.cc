@@ -31,9 +31,9 @@ std::vector<DrawnPart> Parts(const std::string& svg) {
 }
 
 TEST(AccountBar, PartsSumToTheRssAndScaleAgainstTheLimit) {
-  std::vector<BarPart> parts = {{"file", "file-backed", 20 * kMiB},
-                                {"glibc_free", "glibc free", 180 * kMiB},
-                                {"native", "native", 56 * kMiB}};
+  std::vector<BarPart> parts = {{"file", "file-backed", 20 * kMiB, ""},
+                                {"glibc_free", "glibc free", 180 * kMiB, ""},
+                                {"native", "native", 56 * kMiB, ""}};
   std::string svg = RenderAccountBar(parts, 256 * kMiB, 1024 * kMiB);
   auto drawn = Parts(svg);
   ASSERT_EQ(drawn.size(), 3u);
@@ -49,7 +49,8 @@ TEST(AccountBar, PartsSumToTheRssAndScaleAgainstTheLimit) {
 }
 
 TEST(AccountBar, RssAboveTheLimitFillsTheBarAndTheLimitSitsInside) {
-  std::string svg = RenderAccountBar({{"native", "native", 300 * kMiB}}, 300 * kMiB, 200 * kMiB);
+  std::string svg =
+      RenderAccountBar({{"native", "native", 300 * kMiB, ""}}, 300 * kMiB, 200 * kMiB);
   auto drawn = Parts(svg);
   ASSERT_EQ(drawn.size(), 1u);
   EXPECT_NEAR(drawn[0].width, 760, 0.1);
@@ -57,14 +58,15 @@ TEST(AccountBar, RssAboveTheLimitFillsTheBarAndTheLimitSitsInside) {
 }
 
 TEST(AccountBar, WithoutALimitTheRssIsTheScale) {
-  std::string svg = RenderAccountBar({{"native", "native", 10 * kMiB}}, 10 * kMiB, std::nullopt);
+  std::string svg =
+      RenderAccountBar({{"native", "native", 10 * kMiB, ""}}, 10 * kMiB, std::nullopt);
   EXPECT_NEAR(Parts(svg)[0].width, 760, 0.1);
   EXPECT_EQ(svg.find("data-limit"), std::string::npos);
   EXPECT_NE(svg.find("no memory limit known"), std::string::npos);
 }
 
 TEST(AccountBar, EmptyAccountHasNoNaN) {
-  std::string svg = RenderAccountBar({{"native", "native", 0}}, 0, std::nullopt);
+  std::string svg = RenderAccountBar({{"native", "native", 0, ""}}, 0, std::nullopt);
   EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
   EXPECT_EQ(svg.find("inf"), std::string::npos) << svg;
 }
@@ -186,6 +188,147 @@ TEST(IncidentPage, NodeModeListsTargetsFullestFirst) {
   EXPECT_FALSE(Parts(RenderIncidentPage(&snap, nullptr, nullptr, one).html).empty());
   one.pid = 99;
   EXPECT_EQ(RenderIncidentPage(&snap, nullptr, nullptr, one).code, 404);
+}
+
+Snapshot OneTarget(TargetSnapshot ts, SampleHistory* history) {
+  Snapshot snap;
+  snap.sequence = 1;
+  snap.taken_at = std::chrono::system_clock::time_point(1'800'000'000s);
+  snap.targets.push_back(std::move(ts));
+  if (history != nullptr) history->Record(snap);
+  return snap;
+}
+
+// A Content-Security-Policy of default-src 'self' blocks style elements and
+// attributes and data: URLs: the page has none, its colours are SVG
+// presentation attributes, and its stylesheet and icon are memtrimd's own.
+TEST(IncidentPage, NeedsNothingAStrictContentSecurityPolicyBlocks) {
+  SampleHistory history(1h);
+  Snapshot snap = OneTarget(Program(42, 100, 400), &history);
+  const std::string html = RenderIncidentPage(&snap, nullptr, &history, {}).html;
+  EXPECT_EQ(html.find("<style"), std::string::npos);
+  EXPECT_EQ(html.find("style="), std::string::npos);
+  EXPECT_EQ(html.find("data:"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("<link rel=\"stylesheet\" href=\"/incident.css\">"), std::string::npos);
+  EXPECT_NE(html.find("<link rel=\"icon\" href=\"/favicon.svg\""), std::string::npos);
+  // Every part of the bar and every legend key has its colour on itself.
+  std::regex part(R"re(<rect class="part" [^>]*>)re");
+  int parts = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), part); it != std::sregex_iterator();
+       ++it, ++parts) {
+    EXPECT_TRUE(std::regex_search(it->str(), std::regex(R"re( fill="#[0-9a-f]{6}")re")))
+        << it->str();
+  }
+  EXPECT_EQ(parts, 3);
+  EXPECT_NE(html.find("<svg class=\"key\" width=\"10\" height=\"10\" aria-hidden=\"true\"><rect "
+                      "width=\"10\" height=\"10\" fill=\"#"),
+            std::string::npos);
+  EXPECT_TRUE(
+      std::regex_search(html, std::regex(R"re(<polyline data-series="rss"[^>]* stroke="#)re")));
+  EXPECT_EQ(IncidentPageCss().find("url("), std::string::npos);
+  EXPECT_NE(IncidentPageCss().find("body{"), std::string::npos);
+  EXPECT_EQ(IncidentPageIcon().rfind("<svg", 0), 0u);
+}
+
+// Each part's figure is the same in the legend and in the equation: both
+// are the tenths that add up to the RSS. Three parts of 0.46 MiB: alone
+// each rounds to 0.5, but they add up to 1.4.
+TEST(IncidentPage, LegendAndEquationPrintTheSameFigures) {
+  const uint64_t part = 46 * kMiB / 100;
+  TargetSnapshot ts = Program(42, 100, std::nullopt);
+  ts.sample.glibc->breakdown.file_and_shared = part;
+  ts.sample.glibc->breakdown.arena_heaps = 2 * part;
+  ts.sample.glibc->breakdown.other_anonymous = 0;
+  ts.sample.glibc->breakdown.total = 3 * part;
+  ts.sample.malloc->info.system_current = 2 * part;
+  ts.sample.malloc->info.total_rest_bytes = part;
+  Snapshot snap = OneTarget(ts, nullptr);
+  const std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  std::vector<std::string> legend;
+  std::regex key(R"re(data-legend-part="[a-z_]+"><svg.*?</svg>[^<]* (\d+\.\d MiB)</span>)re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), key); it != std::sregex_iterator();
+       ++it) {
+    legend.push_back((*it)[1]);
+  }
+  std::smatch eq;
+  ASSERT_TRUE(std::regex_search(html, eq, std::regex(R"re(<p>(RSS [^<]*)</p>)re"))) << html;
+  std::vector<std::string> printed;
+  const std::string line = eq[1];
+  std::regex num(R"re(\d+\.\d MiB)re");
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), num); it != std::sregex_iterator();
+       ++it) {
+    printed.push_back(it->str());
+  }
+  ASSERT_EQ(printed.size(), 4u) << line;
+  EXPECT_EQ(printed[0], "1.4 MiB") << line;
+  EXPECT_EQ(legend, std::vector<std::string>(printed.begin() + 1, printed.end())) << line;
+}
+
+TargetSnapshot JvmTarget() {
+  TargetSnapshot ts;
+  ts.target.pid = 50;
+  ts.target.start_ticks = 9;
+  ts.target.comm = "java";
+  ts.target.runtime = Runtime::kJvm;
+  procfs::ProcStatus st;
+  st.rss_anon = 80 * kMiB;
+  ts.sample.process = st;
+  JvmSample j;
+  j.attachable = true;
+  jvm::NmtSummary n;
+  n.enabled = true;
+  jvm::NmtCategory other;
+  other.name = "Other";
+  other.committed = 9 * kMiB;
+  n.categories = {other};
+  j.nmt = n;
+  ts.sample.jvm = j;
+  ts.sample.jvm_buffers_missing = "libmemtrimd_agent.so is not preloaded into the JVM";
+  return ts;
+}
+
+// Without the agent the direct buffer pool is unknown; NMT Other is drawn
+// under its own name, as the upper bound it is, and the note says how to
+// get the pool.
+TEST(IncidentPage, DirectChartDrawsNmtOtherAsAnUpperBoundWithoutTheAgent) {
+  SampleHistory history(1h);
+  Snapshot snap = OneTarget(JvmTarget(), &history);
+  std::string html = RenderIncidentPage(&snap, nullptr, &history, {}).html;
+  EXPECT_NE(html.find("data-series=\"nmt_other\" data-count=\"1\" data-last=\"9437184\""),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("data-series=\"direct\""), std::string::npos);
+  EXPECT_EQ(html.find("direct buffer pool (no data)"), std::string::npos);
+  EXPECT_NE(html.find("NMT Other (direct buffers, temporary buffer cache, FFM, Unsafe): 9.0 MiB"),
+            std::string::npos);
+  EXPECT_NE(html.find("not the direct buffer pool"), std::string::npos);
+  EXPECT_NE(html.find("LD_PRELOAD=libmemtrimd_agent.so"), std::string::npos);
+
+  // Neither figure: the chart says why, and what to do.
+  TargetSnapshot none = JvmTarget();
+  none.sample.jvm->attachable = false;
+  none.sample.jvm->attach_error = "attach: process 50 is gone";
+  SampleHistory empty(1h);
+  snap = OneTarget(none, &empty);
+  html = RenderIncidentPage(&snap, nullptr, &empty, {}).html;
+  EXPECT_NE(html.find("direct buffer pool (no data)"), std::string::npos);
+  EXPECT_NE(html.find("No data: the direct buffer pool needs libmemtrimd_agent.so in the JVM, "
+                      "and NMT cannot be read: the JVM is not attachable (see below). To chart "
+                      "the pool, start the JVM with LD_PRELOAD=libmemtrimd_agent.so."),
+            std::string::npos)
+      << html;
+}
+
+TEST(IncidentPage, ACollectorFailureSaysWhatToDo) {
+  TargetSnapshot ts = Program(42, 100, 400);
+  ts.collectors = {{"glibc", false, 0, "open /proc/42/smaps: Permission denied"}};
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("The glibc collector failed: open /proc/42/smaps: Permission denied. <span "
+                      "class=\"todo\">What to do: reading /proc/&lt;pid&gt;/smaps needs"),
+            std::string::npos)
+      << html;
 }
 
 TEST(IncidentPage, NoSampleOrNoTarget) {
