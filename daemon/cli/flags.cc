@@ -21,40 +21,41 @@ std::string FormatCount(double v) {
 
 // The defaults the flags show and start from are those of the config
 // structs, so each is written once.
-const DaemonConfig kDaemon{};
-const TrimConfig& kTrim = kDaemon.trim;
-const CollectorOptions& kCollector = kDaemon.collector;
+const DaemonConfig& Defaults() {
+  static const DaemonConfig defaults;
+  return defaults;
+}
 
 // Flag values as typed; validated into DaemonConfig / InspectConfig after
 // parsing so every problem gets one clear line.
 struct RawFlags {
-  std::vector<std::string> listen{kDaemon.listen_addresses};
-  std::string telemetry_path = kDaemon.telemetry_path;
-  std::string max_connections = FormatCount(kDaemon.max_connections);
+  std::vector<std::string> listen{Defaults().listen_addresses};
+  std::string telemetry_path = Defaults().telemetry_path;
+  std::string max_connections = FormatCount(Defaults().max_connections);
   std::string web_config_file;
-  std::string web_history = FormatDuration(kDaemon.web_history);
-  std::string sample_interval = FormatDuration(kDaemon.sample_interval);
-  std::string smaps_interval = FormatDuration(kCollector.smaps_interval);
+  std::string web_history = FormatDuration(Defaults().web_history);
+  std::string sample_interval = FormatDuration(Defaults().sample_interval);
+  std::string smaps_interval = FormatDuration(Defaults().collector.smaps_interval);
   std::string target_pid;
   std::string target_pidfile;
   std::string target_match;
   std::string target_memory_limit;
   std::string targets = "one";
-  std::string targets_max = FormatCount(static_cast<double>(kDaemon.node.max_targets));
-  std::string targets_min_rss = FormatByteSize(kDaemon.node.min_rss_bytes);
+  std::string targets_max = FormatCount(static_cast<double>(Defaults().node.max_targets));
+  std::string targets_min_rss = FormatByteSize(Defaults().node.min_rss_bytes);
   std::string targets_match;
   std::string targets_exclude;
-  std::string discovery_interval = FormatDuration(kDaemon.discovery_interval);
+  std::string discovery_interval = FormatDuration(Defaults().discovery_interval);
   std::string metrics_detail;  // "" = the mode's default
   std::string trim_targets;    // "" = the mode's default
-  std::string trim_max_per_minute = FormatCount(kTrim.max_per_minute);
+  std::string trim_max_per_minute = FormatCount(Defaults().trim.max_per_minute);
   // --collector.<name>, one per registry entry (collector_registry.h).
   std::map<std::string, bool> collector_on;
-  std::string jvm_interval = FormatDuration(kCollector.jvm_interval);
-  std::string jvm_command_timeout = FormatDuration(kCollector.jvm_command_timeout);
-  std::string glibc_heap_size = FormatByteSize(kCollector.glibc_heap_size);
-  bool glibc_confirm_heaps = kCollector.glibc_confirm_heaps;
-  std::string log_level = kDaemon.log_level;
+  std::string jvm_interval = FormatDuration(Defaults().collector.jvm_interval);
+  std::string jvm_command_timeout = FormatDuration(Defaults().collector.jvm_command_timeout);
+  std::string glibc_heap_size = FormatByteSize(Defaults().collector.glibc_heap_size);
+  bool glibc_confirm_heaps = Defaults().collector.glibc_confirm_heaps;
+  std::string log_level = Defaults().log_level;
   std::string log_format = "logfmt";
 
   std::string inspect_pid;
@@ -63,17 +64,17 @@ struct RawFlags {
   std::string jcmd_pid;
   std::string jcmd_timeout = FormatDuration(JcmdConfig{}.timeout);
 
-  std::string trim_interval = FormatDuration(kTrim.interval);
-  std::string trim_backend = kTrim.backend;
-  std::string trim_min_limit_ratio = FormatCount(kTrim.min_limit_ratio);
-  std::string trim_floor = FormatByteSize(kTrim.floor_bytes);
-  std::string trim_unproductive_runs = FormatCount(kTrim.unproductive_runs);
-  std::string trim_max_interval = FormatDuration(kTrim.max_interval);
-  std::string trim_reset_growth = FormatByteSize(kTrim.reset_growth_bytes);
-  std::string trim_timeout = FormatDuration(kTrim.timeout);
-  std::string trim_jitter = FormatCount(kTrim.jitter);
-  bool trim_force = kTrim.force;
-  bool enable_trim_api = kDaemon.enable_trim_api;
+  std::string trim_interval = FormatDuration(Defaults().trim.interval);
+  std::string trim_backend = Defaults().trim.backend;
+  std::string trim_min_limit_ratio = FormatCount(Defaults().trim.min_limit_ratio);
+  std::string trim_floor = FormatByteSize(Defaults().trim.floor_bytes);
+  std::string trim_unproductive_runs = FormatCount(Defaults().trim.unproductive_runs);
+  std::string trim_max_interval = FormatDuration(Defaults().trim.max_interval);
+  std::string trim_reset_growth = FormatByteSize(Defaults().trim.reset_growth_bytes);
+  std::string trim_timeout = FormatDuration(Defaults().trim.timeout);
+  std::string trim_jitter = FormatCount(Defaults().trim.jitter);
+  bool trim_force = Defaults().trim.force;
+  bool enable_trim_api = Defaults().enable_trim_api;
 
   std::string trim_cmd_pid;
   bool trim_cmd_json = false;
