@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 
 Process::Process(std::vector<std::string> argv, SpawnOptions o) {
   pid_t parent = getpid();
+  const std::string cgroup_procs = o.cgroup.empty() ? "" : o.cgroup + "/cgroup.procs";
   pid_ = fork();
   if (pid_ == 0) {
     // Die with the test runner even if it is killed before cleaning up.
@@ -51,6 +52,12 @@ Process::Process(std::vector<std::string> argv, SpawnOptions o) {
     syscall(SYS_close_range, 3u, ~0u, 0u);
     for (const std::string& kv : o.env) putenv(const_cast<char*>(kv.c_str()));
     if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(123);
+    if (!cgroup_procs.empty()) {
+      // "0": the writer itself (cgroup v1 and v2).
+      int fd = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(122);
+      close(fd);
+    }
     if (o.gid && setgid(*o.gid) != 0) _exit(124);
     if (o.uid && setuid(*o.uid) != 0) _exit(124);
     std::vector<char*> args;
@@ -108,6 +115,77 @@ void Process::Kill() {
 std::optional<int> Process::Stop(int sig, std::chrono::milliseconds timeout) {
   if (pid_ > 0 && running()) kill(pid_, sig);
   return Wait(timeout);
+}
+
+namespace {
+
+// This process's memory cgroup as a directory a child can be made in: its
+// v1 memory cgroup, else the v2 root (a v2 cgroup that holds processes
+// cannot enable controllers for its children; the root can). "" when there
+// is no memory controller.
+std::string MemoryCgroupParent(int& version, std::string& why) {
+  if (const char* p = std::getenv("MEMTRIMD_TEST_CGROUP_PARENT"); p != nullptr && *p != '\0') {
+    version = std::filesystem::exists(std::string(p) + "/memory.limit_in_bytes") ? 1 : 2;
+    return p;
+  }
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::size_t c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    std::string controllers = "," + line.substr(c1 + 1, c2 - c1 - 1) + ",";
+    std::string dir = "/sys/fs/cgroup/memory" + line.substr(c2 + 1);
+    if (controllers.find(",memory,") != std::string::npos &&
+        std::filesystem::exists(dir + "/memory.limit_in_bytes")) {
+      version = 1;
+      return dir;
+    }
+  }
+  std::string controllers = ReadFile("/sys/fs/cgroup/cgroup.controllers");
+  if (!std::regex_search(controllers, std::regex(R"(\bmemory\b)"))) {
+    why = "no cgroup memory controller (neither v1 nor v2)";
+    return "";
+  }
+  std::string subtree = ReadFile("/sys/fs/cgroup/cgroup.subtree_control");
+  if (!std::regex_search(subtree, std::regex(R"(\bmemory\b)"))) {
+    std::ofstream("/sys/fs/cgroup/cgroup.subtree_control") << "+memory";
+    if (!std::regex_search(ReadFile("/sys/fs/cgroup/cgroup.subtree_control"),
+                           std::regex(R"(\bmemory\b)"))) {
+      why = "cannot enable the memory controller under /sys/fs/cgroup";
+      return "";
+    }
+  }
+  version = 2;
+  return "/sys/fs/cgroup";
+}
+
+}  // namespace
+
+MemoryCgroup::MemoryCgroup(const std::string& name, uint64_t limit_bytes) {
+  std::string parent = MemoryCgroupParent(version_, why_);
+  if (parent.empty()) return;
+  std::string dir = parent + "/" + name + "-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    why_ = "mkdir " + dir + ": " + std::strerror(errno);
+    return;
+  }
+  const std::string limit = dir + (version_ == 1 ? "/memory.limit_in_bytes" : "/memory.max");
+  std::ofstream(limit) << limit_bytes;
+  if (ReadFile(limit).rfind(std::to_string(limit_bytes), 0) != 0) {
+    why_ = "cannot set " + limit;
+    rmdir(dir.c_str());
+    return;
+  }
+  dir_ = dir;
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (dir_.empty()) return;
+  // Its processes are the test's and gone by now (their handles were
+  // destroyed first); the kernel may still be tearing the last one down.
+  if (!WaitFor([&] { return rmdir(dir_.c_str()) == 0 || errno != EBUSY; }, 10s)) {
+    ADD_FAILURE() << "cannot remove " << dir_ << ": " << std::strerror(errno);
+  }
 }
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -24,6 +25,10 @@ struct SpawnOptions {
   std::optional<uid_t> uid;      // drop to this uid/gid before exec
   std::optional<gid_t> gid;
   std::string cwd;  // working directory of the child ("" = the test's)
+  // A cgroup directory (MemoryCgroup::dir()) the child moves itself into
+  // before exec, so that its first sample already sees that cgroup ("" =
+  // the test's own).
+  std::string cgroup;
 };
 
 class Process {
@@ -83,6 +88,30 @@ class Stopped {
  private:
   pid_t pid_;
   bool stopped_ = false;
+};
+
+// A memory cgroup with a limit, made for one test: `name`-<test pid> under
+// $MEMTRIMD_TEST_CGROUP_PARENT when set (scripts that clean up after a
+// killed test give one), else under this process's own memory cgroup (v1)
+// or the cgroup v2 root. Processes join it with SpawnOptions::cgroup; the
+// destructor removes it once they are gone, so declare it before their
+// handles. ok() is false, with why(), where none can be made (not root, no
+// memory controller, a read-only cgroupfs).
+class MemoryCgroup {
+ public:
+  MemoryCgroup(const std::string& name, uint64_t limit_bytes);
+  ~MemoryCgroup();
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+  bool ok() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+  const std::string& why() const { return why_; }
+  int version() const { return version_; }
+
+ private:
+  std::string dir_;
+  std::string why_;
+  int version_ = 0;
 };
 
 // A fresh directory under the test temp dir, removed by the destructor.
