@@ -40,9 +40,11 @@ def flat_keyed(text):
 
 class CgroupTree:
     """The memory cgroup hierarchy of this host; skips the test when there
-    is none."""
+    is none (or calls unavailable(reason), for a test to which a limit is
+    optional)."""
 
-    def __init__(self):
+    def __init__(self, unavailable=skip):
+        self.unavailable = unavailable
         v2 = "/sys/fs/cgroup"
         v1 = "/sys/fs/cgroup/memory"
         if os.path.exists(f"{v1}/memory.limit_in_bytes"):
@@ -51,7 +53,7 @@ class CgroupTree:
               and "memory" in read(f"{v2}/cgroup.controllers").split()):
             self.version, self.root = 2, v2
         else:
-            skip("no cgroup memory controller (neither v2 nor v1)")
+            unavailable("no cgroup memory controller (neither v2 nor v1)")
 
     def make_parent(self, name):
         path = os.path.join(self.root, name)
@@ -69,7 +71,8 @@ class CgroupTree:
                 write(f"{path}/cgroup.subtree_control", "+memory")
             except OSError as e:
                 os.rmdir(path)
-                skip(f"cannot enable the memory controller for a child of {self.root}: {e}")
+                self.unavailable(f"cannot enable the memory controller for a child of "
+                                 f"{self.root}: {e}")
         return path
 
 

@@ -38,6 +38,7 @@ import urllib.parse
 import yaml
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from e2e_cgroup import Cgroup, CgroupTree
 from e2e_support import Processes, die, free_port, http_json, memtrimd_port, poll, wait_for
 
 # Grafana's variables, replaced before a query is sent. The selectors match
@@ -64,9 +65,6 @@ FLEET_DASHBOARD = "memtrimd-fleet.json"
 # Expressions that may return nothing in this setup, each with the reason.
 # Matched against the expression after variable substitution, as regexes.
 MAY_BE_EMPTY = {
-    # The test's processes run without a memory limit on most machines.
-    r"memtrimd_target_memory_limit_bytes": "no cgroup memory limit here",
-    r"memtrimd:target_rss_limit_ratio": "no cgroup memory limit here",
     # A trim that took no time inside the last 10 s window leaves the rate of
     # the histogram at 0/0.
     r"histogram_quantile\(.*memtrimd_trim_duration_seconds_bucket": "no trim in the window",
@@ -78,6 +76,24 @@ MAY_BE_EMPTY = {
     # memtrimd_target_info ("or") and must answer.
     r"kube_pod_info|\(\s*memtrimd:target_info:kubernetes\s*\)": "no pods and no kube-state-metrics here",
 }
+
+# Only where this machine lets the test give the glibc program a memory
+# limit (root, a memory controller) do the limit panels have data.
+NO_LIMIT_MAY_BE_EMPTY = {
+    r"memtrimd_target_memory_limit_bytes": "no cgroup memory limit here",
+    r"memtrimd:target_rss_limit_ratio": "no cgroup memory limit here",
+}
+# The glibc program's memory limit: far above what it uses.
+NATIVE_LIMIT = 1 << 30
+
+
+class NoLimit(Exception):
+    pass
+
+
+def no_limit(reason):
+    raise NoLimit(reason)
+
 
 def dashboard_expressions(dashboard_dir):
     """(where, expr) for every panel target and query variable."""
@@ -261,21 +277,41 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("prometheus_e2e: terminated"))
     tmp = tempfile.mkdtemp(prefix="memtrimd_e2e.")
     procs = Processes()
+    cgroup, parent = None, None
     try:
-        run(a, tmp, procs, rule_files)
+        if os.geteuid() == 0:
+            try:
+                tree = CgroupTree(unavailable=no_limit)
+                parent = tree.make_parent(f"memtrimd-e2e-{os.getpid()}")
+                cgroup = Cgroup(tree, parent, "native", NATIVE_LIMIT)
+            except NoLimit as e:
+                print(f"prometheus_e2e: the glibc program runs without a memory limit: {e}")
+        else:
+            print("prometheus_e2e: not root: the glibc program runs without a memory limit")
+        if cgroup is None:
+            MAY_BE_EMPTY.update(NO_LIMIT_MAY_BE_EMPTY)
+        run(a, tmp, procs, rule_files, cgroup)
     finally:
         procs.stop_all()
+        if cgroup:
+            cgroup.remove()
+        if parent:
+            try:
+                os.rmdir(parent)
+            except OSError as e:
+                print(f"prometheus_e2e: cannot remove {parent}: {e}", file=sys.stderr)
         if os.environ.get("MEMTRIMD_E2E_KEEP"):
             print(f"prometheus_e2e: kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(a, tmp, procs, rule_files):
+def run(a, tmp, procs, rule_files, cgroup):
     # The targets: a JVM with NMT on and the agent preloaded (buffer pools,
     # temporary buffer cache, malloc statistics on any JDK), and the
     # fragmenting glibc workload with the agent and one malloc setting in
-    # its environment (MALLOC_PERTURB_=0, glibc's default: it changes nothing).
+    # its environment (MALLOC_PERTURB_=0, glibc's default: it changes nothing),
+    # in a cgroup of its own with a memory limit where the machine allows one.
     # MEMTRIMD_TRIM=1: the node-agent memtrimd below trims them too (node
     # mode trims only the targets that opt in).
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.agent), MEMTRIMD_TRIM="1")
@@ -284,7 +320,8 @@ def run(a, tmp, procs, rule_files):
                        f"{tmp}/jvm.ready"], f"{tmp}/jvm.log", env=env)
     native = procs.start([a.fragmenter, "--threads", "8", "--rounds", "2", "--burst-mib", "16",
                           "--quiet", "--ready-file", f"{tmp}/native.ready"],
-                         f"{tmp}/native.log", env=dict(env, MALLOC_PERTURB_="0"))
+                         f"{tmp}/native.log", env=dict(env, MALLOC_PERTURB_="0"),
+                         before_exec=cgroup.join if cgroup else None)
     # The same workload on a preloaded jemalloc (the allocator panels, its
     # free memory and its findings), and one that the node-agent memtrimd
     # sees restart from glibc onto jemalloc (the "allocator changed" panels).
@@ -386,6 +423,13 @@ def run(a, tmp, procs, rule_files):
     wait_for("a trim by the node-agent memtrimd (its targets opted in)",
              lambda: has_data(f'memtrimd_trim_runs_total{{instance="{node_instance}", '
                               'result="success"} > 0'), processes=everyone)
+    if cgroup:
+        # Every memtrimd that watches it (its sidecar, the node agent) reads
+        # the limit the test set.
+        limit = f'memtrimd_target_memory_limit_bytes{{pid="{native.pid}"}} == {NATIVE_LIMIT}'
+        wait_for("the glibc program's memory limit",
+                 lambda: len(query(limit).get("data", {}).get("result", [])) == 2,
+                 processes=everyone)
     for needed in ("memtrimd_jvm_nmt_committed_bytes", "memtrimd_glibc_malloc_system_bytes",
                    "memtrimd_trim_last_reclaimed_bytes",
                    'memtrimd_allocator_bytes{allocator="jemalloc"}',
