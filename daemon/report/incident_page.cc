@@ -356,6 +356,20 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
 }  // namespace
 
 std::string_view IncidentPageCss() { return kCss; }
+
+const std::string& IncidentPageAssetQuery() {
+  static const std::string query = [] {
+    std::string v = std::string(kVersion) + "-" + kRevision;
+    // Only what needs no escaping in a URL or an HTML attribute.
+    for (char& c : v) {
+      const bool plain = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                         (c >= 'A' && c <= 'Z') || c == '.' || c == '-' || c == '_';
+      if (!plain) c = '_';
+    }
+    return "?v=" + v;
+  }();
+  return query;
+}
 std::string_view IncidentPageIcon() { return kIcon; }
 
 IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStats>* trims,
@@ -370,10 +384,10 @@ IncidentPage RenderIncidentPage(const Snapshot* snap, const std::vector<TrimStat
   out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<link rel=\"icon\" href=\"" +
-      std::string(kIncidentIconPath) +
+      std::string(kIncidentIconPath) + IncidentPageAssetQuery() +
       "\" type=\"image/svg+xml\">\n<link rel=\"stylesheet\" href=\"" + kIncidentCssPath +
-      "\">\n<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_s) +
-      "\">\n<title>memtrimd</title>\n</head>\n";
+      IncidentPageAssetQuery() + "\">\n<meta http-equiv=\"refresh\" content=\"" +
+      std::to_string(refresh_s) + "\">\n<title>memtrimd</title>\n</head>\n";
   out += "<body data-sequence=\"" + std::to_string(snap ? snap->sequence : 0) + "\">\n";
   out += "<h1>memtrimd</h1>\n<p class=\"meta\">";
   if (snap != nullptr) {

@@ -46,5 +46,9 @@ inline constexpr const char* kIncidentCssPath = "/incident.css";
 inline constexpr const char* kIncidentIconPath = "/favicon.svg";
 std::string_view IncidentPageCss();
 std::string_view IncidentPageIcon();
+// "?v=<version>-<revision>": the page links both with it, so that they can be
+// cached for a day (a reload of the page asks only for the page) and a new
+// build's are fetched at once.
+const std::string& IncidentPageAssetQuery();
 
 }  // namespace memtrimd

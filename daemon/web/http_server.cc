@@ -26,8 +26,14 @@ namespace {
 // system call, a TCP segment and a wake-up of the client, and under 32
 // connections a single write served about 7 % more requests a second
 // (docs/benchmarks.md, section 6).
+// Every answer is of now (no-store), but for fixed texts a URL names by the
+// build (the incident page's stylesheet and icon).
+constexpr const char* kNoStore = "no-store";
+constexpr const char* kFixedForTheBuild = "max-age=86400, immutable";
+
 void ReplyParts(mg_connection* conn, int code, const char* reason, const char* content_type,
-                const std::vector<std::string_view>& body, const std::string& extra_headers = "") {
+                const std::vector<std::string_view>& body, const std::string& extra_headers = "",
+                const char* cache_control = kNoStore) {
   const mg_request_info* ri = mg_get_request_info(conn);
   bool head = ri != nullptr && std::strcmp(ri->request_method, "HEAD") == 0;
   std::size_t length = 0;
@@ -35,7 +41,7 @@ void ReplyParts(mg_connection* conn, int code, const char* reason, const char* c
   std::string out = "HTTP/1.1 " + std::to_string(code) + " " + reason +
                     "\r\nContent-Type: " + content_type +
                     "\r\nContent-Length: " + std::to_string(length) +
-                    "\r\nCache-Control: no-store\r\n" + extra_headers + "\r\n";
+                    "\r\nCache-Control: " + cache_control + "\r\n" + extra_headers + "\r\n";
   if (!head) {
     out.reserve(out.size() + length);
     for (std::string_view part : body) out.append(part);
@@ -45,8 +51,9 @@ void ReplyParts(mg_connection* conn, int code, const char* reason, const char* c
 }
 
 void Reply(mg_connection* conn, int code, const char* reason, const char* content_type,
-           std::string_view body, const std::string& extra_headers = "") {
-  ReplyParts(conn, code, reason, content_type, {body}, extra_headers);
+           std::string_view body, const std::string& extra_headers = "",
+           const char* cache_control = kNoStore) {
+  ReplyParts(conn, code, reason, content_type, {body}, extra_headers, cache_control);
 }
 
 // Gives the pages of this thread's stack below the caller back to the
@@ -423,13 +430,15 @@ int HttpServer::Serve(mg_connection* conn) {
   }
   // The incident page's stylesheet and icon: same origin and past the
   // authentication above, so a Content-Security-Policy of default-src
-  // 'self' lets the page load them.
+  // 'self' lets the page load them. The page names them with the build
+  // (IncidentPageAssetQuery), so a browser keeps them across its reloads
+  // and asks again after an upgrade.
   if (path == kIncidentCssPath) {
-    Reply(conn, 200, "OK", "text/css; charset=utf-8", IncidentPageCss(), h);
+    Reply(conn, 200, "OK", "text/css; charset=utf-8", IncidentPageCss(), h, kFixedForTheBuild);
     return 200;
   }
   if (path == kIncidentIconPath) {
-    Reply(conn, 200, "OK", "image/svg+xml", IncidentPageIcon(), h);
+    Reply(conn, 200, "OK", "image/svg+xml", IncidentPageIcon(), h, kFixedForTheBuild);
     return 200;
   }
   if (path == "/") {

@@ -347,6 +347,10 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   HttpResponse css = site.Get("/incident.css");
   EXPECT_EQ(css.status, 200);
   EXPECT_NE(css.headers.find("Content-Security-Policy: default-src 'self'"), std::string::npos);
+  // A fixed text under a URL that names the build: kept across reloads.
+  EXPECT_NE(css.headers.find("Cache-Control: max-age=86400, immutable"), std::string::npos)
+      << css.headers;
+  EXPECT_NE(site.Get("/").headers.find("Cache-Control: no-store"), std::string::npos);
   EXPECT_EQ(Curl(site.origin() + "/incident.css", {"--cacert", cert.crt}).status, 401)
       << "the stylesheet is behind the same authentication as the page";
   EXPECT_EQ(Curl(site.origin() + "/favicon.svg", {"--cacert", cert.crt}).status, 401);
@@ -473,7 +477,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
       EXPECT_EQ(url.rfind(site.origin() + "/", 0), 0u) << url;
       // The net log marks a URL whose credentials it left out: "... (credentials redacted)".
       std::string path = url.substr(std::min(url.size(), site.origin().size()));
-      paths.insert(path.substr(0, path.find(' ')));
+      paths.insert(path.substr(0, path.find_first_of(" ?")));
     }
     EXPECT_TRUE(paths.count("/incident.css")) << ::testing::PrintToString(requests);
     EXPECT_FALSE(std::regex_search(dom, std::regex(R"re((href|src)="[a-zA-Z][a-zA-Z+.-]*:)re")));

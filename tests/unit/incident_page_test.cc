@@ -210,8 +210,13 @@ TEST(IncidentPage, NeedsNothingAStrictContentSecurityPolicyBlocks) {
   EXPECT_EQ(html.find("style="), std::string::npos);
   EXPECT_EQ(html.find("data:"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_NE(html.find("<link rel=\"stylesheet\" href=\"/incident.css\">"), std::string::npos);
-  EXPECT_NE(html.find("<link rel=\"icon\" href=\"/favicon.svg\""), std::string::npos);
+  EXPECT_NE(
+      html.find("<link rel=\"stylesheet\" href=\"/incident.css" + IncidentPageAssetQuery() + "\">"),
+      std::string::npos);
+  EXPECT_NE(html.find("<link rel=\"icon\" href=\"/favicon.svg" + IncidentPageAssetQuery() + "\""),
+            std::string::npos);
+  EXPECT_TRUE(std::regex_match(IncidentPageAssetQuery(), std::regex(R"(\?v=[A-Za-z0-9._-]+)")))
+      << IncidentPageAssetQuery();
   // Every part of the bar and every legend key has its colour on itself.
   std::regex part(R"re(<rect class="part" [^>]*>)re");
   int parts = 0;
