@@ -538,8 +538,14 @@ void JvmScenarioTest::CheckAgainstBaseline(const ScenarioRun& r, const ScenarioR
   // keeps: there the figure is larger by design.
   const JsonValue* bound = r.json->Path({"rss_account", "outside_nmt_is_estimate"});
   const bool free_included = bound != nullptr && bound->boolean;
+  // Where it includes glibc's free memory, that differs by a few MiB between
+  // JVMs that did the same (4.1 MiB between the untouched-heap JVM and the
+  // baseline in one run): the figure is held to 8 MiB, still far below what
+  // a misplaced scenario would move it (60 MiB and more).
+  const double expected = s == "outside" ? held : 0.0;
+  const double slack = std::max(0.05 * expected, (free_included ? 8.0 : 4.0) * kMiB);
   if (!(free_included && s == "readall_bounded")) {
-    EXPECT_TRUE(Near(outside_growth, s == "outside" ? held : 0.0))
+    EXPECT_LE(std::fabs(outside_growth - expected), slack)
         << "outside NMT " << *o << ", baseline's " << *ob << r.Context()
         << "\nbaseline:" << base.Context();
   }
