@@ -3,7 +3,7 @@
 # JVMs, the rest small glibc programs), at its default intervals, next to
 # prometheus-process-exporter watching the same processes, in the same run.
 #
-#   bench/node_bench.sh BUILD_DIR [--seconds N] [--rounds R] [--jvms J] [--glibc G]
+#   bench/node_bench.sh BUILD_DIR [--seconds N] [--rounds R] [--page-loads P] [--jvms J] [--glibc G]
 #
 # Targets, each with a marker (the run's tag and its own id) in its command
 # line:
@@ -34,6 +34,12 @@
 #      request that sees it; its requests are also reported split into those
 #      first to see their snapshot (memtrimd_samples_total changed) and
 #      those answered from the cached page.
+#   3. the incident page, P loads (100): each load asks memtrimd for / (the
+#      node's target table) and for the page of one JVM and of one glibc
+#      program (/?pid=N), as a person following a table row does, 0.5 s
+#      apart; memtrimd's CPU beyond its rate in the footprint window, per
+#      load, and its VmRSS during the loads against the window's, which is
+#      what an open page (reloading every 30 s) adds to the figures above.
 # Series per target: the samples carrying a target's pid label (memtrimd) or
 # group name (process-exporter) in the last plain scrape, by kind.
 #
@@ -50,7 +56,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/exporter_lib.sh"
 
 usage() {
-  echo "usage: $0 BUILD_DIR [--seconds N] [--rounds R] [--jvms J] [--glibc G]" >&2
+  echo "usage: $0 BUILD_DIR [--seconds N] [--rounds R] [--page-loads P] [--jvms J] [--glibc G]" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -58,12 +64,14 @@ build=$1
 shift
 seconds=300
 rounds=300
+page_loads=100
 n_jvm=20
 n_glibc=180
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; seconds=$2; shift 2 ;;
     --rounds) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; rounds=$2; shift 2 ;;
+    --page-loads) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ && "$2" -ge 1 ]] || usage; page_loads=$2; shift 2 ;;
     --jvms) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; n_jvm=$2; shift 2 ;;
     --glibc) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; n_glibc=$2; shift 2 ;;
     *) usage ;;
@@ -321,6 +329,32 @@ t2=$EPOCHREALTIME
 md_cpu2=$(cpu_ticks "$md")
 pe_cpu2=$(cpu_ticks "$pe")
 read_rss
+
+# 3. The incident page: the node's table, then one JVM's and one glibc
+# program's page.
+page_jvm=$(awk '$2 ~ /^j/ { print $1; exit }' "$tmp/targets")
+page_glibc=$(awk '$2 ~ /^g/ { print $1; exit }' "$tmp/targets")
+page_paths=("/")
+[[ -z "$page_jvm" ]] || page_paths+=("/?pid=$page_jvm")
+[[ -z "$page_glibc" ]] || page_paths+=("/?pid=$page_glibc")
+rss_page_max=0
+: >"$tmp/page.bytes"
+log "incident page: $page_loads loads of ${page_paths[*]}"
+page_cpu0=$(cpu_ticks "$md")
+t3=$EPOCHREALTIME
+for ((r = 1; r <= page_loads; r++)); do
+  for path in "${page_paths[@]}"; do
+    out=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code} %{size_download}' \
+      "http://127.0.0.1:$MEMTRIMD_PORT$path") || die "memtrimd $path failed"
+    [[ ${out%% *} == 200 ]] || die "memtrimd $path answered ${out%% *}"
+    echo "$path ${out#* }" >>"$tmp/page.bytes"
+  done
+  r_kib=$(status_kib "$md" VmRSS) || die "memtrimd exited"
+  ((r_kib > rss_page_max)) && rss_page_max=$r_kib
+  pause 0.5
+done
+t4=$EPOCHREALTIME
+page_cpu1=$(cpu_ticks "$md")
 md_rss_end=$(status_kib "$md" VmRSS)
 pe_rss_end=$(status_kib "$pe" VmRSS)
 md_hwm=$(status_kib "$md" VmHWM)
@@ -351,9 +385,12 @@ echo "- memtrimd_trim_runs_total at the end, summed over targets (result/reason)
 echo
 python3 - "$tmp" "$hz" "$t0" "$t1" "$t2" "$rounds" \
   "$md_cpu0" "$md_cpu1" "$md_cpu2" "$md_rss0" "$rss_max_md" "$md_rss_end" "$md_hwm" \
-  "$pe_cpu0" "$pe_cpu1" "$pe_cpu2" "$pe_rss0" "$rss_max_pe" "$pe_rss_end" "$pe_hwm" "$md_threads" "$md_fds" <<'PY'
+  "$pe_cpu0" "$pe_cpu1" "$pe_cpu2" "$pe_rss0" "$rss_max_pe" "$pe_rss_end" "$pe_hwm" "$md_threads" "$md_fds" \
+  "$t3" "$t4" "$page_loads" "$page_cpu0" "$page_cpu1" "$rss_page_max" <<'PY'
 import collections, math, re, sys
 a = sys.argv
+t3, t4, page_loads = float(a[23]), float(a[24]), int(a[25])
+page_c0, page_c1, rss_page_max = int(a[26]), int(a[27]), int(a[28])
 tmp, hz = a[1], float(a[2])
 t0, t1, t2 = float(a[3]), float(a[4]), float(a[5])
 rounds = int(a[6])
@@ -485,6 +522,24 @@ print(f"- memtrimd max VmRSS {md_rss_max} KiB = {rss_mib:.1f} MiB (target < 24 M
 c = cpu_pct(md_c0, md_c1, w1)
 print(f"- memtrimd CPU {c:.2f} % of one core (target < 2 %: {'PASS' if c < 2 else 'FAIL'}); "
       f"process-exporter {cpu_pct(pe_c0, pe_c1, w1):.2f} %; memtrimd's CPU before the window (start-up, first discovery and samples): {md_c0 / hz:.1f} s")
+# The incident page: CPU beyond the window's background rate, per load.
+background = (md_c1 - md_c0) / w1
+w4 = t4 - t3
+page_ms = ((page_c1 - page_c0) - background * w4) / hz * 1000 / page_loads
+sizes = collections.defaultdict(list)
+for line in open(f"{tmp}/page.bytes"):
+    path, size = line.split()
+    sizes["/" if path == "/" else "/?pid=N"].append(int(size))
+window_ms_per_30s = (md_c1 - md_c0) / hz * 1000 / w1 * 30
+share = page_ms / window_ms_per_30s * 100 if window_ms_per_30s > 0 else float("nan")
+print(f"- incident page: {page_loads} loads of / and {len(sizes['/?pid=N']) // max(1, page_loads)} target pages "
+      f"(median bytes: / {sorted(sizes['/'])[len(sizes['/']) // 2]:,}"
+      + (f", /?pid=N {sorted(sizes['/?pid=N'])[len(sizes['/?pid=N']) // 2]:,}" if sizes['/?pid=N'] else "")
+      + f") in {w4:.0f} s: {page_ms:.2f} ms of memtrimd CPU per load beyond its window rate; "
+      f"one load every 30 s adds {share:.1f} % to its window CPU "
+      f"(target <= 5 %: {'PASS' if share <= 5 else 'FAIL'}); VmRSS max during the loads "
+      f"{rss_page_max} KiB against {md_rss_max} KiB before "
+      f"({(rss_page_max - md_rss_max) / md_rss_max * 100:+.1f} %)")
 for mode, label in (("plain", "plain"), ("prom", "gzip")):
     p99 = pct(lat[("memtrimd", mode)], 99)
     print(f"- memtrimd /metrics p99, {label}: {p99:.2f} ms (target < 20 ms: {'PASS' if p99 < 20 else 'FAIL'}); "
