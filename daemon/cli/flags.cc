@@ -170,10 +170,13 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--discovery.interval", r.discovery_interval,
             "Node mode: how often to look for new processes (exited ones are dropped every "
             "sample)");
+  std::string families;
+  for (std::string_view f : kDetailFamilies)
+    families += (families.empty() ? "" : ", ") + std::string(f);
   AddOption(app, "--metrics.detail", r.metrics_detail,
-            "Detail families /metrics carries: all, none, or a list of nmt, buffer_pools, gc, "
-            "settings, breakdown, heaps, process, cgroup, collectors, trim (default: all with "
-            "--targets=one, none with --targets=node; README \"Series budget\")");
+            "Detail families /metrics carries: all, none, or a list of " + families +
+                " (default: all with --targets=one, none with --targets=node; README \"Series "
+                "budget\")");
   AddOption(app, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
             "2Gi; e.g. from the Downward API)");

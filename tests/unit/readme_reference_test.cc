@@ -13,6 +13,7 @@
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
 #include "daemon/cli/flags.h"
+#include "daemon/exposition/metric_detail.h"
 #include "daemon/exposition/metric_table.h"
 
 namespace memtrimd {
@@ -162,6 +163,38 @@ TEST(ReadmeReference, AccountPartsMatchTheCode) {
       EXPECT_NE(help.find(part), std::string::npos) << part << " in the metric's help";
     }
   }
+}
+
+// Every detail family is in the --metrics.detail row of the flag table and
+// has its row in the Series budget section's table of families, and that
+// table names no other.
+TEST(ReadmeReference, DetailFamiliesMatchTheCode) {
+  std::string flag_row;
+  for (const auto& r : TableAfter("### Flags")) {
+    if (!r.empty() && r[0] == "--metrics.detail") flag_row = r.back();
+  }
+  ASSERT_FALSE(flag_row.empty()) << "no --metrics.detail row under '### Flags'";
+  std::set<std::string> families;
+  for (std::string_view f : kDetailFamilies) {
+    families.insert(std::string(f));
+    EXPECT_NE(flag_row.find("`" + std::string(f) + "`"), std::string::npos)
+        << f << " in the --metrics.detail row";
+  }
+  // The rows after the header "| `--metrics.detail` | series | ... |".
+  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/README.md");
+  std::string line;
+  bool in_table = false;
+  std::set<std::string> listed;
+  while (std::getline(in, line)) {
+    if (line.rfind("| `--metrics.detail` | series |", 0) == 0) {
+      in_table = true;
+    } else if (in_table && line.rfind("|---", 0) != 0) {
+      if (line.rfind("|", 0) != 0) break;
+      std::vector<std::string> cells = Cells(line);
+      if (!cells.empty()) listed.insert(cells[0]);
+    }
+  }
+  EXPECT_EQ(listed, families);
 }
 
 }  // namespace
