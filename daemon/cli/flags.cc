@@ -136,7 +136,7 @@ std::unique_ptr<Parser> BuildParser() {
             "auth, headers); re-read when it or a file it names changes");
   AddOption(app, "--web.history", r.web_history,
             "How far back the charts of the incident page (/) go: one point per sample and "
-            "target is kept in memory for this long (48 bytes each, at most 720 a target; "
+            "target is kept in memory for this long (32 bytes each, at most 720 a target; "
             "beyond that older points are thinned)");
   AddOption(app, "--sample.interval", r.sample_interval,
             "How often to sample the target (status, cgroup); also how fast a restarted target "

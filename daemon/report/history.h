@@ -4,19 +4,26 @@
 // snapshot (SnapshotStore's publish hook) and once per trim (the trim
 // engine's after-trim hook); never makes memtrimd sample.
 //
-// Memory: a point is 48 bytes, a trim mark 24. At the default 10 s sample
-// interval an hour is 360 points, about 17 KiB per target (samples the
-// scheduler takes right after a trim add one or two points each). Whatever
-// the interval, a target keeps at most kMaxPoints points (34 KiB) and
-// kMaxTrimMarks marks (1.5 KiB): with samples so frequent that the window
-// holds more, the older points are thinned (every other one dropped), so
-// the chart keeps its whole span at a coarser step. Targets that leave the
-// snapshot are dropped at once.
+// Memory: a point is kept in 32 bytes (its byte figures in KiB, the unit
+// /proc and smaps give them in), a trim mark in 24. At the default 10 s
+// sample interval an hour is 360 points, about 11 KiB per target (samples
+// the scheduler takes right after a trim add one or two points each), in
+// one block per target that grows by half when full (13 KiB for 406 points
+// then). Whatever the interval, a target keeps at most kMaxPoints points
+// (22.5 KiB) and kMaxTrimMarks marks (1.5 KiB): with samples so frequent
+// that the window holds more, the older points are thinned (every other one
+// dropped), so the chart keeps its whole span at a coarser step. Targets
+// that leave the snapshot are dropped at once.
+//
+// Why one block per target and nothing allocated per sample once it is
+// full: a node agent keeps hundreds of targets' points for an hour, and
+// long-lived small blocks allocated a few at a time between each tick's
+// short-lived ones pin glibc's heap pages (a deque's 512-byte nodes grew a
+// 200-target memtrimd by 10 MiB in half an hour).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,8 +46,7 @@ struct HistoryPoint {
   // The JVM's direct memory: the direct buffer pool's memory used (read
   // through the agent), else NMT Other with kDirectIsNmtOther set (an upper
   // bound of the pool that also holds the temporary buffer cache, FFM and
-  // Unsafe memory). Read it with DirectOf. One field for both keeps a point
-  // at 48 bytes.
+  // Unsafe memory). Read it with DirectOf.
   uint64_t direct = kNoValue;
 };
 
@@ -75,6 +81,8 @@ class SampleHistory {
   // Twice an hour's points at the default 10 s interval: room for the extra
   // samples after trims before any thinning.
   static constexpr std::size_t kMaxPoints = 720;
+  // What a point takes kept (the figures as KiB).
+  static const std::size_t kStoredPointBytes;
 
   // `window`: how far back points are kept.
   explicit SampleHistory(std::chrono::milliseconds window);
@@ -94,15 +102,35 @@ class SampleHistory {
 
  private:
   using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
-  struct PerTarget {
-    std::deque<HistoryPoint> points;
-    std::deque<TrimMark> trims;
+  // A point as kept: the figures in KiB (kNoKib: absent; direct's top bit:
+  // NMT Other).
+  struct StoredPoint {
+    int64_t t_ms = 0;
+    uint64_t sequence = 0;
+    uint32_t rss_kib = 0;
+    uint32_t limit_kib = 0;
+    uint32_t arena_kib = 0;
+    uint32_t direct_kib = 0;
   };
+  static StoredPoint Store(const HistoryPoint& p);
+  static HistoryPoint Load(const StoredPoint& s);
+  // The points, oldest first, in a ring: ring.size() is the capacity.
+  struct PerTarget {
+    std::vector<StoredPoint> ring;
+    std::size_t head = 0;  // the oldest point's index
+    std::size_t count = 0;
+    std::vector<TrimMark> trims;  // oldest first
+    uint64_t seen = 0;            // the Record that last had the target
+    const StoredPoint& At(std::size_t i) const { return ring[(head + i) % ring.size()]; }
+    StoredPoint& At(std::size_t i) { return ring[(head + i) % ring.size()]; }
+  };
+  static void Push(PerTarget& pt, const StoredPoint& p);
   void Prune(PerTarget& pt, int64_t now_ms) const;
 
   const std::chrono::milliseconds window_;
   mutable std::mutex mu_;
   std::map<Key, PerTarget> targets_;
+  uint64_t records_ = 0;
 };
 
 }  // namespace memtrimd

@@ -316,7 +316,8 @@ void TrimEngine::Record(PerTarget& pt, const TrimResult& r) {
     st.last_success_unix_seconds = std::chrono::duration<double>(r.at.time_since_epoch()).count();
   }
   st.last = r;
-  st.recent.push_front(r);
+  if (st.recent.capacity() < kRecent + 1) st.recent.reserve(kRecent + 1);
+  st.recent.insert(st.recent.begin(), r);
   if (st.recent.size() > kRecent) st.recent.pop_back();
   st.last_skip_reason.clear();
   auto opt = [](std::optional<int64_t> v) { return v ? Signed(*v) : std::string("unknown"); };

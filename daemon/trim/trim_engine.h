@@ -45,7 +45,9 @@ struct TrimStats {
   std::optional<double> next_due_in_seconds;  // nullopt: disabled or in progress
   bool in_progress = false;
   std::string last_skip_reason;
-  std::deque<TrimResult> recent;  // newest first, a few
+  // Newest first, a few: one block per target, kept (SampleHistory says why
+  // long-lived small blocks should not come one at a time).
+  std::vector<TrimResult> recent;
   std::string backend_setting;
 };
 

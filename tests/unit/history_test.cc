@@ -166,10 +166,29 @@ TEST(SampleHistory, TrimMarksOfSuccessfulTrimsOnlyAndCapped) {
   EXPECT_EQ(h.Of(a.target, 1)->trims.size(), SampleHistory::kMaxTrimMarks);
 }
 
-TEST(SampleHistory, PointIsCompact) {
-  // docs and README state 48 bytes a point; keep them true.
-  EXPECT_EQ(sizeof(HistoryPoint), 48u);
+TEST(SampleHistory, PointIsKeptCompactly) {
+  // history.h, the flag's help and the README state 32 bytes a point as
+  // kept, 24 a trim mark; keep them true.
+  EXPECT_EQ(SampleHistory::kStoredPointBytes, 32u);
   EXPECT_EQ(sizeof(TrimMark), 24u);
+}
+
+// What is kept in KiB comes back as it went in when it is whole KiB (RSS,
+// a cgroup limit, smaps' Rss), and to the nearest KiB otherwise.
+TEST(SampleHistory, FiguresComeBackFromTheirKiB) {
+  SampleHistory h(1h);
+  TargetSnapshot a = TargetWith(10, 5 * kMiB + 4096);
+  JvmBuffers b;
+  b.direct = {8, 8 * kMiB + 700, 8 * kMiB + 700};
+  a.sample.jvm_buffers = b;
+  h.Record(At(1, kT0, {a}));
+  auto got = h.Of(a.target, 1);
+  ASSERT_TRUE(got && got->points.size() == 1);
+  EXPECT_EQ(got->points[0].rss, 5 * kMiB + 4096);
+  ASSERT_TRUE(DirectOf(got->points[0]));
+  EXPECT_EQ(DirectOf(got->points[0])->bytes, 8 * kMiB + 1024);
+  EXPECT_FALSE(DirectOf(got->points[0])->nmt_other);
+  EXPECT_EQ(got->points[0].limit, kNoValue);
 }
 
 }  // namespace
