@@ -23,6 +23,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -248,6 +249,67 @@ class NodeModeTest : public ::testing::Test {
     }
   }
 
+  // Node mode's series of one target against those of a sidecar memtrimd
+  // (--target.pid) watching the same process with the same intervals and
+  // detail: the same families, the same identity and the figures that do
+  // not move between two reads a moment apart.
+  static void ExpectSameAsSidecar(const Series& node, const Series& side, pid_t pid, Kind kind) {
+    SCOPED_TRACE("sidecar, pid " + std::to_string(pid));
+    const std::string p = "pid=\"" + std::to_string(pid) + "\"";
+    // Trims are per mode (node mode trims only the targets that opted in).
+    auto families = [&](const Series& s) {
+      std::set<std::string> out;
+      for (const std::string& key : SeriesOf(s, pid)) {
+        std::string name = key.substr(0, key.find('{'));
+        if (name.rfind("memtrimd_trim_", 0) != 0) out.insert(name);
+      }
+      return out;
+    };
+    EXPECT_EQ(families(node), families(side));
+    EXPECT_EQ(TargetInfo(node, pid), TargetInfo(side, pid));
+    EXPECT_EQ(Find(node, "memtrimd_target_start_time_seconds", {p}),
+              Find(side, "memtrimd_target_start_time_seconds", {p}));
+    EXPECT_EQ(Find(node, "memtrimd_target_memory_limit_bytes", {p}),
+              Find(side, "memtrimd_target_memory_limit_bytes", {p}));
+    const double side_anon =
+        Find(side, "memtrimd_target_resident_memory_bytes", {p, "kind=\"anon\""}).value_or(-1);
+    EXPECT_NEAR(
+        Find(node, "memtrimd_target_resident_memory_bytes", {p, "kind=\"anon\""}).value_or(-1),
+        side_anon, std::max(4.0 * (1 << 20), 0.05 * side_anon));
+    // The keys (labels) of families whose members do not come and go.
+    auto keys = [&](const Series& s, const std::string& family) {
+      std::set<std::string> out;
+      for (const std::string& key : SeriesOf(s, pid)) {
+        if (key.rfind(family + "{", 0) == 0) out.insert(key);
+      }
+      return out;
+    };
+    if (kind == Kind::kJvm) {
+      for (const char* family : {"memtrimd_jvm_nmt_reserved_bytes", "memtrimd_jvm_setting_info",
+                                 "memtrimd_jvm_gc_collections_total", "memtrimd_jvm_risk"}) {
+        EXPECT_EQ(keys(node, family), keys(side, family)) << family;
+      }
+      for (const char* metric :
+           {"memtrimd_jvm_nmt_reserved_bytes", "memtrimd_jvm_nmt_committed_bytes"}) {
+        EXPECT_EQ(Find(node, metric, {p, "\"Java Heap\""}),
+                  Find(side, metric, {p, "\"Java Heap\""}))
+            << metric;
+      }
+      EXPECT_EQ(Find(node, "memtrimd_jvm_heap_max_bytes", {p}),
+                Find(side, "memtrimd_jvm_heap_max_bytes", {p}));
+      EXPECT_NEAR(Find(node, "memtrimd_glibc_arena_heaps", {p}).value_or(-1),
+                  Find(side, "memtrimd_glibc_arena_heaps", {p}).value_or(-2), 1.0);
+    } else {
+      EXPECT_EQ(Find(node, "memtrimd_glibc_arena_heaps", {p}),
+                Find(side, "memtrimd_glibc_arena_heaps", {p}));
+    }
+    if (kind == Kind::kGlibcAgent) {
+      EXPECT_EQ(Find(node, "memtrimd_glibc_malloc_arenas", {p}),
+                Find(side, "memtrimd_glibc_malloc_arenas", {p}));
+      EXPECT_EQ(keys(node, "memtrimd_allocator_bytes"), keys(side, "memtrimd_allocator_bytes"));
+    }
+  }
+
   TempDir dir_;
   SharedDir shared_;
   std::string marker_;
@@ -315,6 +377,43 @@ TEST_F(NodeModeTest, EveryTargetAsOneTargetMemtrimdSeesItAndChurnLeavesNothingBe
     std::optional<JsonValue> one = InspectOne(ns.pid());
     ASSERT_TRUE(one.has_value());
     ExpectSameFigures(m.Scrape(), *one, ns.pid(), Kind::kJvm);
+  }
+  // And against a sidecar memtrimd of each kind of target: a JVM of every
+  // JDK as another uid, a glibc program with and one without the agent,
+  // the JVM in its own namespaces.
+  {
+    std::vector<std::pair<pid_t, Kind>> compared;
+    std::set<std::string> jdks;
+    bool agent = false, plain = false;
+    for (const Started& t : targets) {
+      bool first_of_kind = false;
+      if (t.spec.kind == Kind::kJvm) {
+        first_of_kind = t.spec.uid == kNobodyUid && jdks.insert(t.spec.java).second;
+      } else if (t.spec.kind == Kind::kGlibcAgent) {
+        first_of_kind = !std::exchange(agent, true);
+      } else {
+        first_of_kind = !std::exchange(plain, true);
+      }
+      if (first_of_kind) compared.emplace_back(t.pid(), t.spec.kind);
+    }
+    compared.emplace_back(ns.pid(), Kind::kJvm);
+    ASSERT_EQ(compared.size(), FindJdkHomes().size() + 3);
+    for (const auto& [pid, kind] : compared) {
+      Memtrimd side(WrapWith{NodeAgentCaps()},
+                    {"--target.pid=" + std::to_string(pid), "--sample.interval=200ms",
+                     "--smaps.interval=500ms", "--jvm.interval=1s", "--metrics.detail=all",
+                     "--trim.interval=0"});
+      ASSERT_TRUE(side.started()) << side.log();
+      Series one;
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            one = side.Scrape();
+            return FullyWatched(one, pid, kind);
+          },
+          60s))
+          << side.log();
+      ExpectSameAsSidecar(m.Scrape(), one, pid, kind);
+    }
   }
 
   // Steady state before the churn: descriptors and threads with all eleven
