@@ -127,6 +127,7 @@ void SampleHistory::Record(const Snapshot& snap) {
   for (const TargetSnapshot& ts : snap.targets) {
     PerTarget& pt = targets_[Key{ts.target.pid, ts.target.start_ticks}];
     pt.seen = records_;
+    if (ts.carried) continue;  // no read, no point
     Push(pt, Store(PointOf(ts.sample, now, snap.sequence)));
     Prune(pt, now);
   }

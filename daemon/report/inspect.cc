@@ -530,6 +530,11 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   w.Key("pid").Int(tg.pid).Key("comm").String(tg.comm).Key("runtime").String(
       RuntimeName(tg.runtime));
   w.Key("start_time_seconds").Double(ts.start_time_seconds);
+  if (ts.reads > 0) {
+    // In /report: how many samples read this target and which one last did
+    // (older than the report's own after another target's trim).
+    w.Key("samples").Uint(ts.reads).Key("sample_sequence").Uint(ts.read_in_sequence);
+  }
   AllocatorJson(w, tg, ViewAllocator(tg, ts.sample), ts.sample);
   if (const auto& p = ts.sample.process) {
     w.Key("process").BeginObject();

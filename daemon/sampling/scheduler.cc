@@ -43,10 +43,13 @@ void Scheduler::Run() {
   while (!stop_) {
     if (cv_.wait_until(lock, next, [this] { return stop_ || tick_now_; })) {
       if (stop_) break;
-      // Woken by AfterTrim: one extra tick; the schedule stays.
+      // Woken by AfterTrim: one extra tick of the trimmed targets; the
+      // schedule stays.
       tick_now_ = false;
+      std::set<Key> only;
+      only.swap(tick_now_targets_);
       lock.unlock();
-      Tick();
+      TickTargets(&only);
       lock.lock();
       continue;
     }
@@ -199,6 +202,7 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
     {
       std::lock_guard<std::mutex> lock(mu_);
       tick_now_ = true;
+      tick_now_targets_.insert(key);
       seen = published_;
     }
     cv_.notify_all();
@@ -222,7 +226,7 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
   tick_and_wait();
 }
 
-void Scheduler::Tick() {
+void Scheduler::TickTargets(const std::set<Key>* only) {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
   snap->node_mode = options_.node.has_value();
@@ -250,7 +254,18 @@ void Scheduler::Tick() {
         previous_->targets[*watched->previous_index].target.SameProcess(watched->target())) {
       prev = &previous_->targets[*watched->previous_index];
     }
+    if (only != nullptr && prev != nullptr && !only->contains(key)) {
+      // A trim of one target must not make memtrimd read the whole node
+      // again (in node mode that is several extra reads of every target a
+      // minute), nor put points in its history that no read took.
+      watched->previous_index = snap->targets.size();
+      snap->targets.push_back(*prev);
+      snap->targets.back().carried = true;
+      continue;
+    }
     TargetSnapshot ts = watched->Sample(prev);
+    ts.reads = ++watched->reads;
+    ts.read_in_sequence = snap->sequence;
     ts.sample.allocator_change = watched->allocator_change;
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -51,8 +52,8 @@ class Scheduler {
   // blocked on its target (see SlowSource::Stop).
   void Stop();
 
-  // One tick; public for tests.
-  void Tick();
+  // One tick, every target read; public for tests.
+  void Tick() { TickTargets(nullptr); }
 
   // Called by the trim engine after a successful trim of `target` that
   // ended at `ended`: asks the socket collector that gives that target's
@@ -60,7 +61,9 @@ class Scheduler {
   // read again (older statistics marked as read before the trim), then, once
   // the collector has answered, one with the fresh statistics; returns then
   // (or after `wait`), so that a /report read after a manual trim never
-  // shows an estimate from before it as current.
+  // shows an estimate from before it as current. Those extra samples read
+  // the trimmed target only; every other target's last sample is carried
+  // into them unread (TargetSnapshot::carried).
   void AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                  std::chrono::milliseconds wait = std::chrono::seconds(2));
 
@@ -72,6 +75,9 @@ class Scheduler {
   };
 
   void Run();
+  // `only` set: an after-trim tick, which reads only the targets in it (and
+  // any without a previous sample) and carries the others' last samples.
+  void TickTargets(const std::set<Key>* only);
   // Drops every target whose (pid, start time) no longer exists.
   void DropExited();
   void Drop(const Key& key, const char* why);
@@ -103,10 +109,11 @@ class Scheduler {
   std::condition_variable cv_;
   bool stop_ = false;
   // Guarded by mu_: trims the next tick must take into account, whether to
-  // tick before the interval is up, how many snapshots were published
+  // tick before the interval is up and for which targets, how many snapshots were published
   // (AfterTrim waits for the next one), and each target's malloc source.
   std::map<Key, TrimNote> trim_notes_;
   bool tick_now_ = false;
+  std::set<Key> tick_now_targets_;  // what the extra tick reads
   uint64_t published_ = 0;
   std::map<Key, std::string> malloc_source_;
   std::condition_variable published_cv_;

@@ -31,6 +31,15 @@ struct TargetSnapshot {
   // Collectors that run on their own thread and have not finished a run for
   // this target yet: their part is not missing, only not known yet.
   std::vector<std::string> pending;
+  // Not read in this snapshot's tick: an extra tick after another target's
+  // trim carried this target's last sample over (its figures are as old as
+  // they were in the previous snapshot).
+  bool carried = false;
+  // How many ticks have read this target, and the sequence of the snapshot
+  // whose tick read it last (this one's unless carried); 0 outside the
+  // scheduler (a one-shot inspect).
+  uint64_t reads = 0;
+  uint64_t read_in_sequence = 0;
 };
 
 struct Snapshot {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,8 @@ class WatchedTarget {
 
   // Where this target's entry sits in the last published snapshot.
   std::optional<std::size_t> previous_index;
+  // How many ticks have read it (TargetSnapshot::reads).
+  uint64_t reads = 0;
   // When the trim engine last trimmed it (Scheduler::AfterTrim).
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
   bool refresh_after_trim = false;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -199,6 +200,67 @@ TEST_F(NodeTrimsTest, AStoppedJvmDelaysNoOtherTargetsSample) {
   EXPECT_EQ(Find(s, "memtrimd_target_up", {Pid(jvm.pid())}), 1.0);
   EXPECT_EQ(Find(s, "memtrimd_collector_success", {Pid(frag.pid()), "collector=\"agent\""}), 1.0);
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+}
+
+// What the incident page's history holds for `pid`: its points and the
+// snapshot sequences of the first and last.
+struct PageHistory {
+  long samples = -1, first = -1, last = -1;
+};
+PageHistory HistoryOnPage(const Memtrimd& m, pid_t pid) {
+  HttpResponse r = Curl(m.url("/?pid=" + std::to_string(pid)));
+  std::smatch match;
+  PageHistory h;
+  static const std::regex charts(
+      R"re(<div class="charts" data-samples="(\d+)" data-first-sequence="(\d+)" data-last-sequence="(\d+)")re");
+  if (r.status == 200 && std::regex_search(r.body, match, charts)) {
+    h = {std::stol(match[1]), std::stol(match[2]), std::stol(match[3])};
+  }
+  return h;
+}
+
+TEST_F(NodeTrimsTest, ATrimRereadsTheTrimmedTargetOnly) {
+  // After a trim memtrimd publishes extra samples of the trimmed target (its
+  // smaps, then its fresh malloc statistics). The other targets are not
+  // read in those: their last sample is carried over, and their history
+  // gets no point for them.
+  Process trimmed = StartTarget({"MEMTRIMD_TRIM=1"});
+  Process other = StartTarget({});
+  ASSERT_TRUE(trimmed.running() && other.running());
+  std::vector<std::string> flags = NodeFlags();
+  flags.push_back("--trim.max-per-minute=0");
+  Memtrimd m(flags);
+  ASSERT_TRUE(m.started()) << m.log();
+  auto successes = [&](const Series& s) {
+    return Find(s, "memtrimd_trim_runs_total", {Pid(trimmed.pid()), "result=\"success\""})
+        .value_or(0);
+  };
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return successes(s) >= 3;
+      },
+      60s))
+      << m.log();
+  const double trims = successes(s);
+  // Three more samples, so the last trim's extra ones are in.
+  const double seq = Find(s, "memtrimd_samples_total").value_or(0);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Find(m.Scrape(), "memtrimd_samples_total").value_or(0) >= seq + 3; }, 30s));
+  PageHistory t = HistoryOnPage(m, trimmed.pid());
+  PageHistory o = HistoryOnPage(m, other.pid());
+  ASSERT_GT(t.samples, 0);
+  ASSERT_GT(o.samples, 0);
+  // The trimmed target is read in every sample: a point for each.
+  EXPECT_EQ(t.samples, t.last - t.first + 1);
+  // The other one misses at least one sample per trim, and it is watched
+  // throughout: its last point is as recent as the trimmed target's.
+  EXPECT_LE(static_cast<double>(o.samples), static_cast<double>(o.last - o.first + 1) - trims)
+      << o.samples << " points over sequences " << o.first << ".." << o.last << ", " << trims
+      << " trims";
+  EXPECT_GE(o.last, t.last - 1);
+  EXPECT_EQ(Find(m.Scrape(), "memtrimd_target_up", {Pid(other.pid())}), 1.0);
 }
 
 }  // namespace
