@@ -145,6 +145,26 @@ TEST(SampleHistory, DropsTargetsThatLeaveTheSnapshot) {
   EXPECT_EQ(h.targets(), 0u);
 }
 
+TEST(SampleHistory, ACarriedSampleAddsNoPointAndKeepsTheTarget) {
+  // After another target's trim the scheduler carries this target's last
+  // sample into an extra snapshot without reading it.
+  SampleHistory h(1h);
+  TargetSnapshot a = TargetWith(10, kMiB), b = TargetWith(11, 2 * kMiB);
+  h.Record(At(1, kT0, {a, b}));
+  TargetSnapshot carried = b;
+  carried.carried = true;
+  h.Record(At(2, kT0 + 1s, {a, carried}));
+  EXPECT_EQ(h.targets(), 2u);
+  ASSERT_TRUE(h.Of(b.target, 2));
+  ASSERT_EQ(h.Of(b.target, 2)->points.size(), 1u);
+  EXPECT_EQ(h.Of(b.target, 2)->points.back().sequence, 1u);
+  EXPECT_EQ(h.Of(a.target, 2)->points.size(), 2u);
+  // Read again in the next sample: a point again.
+  h.Record(At(3, kT0 + 10s, {a, b}));
+  ASSERT_EQ(h.Of(b.target, 3)->points.size(), 2u);
+  EXPECT_EQ(h.Of(b.target, 3)->points.back().sequence, 3u);
+}
+
 TEST(SampleHistory, TrimMarksOfSuccessfulTrimsOnlyAndCapped) {
   SampleHistory h(1h);
   TargetSnapshot a = TargetWith(10, kMiB);
