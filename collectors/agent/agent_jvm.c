@@ -159,10 +159,83 @@ static JavaVM *created_vm(char *why, size_t why_cap) {
  * as its creation has begun, and attaching to a half-created VM can crash
  * it: the first sample of a sidecar lands right there, and a JVM that
  * pre-touches a large heap stays there for seconds. The JVM's own mark of a
- * finished start is the hsperfdata counter sun.rt.createVmEndTime (what
- * jstat reads), in the file the JVM maps into itself. Without hsperfdata
- * (-XX:-UsePerfData, -XX:+PerfDisableSharedMem) only JDK 21+ is trusted,
- * told by the "release" file of the libjvm.so's JDK. */
+ * finished start is the perf data counter sun.rt.createVmEndTime (what
+ * jstat reads). The counters live in the JVM's perf memory, which is the
+ * hsperfdata file mapped into it only when the JVM could make that file: a
+ * uid without a user name (runAsUser in a pod) gets none, and neither does
+ * -XX:+PerfDisableSharedMem; then the same counters sit in anonymous memory.
+ * So the memory is found where the JVM's serviceability agent finds it:
+ * PerfMemory::_prologue in the table libjvm.so exports for it
+ * (gHotSpotVMStructs), set once at the start of VM creation and never
+ * unmapped. The file's mapping in /proc/self/maps is the fallback for a
+ * libjvm.so without that table entry. Without perf memory at all
+ * (-XX:-UsePerfData) only JDK 21+ is trusted, told by the "release" file of
+ * the libjvm.so's JDK. */
+
+/* The perf memory through libjvm.so's exported VMStructs table: the
+ * addresses of PerfMemory::_prologue and PerfMemory::_capacity, then their
+ * values. 0 when found; -1 when the table has no such entry or the JVM has
+ * no perf memory (not yet: the pointers are set early in VM creation; or
+ * none: -XX:-UsePerfData). Reads libjvm.so's static data only: no JNI, no
+ * call into the VM. */
+static int vmstructs_perfdata(uintptr_t *start, size_t *size) {
+  void *lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == NULL) {
+    return -1;
+  }
+  char *const *table = (char *const *)dlsym(lib, "gHotSpotVMStructs");
+  const uint64_t *stride = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryArrayStride");
+  const uint64_t *type_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryTypeNameOffset");
+  const uint64_t *field_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryFieldNameOffset");
+  const uint64_t *addr_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryAddressOffset");
+  /* The launcher's own reference keeps libjvm.so loaded. */
+  dlclose(lib);
+  if (table == NULL || *table == NULL || stride == NULL || type_at == NULL || field_at == NULL ||
+      addr_at == NULL || *stride == 0 || *stride > 4096 || *type_at + sizeof(char *) > *stride ||
+      *field_at + sizeof(char *) > *stride || *addr_at + sizeof(void *) > *stride) {
+    return -1;
+  }
+  void *const *prologue_at = NULL;
+  const size_t *capacity_at = NULL;
+  /* The table ends with an entry whose type name is NULL (about 2000
+   * entries in JDK 17 and 25); the bound only guards against a table that
+   * is not what the exports say. */
+  for (size_t i = 0; i < 100000 && (prologue_at == NULL || capacity_at == NULL); ++i) {
+    const char *entry = *table + i * *stride;
+    const char *type;
+    const char *field;
+    void *address;
+    memcpy(&type, entry + *type_at, sizeof type);
+    if (type == NULL) {
+      break;
+    }
+    if (strcmp(type, "PerfMemory") != 0) {
+      continue;
+    }
+    memcpy(&field, entry + *field_at, sizeof field);
+    memcpy(&address, entry + *addr_at, sizeof address);
+    if (field == NULL || address == NULL) {
+      continue;
+    }
+    if (strcmp(field, "_prologue") == 0) {
+      prologue_at = (void *const *)address;
+    } else if (strcmp(field, "_capacity") == 0) {
+      capacity_at = (const size_t *)address;
+    }
+  }
+  if (prologue_at == NULL || capacity_at == NULL) {
+    return -1;
+  }
+  /* Written once, by the thread creating the VM, before the counters. */
+  void *prologue = __atomic_load_n((void *const *)prologue_at, __ATOMIC_ACQUIRE);
+  size_t capacity = __atomic_load_n(capacity_at, __ATOMIC_ACQUIRE);
+  if (prologue == NULL || capacity < 32) {
+    return -1;
+  }
+  *start = (uintptr_t)prologue;
+  *size = capacity;
+  return 0;
+}
 
 /* Reads /proc/self/maps with a fixed buffer and finds the mapping of the
  * JVM's hsperfdata file (.../hsperfdata_<user>/<pid>). 0 when found. */
@@ -221,13 +294,14 @@ static int32_t i32_at(const unsigned char *p) {
 }
 
 /* 1: sun.rt.createVmEndTime is set; 0: not (yet); -1: no usable
- * hsperfdata. The JVM appends entries while it starts: every read is
+ * perf memory. The JVM appends entries while it starts: every read is
  * bounded by the mapping and the prologue's "used", so a half-written entry
  * is at worst not found (the next request asks again). */
 static int perfdata_vm_created(void) {
   uintptr_t start;
   size_t size;
-  if (find_perfdata(&start, &size) != 0 || size < 32) {
+  if ((vmstructs_perfdata(&start, &size) != 0 && find_perfdata(&start, &size) != 0) ||
+      size < 32) {
     return -1;
   }
   const unsigned char *base = (const unsigned char *)start;
@@ -317,8 +391,8 @@ static int vm_started(char *why, size_t why_cap) {
     return 0;
   }
   snprintf(why, why_cap,
-           "cannot tell whether the JVM has finished starting: no hsperfdata (-XX:-UsePerfData) "
-           "on JDK %d",
+           "cannot tell whether the JVM has finished starting: it has no perf data "
+           "(-XX:-UsePerfData) on JDK %d",
            feature);
   return -1;
 }
