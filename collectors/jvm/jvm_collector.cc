@@ -9,6 +9,8 @@
 
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
+#include "collectors/jvm/perf_data_cause.h"
+#include "collectors/jvm/signal_facts.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::jvm {
@@ -127,6 +129,7 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
     pid_ = t.pid;
     start_ticks_ = t.start_ticks;
     path_.clear();
+    missing_cause_.clear();
     gc_base_.reset();
     gc_rates_.reset();
   }
@@ -148,9 +151,15 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
       }
     }
     if (path_.empty()) {
-      return Status(ErrorCode::kNotFound,
-                    "hsperfdata: no perf data file (JVM started with -XX:-UsePerfData or "
-                    "-XX:+PerfDisableSharedMem?)");
+      // Say why from the JVM's options and its /etc/passwd, once per JVM:
+      // a uid without a name is the usual reason in a pod, and the flags
+      // are named only when they are set.
+      if (missing_cause_.empty()) {
+        PerfDataCauseFacts facts = ReadPerfDataCauseFacts(t);
+        missing_cause_ = PerfDataCauseText(DecidePerfDataCause(facts), facts);
+      }
+      sample.jvm_perf_missing = missing_cause_;
+      return Status(ErrorCode::kNotFound, "hsperfdata: no perf data file: " + missing_cause_);
     }
   }
   Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);

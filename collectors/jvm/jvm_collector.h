@@ -73,6 +73,8 @@ class JvmPerfCollector : public Collector {
   pid_t pid_ = 0;
   uint64_t start_ticks_ = 0;
   std::string path_;  // found once per target
+  // Why this target has no perf data file, decided once per target.
+  std::string missing_cause_;
   // GC counters of this target at the start of the current rate window.
   struct GcBase {
     PerfGc gc;

@@ -19,6 +19,9 @@ namespace {
 
 constexpr std::size_t kMaxPerfBytes = 4u << 20;
 constexpr std::size_t kMaxOptionFileBytes = 1u << 20;
+// An app image's /etc/passwd is a few KiB; a directory's user list held in
+// one file could be larger, and then the answer is "unknown".
+constexpr std::size_t kMaxPasswdBytes = 4u << 20;
 
 // Reads an open file up to `cap` bytes; kTooLarge past it.
 Result<std::string> ReadFd(int fd, const std::string& what, std::size_t cap) {
@@ -131,12 +134,20 @@ SignalFacts ReadSignalFacts(const Target& t) {
     if (f.perf_attach_supported) return f;
   }
 
-  Result<std::string> cmdline = ReadSmallFile(t.proc_dir + "/cmdline", 1u << 20);
-  Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
-  if (!cmdline.ok() || !environ.ok()) {
-    f.options_error = (!cmdline.ok() ? cmdline : environ).status().message();
+  Result<std::vector<JvmOption>> options = ReadJvmOptions(t);
+  if (!options.ok()) {
+    f.options_error = options.status().message();
     return f;
   }
+  f.options_known = true;
+  f.options = std::move(options).value();
+  return f;
+}
+
+Result<std::vector<JvmOption>> ReadJvmOptions(const Target& t) {
+  Result<std::string> cmdline = ReadSmallFile(t.proc_dir + "/cmdline", 1u << 20);
+  Result<std::string> environ = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
+  if (!cmdline.ok() || !environ.ok()) return (!cmdline.ok() ? cmdline : environ).status();
   OptionSources src;
   src.argv = SplitNul(*cmdline);
   src.java_tool_options = Env(*environ, "JAVA_TOOL_OPTIONS");
@@ -144,14 +155,30 @@ SignalFacts ReadSignalFacts(const Target& t) {
   src.underscore_java_options = Env(*environ, "_JAVA_OPTIONS");
   OptionLimits limits;
   limits.max_file_bytes = kMaxOptionFileBytes;
-  Result<std::vector<JvmOption>> options = ResolveJvmOptions(
+  return ResolveJvmOptions(
       src, [&](const std::string& path) { return ReadOptionFile(t, path); }, limits);
-  if (!options.ok()) {
-    f.options_error = options.status().message();
-    return f;
+}
+
+PerfDataCauseFacts ReadPerfDataCauseFacts(const Target& t) {
+  PerfDataCauseFacts f;
+  f.uid = static_cast<uint32_t>(t.uid);
+  // The JVM's own /etc/passwd, inside its root: the one its getpwuid reads
+  // (through nsswitch "files", the only source in an app image).
+  UniqueFd fd = OpenAsTarget(t, "/etc/passwd");
+  struct stat st;
+  if (fd.get() >= 0 && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+    Result<std::string> passwd = ReadFd(fd.get(), "/etc/passwd", kMaxPasswdBytes);
+    if (passwd.ok()) {
+      bool complete = true;
+      bool named = PasswdNameOf(*passwd, f.uid, &complete).has_value();
+      if (named || complete) f.uid_named = named;
+    }
   }
-  f.options_known = true;
-  f.options = std::move(options).value();
+  Result<std::vector<JvmOption>> options = ReadJvmOptions(t);
+  if (options.ok()) {
+    f.options_known = true;
+    f.options = std::move(options).value();
+  }
   return f;
 }
 

@@ -6,6 +6,7 @@
 #include "collectors/common/target.h"
 #include "collectors/jvm/attach_protocol.h"
 #include "collectors/jvm/hsperfdata.h"
+#include "collectors/jvm/perf_data_cause.h"
 
 namespace memtrimd::jvm {
 
@@ -22,5 +23,12 @@ Result<PerfData> ReadOwnPerfData(const Target& target);
 // (absolute names, resolved inside the target's root) or /proc/<pid>/cwd
 // (relative names). signalled_before comes from signal_record.h.
 SignalFacts ReadSignalFacts(const Target& target);
+
+// The JVM's options from every source, as ReadSignalFacts reads them.
+Result<std::vector<JvmOption>> ReadJvmOptions(const Target& target);
+
+// What DecidePerfDataCause needs: the JVM's options, and whether its uid
+// has a name in the /etc/passwd inside its root (read with a cap).
+PerfDataCauseFacts ReadPerfDataCauseFacts(const Target& target);
 
 }  // namespace memtrimd::jvm

@@ -378,10 +378,10 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
     out.push_back(
         {"GC counters", !s.jvm_perf_missing.empty()
                             ? With(s.jvm_perf_missing, ErrorAction(s.jvm_perf_missing))
-                            : "no hsperfdata (the JVM runs with -XX:-UsePerfData or "
-                              "-XX:+PerfDisableSharedMem, or its file is not reachable); start "
-                              "the JVM without those flags, and let memtrimd see the JVM's /tmp, "
-                              "where hsperfdata_<user>/<pid> is (shareProcessNamespace in a pod)"});
+                            : "no hsperfdata (the JVM's uid has no user name, it runs with "
+                              "-XX:-UsePerfData or -XX:+PerfDisableSharedMem, or its file is "
+                              "not reachable); let memtrimd see the JVM's /tmp, where "
+                              "hsperfdata_<user>/<pid> is (shareProcessNamespace in a pod)"});
   }
   if (s.glibc && is_jvm && !s.glibc->java_heap_known) {
     out.push_back({"RSS account",
@@ -409,8 +409,12 @@ std::string CollectorErrorAction(std::string_view collector, std::string_view er
            "not mounted, --target.memory-limit gives it";
   }
   if (collector == "hsperfdata") {
-    return "start the JVM without -XX:-UsePerfData and -XX:+PerfDisableSharedMem, and let "
-           "memtrimd see the JVM's /tmp (shareProcessNamespace in a pod)";
+    // The collector names the cause it found (a uid without a name, or the
+    // flag that is set) and what the JVM needs.
+    if (Has(error, "no perf data file: ")) {
+      return "memtrimd looks for the file again every sample";
+    }
+    return "let memtrimd see the JVM's /tmp (shareProcessNamespace in a pod)";
   }
   if (collector == "process") {
     return "memtrimd reads /proc/<pid>/status again every sample; it needs to see the target's "
