@@ -28,7 +28,14 @@ struct GlibcHeaps {
   uint64_t usable_bytes = 0;            // sum of the heaps' rw-p parts
   uint64_t resident_bytes = 0;          // sum of their Rss
   std::size_t confirmed = 0;            // heaps whose heap_info was read and agreed
-  std::size_t rejected = 0;             // shape matched but heap_info disagreed
+  std::size_t rejected = 0;             // own-mapping shape matched but heap_info disagreed
+  std::size_t merged = 0;               // of heaps: in a mapping the kernel merged (confirmed)
+  // Candidates in merged mappings not counted: no header could confirm them
+  // (no ptrace-read access, header page not resident), or beyond the cap
+  // (glibc::kMaxMergedCandidates).
+  std::size_t merged_unconfirmed = 0;
+  std::size_t merged_skipped = 0;
+  std::string headers_unread;  // why heap headers could not be read ("" when they were)
   uint64_t main_arena_resident_bytes = 0;
   uint64_t smaps_rss_bytes = 0;  // Rss summed over all mappings of that read
   std::size_t mappings = 0;

@@ -5,6 +5,7 @@
 
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/heap_info.h"
+#include "collectors/glibc/pagemap.h"
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
@@ -49,28 +50,67 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   for (const procfs::Mapping& m : *mappings) g.smaps_rss_bytes += m.rss;
   g.arenas_not_applicable = GlibcMallocNotApplicable(target);
   g.allocator = target.allocator;
+  // The Java heap's range comes from the JVM collector, which runs earlier in
+  // the same sample. Nothing inside it is taken for an arena heap or read.
+  std::optional<AddressRange> java_heap;
+  if (out.jvm && out.jvm->gc_heap && out.jvm->gc_heap->start && out.jvm->gc_heap->end) {
+    java_heap = AddressRange{*out.jvm->gc_heap->start, *out.jvm->gc_heap->end};
+  }
   // Under another allocator glibc's arenas hold (almost) nothing, and an
   // allocator's own 64 MiB-aligned regions must not be taken for them.
   if (g.arenas_not_applicable.empty()) {
     g.main_arena_resident_bytes = MainArenaResident(*mappings);
-    g.heaps = FindArenaHeaps(*mappings, options_.heap_size);
+    HeapCandidates c = FindHeapCandidates(*mappings, options_.heap_size, java_heap);
+    g.heaps = std::move(c.heaps);
+    g.merged_skipped = c.merged_skipped;
   }
-  if (options_.confirm_with_heap_info) ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size);
-  auto rejected = std::remove_if(g.heaps.begin(), g.heaps.end(), [](const ArenaHeap& h) {
-    return h.check == HeapCheck::kRejected;
+  const bool any_merged = std::any_of(g.heaps.begin(), g.heaps.end(), [](const ArenaHeap& h) {
+    return h.shape == HeapShape::kMerged;
   });
-  g.rejected = static_cast<std::size_t>(g.heaps.end() - rejected);
-  g.heaps.erase(rejected, g.heaps.end());
+  if (options_.confirm_with_heap_info && !g.heaps.empty()) {
+    // pagemap: whether a merged candidate's header page exists, and its
+    // heap's resident pages. Opened only when there is a merged candidate.
+    std::optional<Pagemap> pagemap;
+    if (any_merged) {
+      Result<Pagemap> pm = Pagemap::Open(target.proc_dir);
+      if (pm.ok()) {
+        pagemap = std::move(pm).value();
+      } else {
+        g.headers_unread = pm.status().message();
+      }
+    }
+    Status st =
+        ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size, pagemap ? &*pagemap : nullptr);
+    if (!st.ok()) g.headers_unread = st.message();
+    if (pagemap) {
+      for (ArenaHeap& h : g.heaps) {
+        if (h.shape != HeapShape::kMerged || h.check != HeapCheck::kConfirmed) continue;
+        Result<uint64_t> resident = pagemap->ResidentBytes(h.start, h.usable_bytes);
+        // Unreadable now (unmapped since smaps was read): not counted.
+        if (resident.ok()) {
+          h.resident_bytes = *resident;
+        } else {
+          h.check = HeapCheck::kShapeOnly;
+        }
+      }
+    }
+  } else if (any_merged) {
+    g.headers_unread = "heap headers are not read (confirmation off)";
+  }
+  // A merged candidate whose header says "no heap" is just some other large
+  // mapping crossing a boundary; only heaps of the exact shape count as
+  // rejected.
+  g.rejected = static_cast<std::size_t>(
+      std::count_if(g.heaps.begin(), g.heaps.end(), [](const ArenaHeap& h) {
+        return h.shape == HeapShape::kOwnMapping && h.check == HeapCheck::kRejected;
+      }));
+  g.merged_unconfirmed = KeepCountedHeaps(g.heaps);
+  FitResidentToMappings(*mappings, g.heaps);
   for (const ArenaHeap& h : g.heaps) {
     g.usable_bytes += h.usable_bytes;
     g.resident_bytes += h.resident_bytes;
     if (h.check == HeapCheck::kConfirmed) ++g.confirmed;
-  }
-  // The Java heap's range comes from the JVM collector, which runs earlier in
-  // the same sample.
-  std::optional<AddressRange> java_heap;
-  if (out.jvm && out.jvm->gc_heap && out.jvm->gc_heap->start && out.jvm->gc_heap->end) {
-    java_heap = AddressRange{*out.jvm->gc_heap->start, *out.jvm->gc_heap->end};
+    if (h.shape == HeapShape::kMerged) ++g.merged;
   }
   g.breakdown = BreakDownRss(*mappings, g.heaps, java_heap);
   g.java_heap_known = java_heap.has_value();

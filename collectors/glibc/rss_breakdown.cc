@@ -11,9 +11,14 @@ RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
   std::size_t h = 0;
   for (const procfs::Mapping& m : mappings) {
     b.total += m.rss;
-    while (h < heaps.size() && heaps[h].start + heaps[h].usable_bytes <= m.start) ++h;
-    bool in_arena_heap =
-        h < heaps.size() && m.start == heaps[h].start && m.size() == heaps[h].usable_bytes;
+    while (h < heaps.size() && heaps[h].start < m.start) ++h;
+    // The heaps whose rw-p part lies in this mapping: one of its own, or
+    // several (and other memory) in a merged one.
+    uint64_t in_heaps = 0;
+    for (std::size_t k = h; k < heaps.size() && heaps[k].start < m.end; ++k) {
+      in_heaps += heaps[k].resident_bytes;
+    }
+    in_heaps = std::min(in_heaps, m.rss);
     if (m.kind == procfs::MappingKind::kFile || (m.perms & procfs::kShared) != 0) {
       // Private pages written in a file mapping (relocations, a JVM's CDS
       // archive) are anonymous memory: the kernel counts them in RssAnon.
@@ -23,12 +28,14 @@ RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
       b.anon_in_file += anon;
     } else if (m.kind == procfs::MappingKind::kHeap) {
       b.main_arena += m.rss;
-    } else if (in_arena_heap) {
-      b.arena_heaps += m.rss;
-    } else if (java_heap && m.start >= java_heap->start && m.end <= java_heap->end) {
-      b.java_heap += m.rss;
     } else {
-      b.other_anonymous += m.rss;
+      b.arena_heaps += in_heaps;
+      const uint64_t rest = m.rss - in_heaps;
+      if (java_heap && m.start >= java_heap->start && m.end <= java_heap->end) {
+        b.java_heap += rest;
+      } else {
+        b.other_anonymous += rest;
+      }
     }
   }
   return b;

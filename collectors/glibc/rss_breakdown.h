@@ -11,16 +11,11 @@
 
 namespace memtrimd::glibc {
 
-struct AddressRange {
-  uint64_t start = 0;
-  uint64_t end = 0;  // exclusive
-};
-
 struct RssBreakdown {
   uint64_t file_and_shared = 0;  // file-backed or shared mappings (code, mapped files, shmem),
                                  // less the private anonymous pages inside them
   uint64_t java_heap = 0;        // anonymous mappings inside the Java heap's address range
-  uint64_t arena_heaps = 0;      // glibc arena heaps (non-main arenas)
+  uint64_t arena_heaps = 0;      // glibc arena heaps (non-main arenas), merged ones too
   uint64_t main_arena = 0;       // [heap]
   uint64_t other_anonymous = 0;  // the rest: stacks, JVM metaspace, code cache, GC
                                  // structures, large malloc chunks (mmapped), written
@@ -31,8 +26,11 @@ struct RssBreakdown {
   uint64_t total = 0;            // sum of every mapping's Rss
 };
 
-// Pure. `heaps` must come from FindArenaHeaps over the same `mappings`
-// (rejected ones removed); `java_heap` is the reserved heap range when known.
+// Pure. `heaps` must come from FindHeapCandidates over the same `mappings`
+// (what KeepCountedHeaps keeps, in address order); `java_heap` is the
+// reserved heap range when known. A mapping that holds heaps gives them
+// their resident bytes (a merged mapping: the heaps' own page counts, never
+// more than the mapping's Rss) and the rest of its Rss to the other parts.
 RssBreakdown BreakDownRss(std::span<const procfs::Mapping> mappings,
                           std::span<const ArenaHeap> heaps, std::optional<AddressRange> java_heap);
 

@@ -428,8 +428,18 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
                   "glibc free kept (read " +
                       TimeOfDay(ts.sample.malloc->read_at) + ")");
       if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
+    if (g->merged > 0) {
+      confirmed += "; " + std::to_string(g->merged) + " in mappings the kernel merged";
+    }
         // memtrimd does not see those trims: say the estimate may be older.
         t.Say("(the JVM trims itself every " + std::to_string(*ms) +
+    if ((!g->headers_unread.empty() && g->merged_unconfirmed > 0) || g->merged_skipped > 0) {
+      // Their memory stays in "other anonymous": say why it is not counted.
+      t.Say("not counted: " + std::to_string(g->merged_unconfirmed + g->merged_skipped) +
+            " possible heaps inside larger mappings, which only their headers can confirm" +
+            (g->headers_unread.empty() ? std::string()
+                                       : " (headers not read: " + g->headers_unread + ")"));
+    }
               " ms: this estimate may be from before its last trim)");
       }
     }
@@ -574,6 +584,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     auto self_trim = SettingBytes(ts.sample, "TrimNativeHeapInterval");
     w.Key("may_predate_jvm_trim").Bool(self_trim && *self_trim > 0);
     w.EndObject();
+      w.Key("arena_heaps_merged").Uint(g->merged);
+      w.Key("arena_heap_candidates_uncounted").Uint(g->merged_unconfirmed + g->merged_skipped);
+      if (!g->headers_unread.empty()) w.Key("heap_headers_unread").String(g->headers_unread);
   }
   if (ts.sample.last_trim_at) {
     w.Key("last_trim_unix_seconds").Double(UnixSeconds(*ts.sample.last_trim_at));

@@ -96,7 +96,9 @@ TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
   if (o.measure_arena_heaps) {
     glibc::GlibcHeapOptions g;
     g.heap_size = o.glibc_heap_size;
-    g.confirm_with_heap_info = false;  // shape is enough to compare before and after
+    // Headers too: heaps the kernel merged into one mapping are found only
+    // through them, and the per-heap comparison must cover them.
+    g.confirm_with_heap_info = true;
     glibc::GlibcHeapCollector heaps(g);
     // Under another allocator there are no glibc arena heaps to compare.
     if (heaps.Collect(t, s).ok() && s.glibc && s.glibc->arenas_not_applicable.empty()) {

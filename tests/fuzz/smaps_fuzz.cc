@@ -17,6 +17,7 @@
 
 #include "collectors/common/text.h"
 #include "collectors/glibc/arena_heap.h"
+#include "collectors/glibc/heap_info.h"
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/procfs/smaps.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -98,6 +99,37 @@ void CheckHeaps(const std::vector<Mapping>& maps, uint64_t heap_size) {
   // A java heap range from the first mapping, when there is one.
   std::optional<glibc::AddressRange> java;
   if (!maps.empty()) java = glibc::AddressRange{maps.front().start, maps.front().end};
+  // Candidates in merged mappings too (capped low to keep runs fast), their
+  // chains decided from headers made of the mappings' own numbers.
+  glibc::HeapCandidates c = glibc::FindHeapCandidates(maps, heap_size, java, 64);
+  FUZZ_CHECK(c.heaps.size() <= heaps.size() + 64 + maps.size());
+  std::vector<std::optional<glibc::HeapInfo>> headers;
+  for (std::size_t i = 0; i < c.heaps.size(); ++i) {
+    const glibc::ArenaHeap& h = c.heaps[i];
+    FUZZ_CHECK(h.start % heap_size == 0 && h.usable_bytes <= heap_size);
+    if (java) FUZZ_CHECK(h.start + heap_size <= java->start || h.start >= java->end);
+    const Mapping& m = maps[i % maps.size()];
+    if (i % 3 == 0) {
+      headers.emplace_back(std::nullopt);
+    } else {
+      headers.emplace_back(glibc::HeapInfo{m.start + glibc::kHeapInfoSize, i % 2 ? m.end : 0, m.rss,
+                                           m.anonymous, m.swap});
+    }
+  }
+  std::vector<glibc::HeapCheck> checks = glibc::ConfirmHeapChain(c.heaps, headers, heap_size);
+  FUZZ_CHECK(checks.size() == c.heaps.size());
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (!headers[i]) FUZZ_CHECK(checks[i] != glibc::HeapCheck::kConfirmed);
+    c.heaps[i].check = checks[i];
+    c.heaps[i].resident_bytes = maps[i % maps.size()].rss;
+  }
+  glibc::KeepCountedHeaps(c.heaps);
+  glibc::FitResidentToMappings(maps, c.heaps);
+  {
+    glibc::RssBreakdown b = glibc::BreakDownRss(maps, c.heaps, java);
+    FUZZ_CHECK(b.file_and_shared + b.java_heap + b.arena_heaps + b.main_arena + b.other_anonymous ==
+               b.total);
+  }
   for (const auto& range : {std::optional<glibc::AddressRange>(), java}) {
     glibc::RssBreakdown b = glibc::BreakDownRss(maps, heaps, range);
     FUZZ_CHECK(b.file_and_shared + b.java_heap + b.arena_heaps + b.main_arena + b.other_anonymous ==

@@ -1,0 +1,58 @@
+// Which pages of the target are resident, from /proc/<pid>/pagemap: what
+// splits a merged mapping's Rss between the arena heaps inside it, and what
+// tells whether a heap candidate's header page exists before it is read.
+//
+// Opening pagemap needs the same ptrace-read access as process_vm_readv
+// (same uid and a dumpable target, or CAP_SYS_PTRACE). Without
+// CAP_SYS_ADMIN the page frame numbers read as 0; the flag bits used here
+// are still given. Reads take the target's mmap lock like a smaps walk and
+// never wait on the target itself.
+//
+// pagemap marks a page present that smaps' Rss does not count: the shared
+// zero page, mapped where a page was read before it was ever written. In a
+// glibc heap that takes a read of memory nobody wrote (calloc does not clear
+// memory freshly made accessible in a non-main arena, so reading a fresh
+// calloc block does it). Such pages cost no RAM; counting them would put
+// bytes into a heap that Rss does not have, so a mapping's heaps are held to
+// its Rss (FitResidentToMappings), and the rest of it stays other anonymous.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "collectors/common/status.h"
+
+namespace memtrimd::glibc {
+
+inline constexpr uint64_t kPagemapPresent = 1ull << 63;
+inline constexpr uint64_t kPagemapSwapped = 1ull << 62;
+
+// Pure: how many of these pagemap entries are resident pages (present; a
+// swapped-out page is in smaps' Swap, not its Rss).
+uint64_t CountPresent(std::span<const uint64_t> entries);
+
+class Pagemap {
+ public:
+  // Opens <proc_dir>/pagemap.
+  static Result<Pagemap> Open(const std::string& proc_dir);
+  Pagemap(Pagemap&& other) noexcept;
+  Pagemap& operator=(Pagemap&& other) noexcept;
+  Pagemap(const Pagemap&) = delete;
+  Pagemap& operator=(const Pagemap&) = delete;
+  ~Pagemap();
+
+  // Whether the page holding `address` is resident.
+  Result<bool> Present(uint64_t address) const;
+  // Resident bytes in [start, start + length): whole pages, read in
+  // chunks of a fixed buffer (a 64 MiB heap is 128 KiB of pagemap).
+  Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const;
+
+ private:
+  Pagemap(int fd, uint64_t page_size) : fd_(fd), page_size_(page_size) {}
+  Status ReadEntries(uint64_t first_page, std::span<uint64_t> out) const;
+  int fd_ = -1;
+  uint64_t page_size_ = 4096;
+};
+
+}  // namespace memtrimd::glibc
