@@ -57,10 +57,80 @@ struct PodPart {
   bool systemd = false;
 };
 
-// systemd driver: [<root>-]kubepods[-<qos>]-pod<uid_>.slice. The slice name
-// spells out the whole kubelet path (kubepods, QoS, pod), so its parents
-// need not be seen (they are ".." from inside another pod's namespace).
-std::optional<PodPart> SystemdPodSlice(std::string_view seg) {
+// Groups another runtime made for a Kubernetes node that runs in a
+// container (kind, k3d), as the host sees them: a kubelet's tree may sit
+// right below one. Only that runtime (root) names groups there, and a
+// container that may write its own cgroup tree is privileged already.
+// (A further runtime's node container is one more row.)
+struct NodeContainerForm {
+  std::string_view parent;  // the group right above the container's
+  std::string_view prefix;  // the container group's name: prefix, 64 hex, suffix
+  std::string_view suffix;
+};
+constexpr NodeContainerForm kNodeContainers[] = {
+    {"system.slice", "docker-", ".scope"},  // Docker, systemd driver (kind)
+    {"docker", "", ""},                     // Docker, cgroupfs driver (k3d)
+};
+
+bool IsNodeContainer(std::string_view parent, std::string_view seg) {
+  for (const NodeContainerForm& f : kNodeContainers) {
+    if (parent != f.parent || !StartsWith(seg, f.prefix) || !EndsWith(seg, f.suffix)) continue;
+    std::string_view id = seg.substr(f.prefix.size());
+    id.remove_suffix(f.suffix.size());
+    if (IsContainerId(id)) return true;
+  }
+  return false;
+}
+
+// Where the kubelet's tree may start in a path: at the root of the reader's
+// view (a node agent with the host's cgroup namespace, or cgroup v1), after
+// a run of ".." (a reader in its own cgroup namespace: the first named group
+// is then a child of one of the reader's own ancestors, which belong to the
+// kubelet or to root), or right below a node container's group. Anywhere
+// else (a user's delegated subtree, a service's) anyone with a subtree could
+// name a pod's group: the identity would be borrowed.
+bool KubeletRootAt(const std::vector<std::string_view>& segs, std::size_t at) {
+  if (at == 0) return true;
+  if (at == 2 && IsNodeContainer(segs[0], segs[1])) return true;
+  return false;
+}
+
+std::size_t LeadingDotDots(const std::vector<std::string_view>& segs) {
+  std::size_t n = 0;
+  while (n < segs.size() && segs[n] == "..") ++n;
+  return n;
+}
+
+// `chain` (the kubelet's groups above the pod's, top first) ends right above
+// `pod_at`, and above it is a place the kubelet's tree may start; with a
+// ".." run instead, any top part of the chain may be hidden behind it.
+bool UnderKubeletRoot(const std::vector<std::string_view>& segs, std::size_t pod_at,
+                      const std::vector<std::string>& chain) {
+  const std::size_t dots = LeadingDotDots(segs);
+  if (dots > 0) {
+    // "../../<tail of the chain>/<pod>": what follows the dots must be the
+    // chain's last groups, exactly.
+    if (pod_at < dots) return false;
+    const std::size_t shown = pod_at - dots;
+    if (shown > chain.size()) return false;
+    for (std::size_t k = 0; k < shown; ++k) {
+      if (segs[dots + k] != chain[chain.size() - shown + k]) return false;
+    }
+    return true;
+  }
+  if (pod_at < chain.size()) return false;
+  const std::size_t top = pod_at - chain.size();
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    if (segs[top + k] != chain[k]) return false;
+  }
+  return KubeletRootAt(segs, top);
+}
+
+// systemd driver: [<root>-]kubepods[-<qos>]-pod<uid_>.slice. systemd nests a
+// slice "a-b-c.slice" in "a-b.slice" in "a.slice", so the name spells out
+// the groups above it: they are checked by UnderKubeletRoot.
+std::optional<PodPart> SystemdPodSlice(const std::vector<std::string_view>& segs, std::size_t i) {
+  std::string_view seg = segs[i];
   if (!EndsWith(seg, ".slice")) return std::nullopt;
   std::string_view body = seg.substr(0, seg.size() - 6);
   std::size_t pod = body.rfind("-pod");
@@ -85,6 +155,18 @@ std::optional<PodPart> SystemdPodSlice(std::string_view seg) {
   }
   // A --cgroup-root (kind's /kubelet) prefixes every level: "kubelet-".
   if (!root.empty() && root.back() != '-') return std::nullopt;
+  // The slices above: every '-'-cut of the prefix ("kubelet.slice",
+  // "kubelet-kubepods.slice", "kubelet-kubepods-besteffort.slice").
+  std::vector<std::string> chain;
+  for (std::size_t cut = 0;;) {
+    std::size_t dash = prefix.find('-', cut);
+    std::string_view upto = prefix.substr(0, dash);
+    if (upto.empty() || upto.back() == '-') return std::nullopt;  // "--": no such slice
+    chain.push_back(std::string(upto) + ".slice");
+    if (dash == std::string_view::npos) break;
+    cut = dash + 1;
+  }
+  if (!UnderKubeletRoot(segs, i, chain)) return std::nullopt;
   return p;
 }
 
@@ -97,13 +179,16 @@ std::optional<PodPart> CgroupfsPodDir(const std::vector<std::string_view>& segs,
   p.uid = PodUid(segs[i].substr(3), '-');
   if (p.uid.empty() || i == 0) return std::nullopt;
   std::string_view parent = segs[i - 1];
+  std::vector<std::string> chain = {"kubepods"};
   if (parent == "kubepods") {
     p.qos = QosClass::kGuaranteed;
-    return p;
+  } else if (parent == "burstable" || parent == "besteffort") {
+    p.qos = parent == "burstable" ? QosClass::kBurstable : QosClass::kBestEffort;
+    chain.emplace_back(parent);
+  } else {
+    return std::nullopt;
   }
-  if (parent != "burstable" && parent != "besteffort") return std::nullopt;
-  if (i < 2 || (segs[i - 2] != "kubepods" && segs[i - 2] != "..")) return std::nullopt;
-  p.qos = parent == "burstable" ? QosClass::kBurstable : QosClass::kBestEffort;
+  if (!UnderKubeletRoot(segs, i, chain)) return std::nullopt;
   return p;
 }
 
@@ -182,7 +267,7 @@ std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
   for (std::size_t i = 0; i < segs->size(); ++i) {
     if (!LooksLikePodSegment((*segs)[i])) continue;
     if (pod) return std::nullopt;  // two pods in one path
-    pod = SystemdPodSlice((*segs)[i]);
+    pod = SystemdPodSlice(*segs, i);
     if (!pod) pod = CgroupfsPodDir(*segs, i);
     if (!pod) return std::nullopt;
     pod_at = i;

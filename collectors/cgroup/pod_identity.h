@@ -33,11 +33,16 @@ struct PodIdentity {
 // in a pod (a host daemon) or the path is not one of the known shapes (never
 // a half-read identity). Reads the cgroup v2 `0::` line, else the v1 memory
 // controller's line, else any other v1 line: the first of these that names
-// a pod decides. The pod may sit anywhere in the path: a kind or k3s node
-// nests the kubelet's tree under its own prefix, and a reader in a private
-// cgroup namespace sees paths relative to its own group (`/../../...`); a
-// target in the reader's own pod then shows only `/../<container>`, no pod
-// (a sidecar on cgroup v2 learns its pod another way, e.g. the Downward API).
+// a pod decides. The pod's group must sit where the kubelet puts it: below
+// the kubelet's root (`kubepods`, `kubepods.slice` and, for the systemd
+// driver, every slice its name spells out), and that root at the top of the
+// hierarchy as the reader sees it, right below a node container's group (a
+// kind or k3d node seen from the host), or behind a leading run of `..` (a
+// reader in a private cgroup namespace sees paths relative to its own group).
+// A pod-shaped name anywhere else (in a user's delegated subtree: any user
+// may name a group `kubepods-burstable-pod<uid>.slice` there) names no pod.
+// A target in the reader's own pod shows only `/../<container>`, no pod (a
+// sidecar on cgroup v2 learns its pod another way, e.g. the Downward API).
 std::optional<PodIdentity> ParsePodIdentity(std::string_view proc_pid_cgroup_text);
 
 // One cgroup path (the part after the second ':' of a /proc/<pid>/cgroup line).

@@ -6,6 +6,8 @@
 // lower-case hex digits, its runtime one of the known names, and both IDs
 // occur in the input (in the systemd spelling for the UID). Written back as
 // a canonical cgroupfs and a canonical systemd path, it parses to itself.
+// A path that names a pod has no service's group (a user's subtree,
+// user@UID.service, or any delegated unit) above the kubelet's root.
 // A hostname is empty or a DNS-1123 subdomain taken from the input's first line.
 #include <cstddef>
 #include <cstdint>
@@ -110,6 +112,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(systemd->pod_uid == id->pod_uid && systemd->qos == id->qos);
     FUZZ_CHECK(systemd->container_id == id->container_id);
     FUZZ_CHECK(systemd->runtime == (id->container_id.empty() ? "" : "containerd"));
+  }
+
+  const std::string_view first_line = text.substr(0, text.find('\n'));
+  if (ParsePodCgroupPath(first_line)) {
+    const std::string_view above = first_line.substr(0, first_line.find("kubepods"));
+    FUZZ_CHECK(above.find(".service") == std::string_view::npos);
+    FUZZ_CHECK(above.find('@') == std::string_view::npos);
   }
 
   const std::string host = ParseHostname(text);

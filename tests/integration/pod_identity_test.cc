@@ -3,15 +3,26 @@
 // driver), each in its own mount namespace with its own /etc/hostname bound
 // over the node's (as a container runtime does). Needs root and a memory
 // cgroup this process may create groups under; skipped otherwise.
+//
+// This process's own memory cgroup plays the node's hierarchy root: the
+// reader (the collector on a thread of its own, or memtrimd) runs in a cgroup
+// namespace rooted there, so a target's path reads /kubepods.slice/... as on
+// a node, and each target sees that group bound over its cgroup mount, as a
+// container sees the node's hierarchy. A pod's names below a user's
+// delegated subtree (/user.slice/.../user@UID.service/...) must name no pod.
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/cgroup/cgroup_collector.h"
@@ -92,6 +103,15 @@ class Groups {
   Groups& operator=(const Groups&) = delete;
   bool ok() const { return !leaf_.empty(); }
   const std::string& leaf() const { return leaf_; }
+  // This process's own group (the stand-in hierarchy root) and where the
+  // target binds it: the v1 memory mount, or the whole v2 mount.
+  std::string root() const {
+    int v = 0;
+    return OwnMemoryCgroup(v);
+  }
+  std::string mount_point() const {
+    return version_ == 1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup";
+  }
   void SetLimit(uint64_t bytes) const {
     std::ofstream(leaf_ + (version_ == 1 ? "/memory.limit_in_bytes" : "/memory.max")) << bytes;
   }
@@ -107,15 +127,18 @@ std::string PodGroup(const std::string& uid_, const std::string& container) {
          ".slice/cri-containerd-" + container + ".scope";
 }
 
-// A `sleep` that moved itself into `group` and sees `hostname_file` as its
-// /etc/hostname (its own mount namespace; with `own_uts`, its own hostname
-// namespace too, as every pod without hostNetwork has).
-Process StartInGroup(const std::string& group, const std::string& hostname_file, bool own_uts) {
+// A `sleep` that moved itself into `g`'s leaf and sees `hostname_file` as
+// its /etc/hostname (its own mount namespace; with `own_uts`, its own
+// hostname namespace too, as every pod without hostNetwork has), and the
+// stand-in root over its cgroup mount. `seconds` tells such sleeps apart.
+Process StartInGroup(const Groups& g, const std::string& hostname_file, bool own_uts,
+                     const std::string& seconds = "600") {
   std::vector<std::string> argv = {"unshare", "--mount", "--propagation", "private"};
   if (own_uts) argv.push_back("--uts");
-  std::string script = "echo $$ > '" + group + "/cgroup.procs' && ";
+  std::string script = "echo $$ > '" + g.leaf() + "/cgroup.procs' && ";
+  script += "mount --bind '" + g.root() + "' '" + g.mount_point() + "' && ";
   if (!hostname_file.empty()) script += "mount --bind '" + hostname_file + "' /etc/hostname && ";
-  script += "exec sleep 600";
+  script += "exec sleep " + seconds;
   argv.insert(argv.end(), {"sh", "-c", script});
   return Process(argv);
 }
@@ -130,15 +153,25 @@ bool BecameSleep(Process& p) {
          p.running();
 }
 
+// The collector's sample of `pid`, read by a thread in a cgroup namespace of
+// its own, rooted at this process's group (the stand-in hierarchy root).
 TargetSample Collect(pid_t pid, const std::string& node_proc_dir) {
   TargetSample s;
   Result<Target> t = procfs::ReadTarget("/proc", pid);
   EXPECT_TRUE(t.ok()) << t.status().message();
   if (!t.ok()) return s;
-  // A failure leaves s.cgroup empty: the tests skip (no memory files in a
-  // group made here, e.g. a cgroup v2 parent without the memory controller).
-  cgroup::CgroupCollector c(std::nullopt, node_proc_dir);
-  (void)c.Collect(*t, s);
+  bool unshared = false;
+  std::thread reader([&] {
+    // A thread's own namespace: the test's other threads keep theirs.
+    unshared = ::unshare(CLONE_NEWCGROUP) == 0;
+    if (!unshared) return;
+    // A failure leaves s.cgroup empty: the tests skip (no memory files in a
+    // group made here, e.g. a cgroup v2 parent without the memory controller).
+    cgroup::CgroupCollector c(std::nullopt, node_proc_dir);
+    (void)c.Collect(*t, s);
+  });
+  reader.join();
+  EXPECT_TRUE(unshared) << "unshare(CLONE_NEWCGROUP): " << std::strerror(errno);
   return s;
 }
 
@@ -157,7 +190,7 @@ TEST_F(PodIdentityTest, PodUidContainerQosLimitAndNameOfARealProcess) {
   g.SetLimit(kLimit);
   TempDir dir;
   WriteFile(dir / "hostname", "web-7d4b9c8f6-x2x9q\n");
-  Process target = StartInGroup(g.leaf(), dir / "hostname", true);
+  Process target = StartInGroup(g, dir / "hostname", true);
   ASSERT_TRUE(BecameSleep(target));
   // The test process is the node's stand-in: not in a pod, another hostname
   // namespace than the target's.
@@ -182,7 +215,7 @@ TEST_F(PodIdentityTest, HostNetworkPodGetsNoNameUnlessThereIsNoNodeToCompareWith
   WriteFile(dir / "hostname", "web-7d4b9c8f6-x2x9q\n");
   // Same hostname namespace as the node: a hostNetwork pod, whose
   // /etc/hostname holds the node's name.
-  Process target = StartInGroup(g.leaf(), dir / "hostname", false);
+  Process target = StartInGroup(g, dir / "hostname", false);
   ASSERT_TRUE(BecameSleep(target));
   TargetSample s = Collect(target.pid(), Self());
   if (!s.cgroup) GTEST_SKIP() << "no memory files in the groups made here";
@@ -201,7 +234,7 @@ TEST_F(PodIdentityTest, NameThatIsNotAPodNameAndAFifoAreIgnored) {
   if (!g.ok()) GTEST_SKIP() << "no memory cgroup to create groups under";
   TempDir dir;
   WriteFile(dir / "hostname", "Not_A_Pod_Name\n");
-  Process bad = StartInGroup(g.leaf(), dir / "hostname", true);
+  Process bad = StartInGroup(g, dir / "hostname", true);
   ASSERT_TRUE(BecameSleep(bad));
   TargetSample s = Collect(bad.pid(), Self());
   if (!s.cgroup) GTEST_SKIP() << "no memory files in the groups made here";
@@ -209,17 +242,85 @@ TEST_F(PodIdentityTest, NameThatIsNotAPodNameAndAFifoAreIgnored) {
   EXPECT_EQ(s.cgroup->pod_name, "");
   // A FIFO with no writer: opening it for reading would wait for one.
   ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0644), 0);
-  Process fifo = StartInGroup(g.leaf(), dir / "fifo", true);
+  Process fifo = StartInGroup(g, dir / "fifo", true);
   ASSERT_TRUE(BecameSleep(fifo));
   TargetSample f = Collect(fifo.pid(), Self());
   ASSERT_TRUE(f.cgroup && f.cgroup->pod);
   EXPECT_EQ(f.cgroup->pod_name, "");
 }
 
+// A user's delegated subtree on cgroup v2 (systemd's user@UID.service):
+// the user may name groups there as a pod's, one level or the kubelet's
+// whole chain.
+std::string UserTree() { return "/user.slice/user-1000.slice/user@1000.service"; }
+
+TEST_F(PodIdentityTest, PodNamesInAUsersSubtreeNameNoPod) {
+  for (const std::string& spoof :
+       {UserTree() + "/kubepods-burstable-pod" + kUidUnderscored + ".slice/cri-containerd-" +
+            kContainer + ".scope",
+        UserTree() + "/app.slice" + PodGroup(kUidUnderscored, kContainer)}) {
+    SCOPED_TRACE(spoof);
+    Groups g(spoof);
+    if (!g.ok()) GTEST_SKIP() << "no memory cgroup to create groups under";
+    TempDir dir;
+    WriteFile(dir / "hostname", "web-7d4b9c8f6-x2x9q\n");
+    Process target = StartInGroup(g, dir / "hostname", true);
+    ASSERT_TRUE(BecameSleep(target));
+    TargetSample s = Collect(target.pid(), Self());
+    if (!s.cgroup) GTEST_SKIP() << "no memory files in the groups made here";
+    // Its memory figures are still its group's; only the pod is refused.
+    EXPECT_EQ(s.cgroup->path.substr(s.cgroup->path.size() - spoof.size()), spoof);
+    EXPECT_FALSE(s.cgroup->pod.has_value());
+    EXPECT_EQ(s.cgroup->pod_name, "");
+  }
+}
+
+// The same through a node agent: memtrimd in node mode, in a cgroup
+// namespace rooted at this process's group, watches a program in the
+// kubelet's tree and one in a user's subtree with the same pod's names;
+// only the first is labelled with the pod.
+TEST_F(PodIdentityTest, NodeModeLabelsOnlyTheKubeletsTree) {
+  const std::string uid2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
+  const std::string uid2_ = "9a8b7c6d_5e4f_4a3b_8c2d_1e0f9a8b7c6d";
+  Groups real(PodGroup(kUidUnderscored, kContainer));
+  Groups spoof(UserTree() + "/kubepods-burstable-pod" + uid2_ + ".slice/cri-containerd-" +
+               kContainer + ".scope");
+  if (!real.ok() || !spoof.ok()) GTEST_SKIP() << "no memory cgroup to create groups under";
+  TempDir dir;
+  WriteFile(dir / "hostname", "web-7d4b9c8f6-x2x9q\n");
+  // Told apart by their arguments: "sleep 6001" and "sleep 6002".
+  Process in_pod = StartInGroup(real, dir / "hostname", true, "6001");
+  Process borrowed = StartInGroup(spoof, dir / "hostname", true, "6002");
+  ASSERT_TRUE(BecameSleep(in_pod));
+  ASSERT_TRUE(BecameSleep(borrowed));
+  Memtrimd m(WrapWith{{"unshare", "--cgroup"}},
+             {"--targets=node", "--targets.match=^sleep 600[12]$", "--targets.min-rss=0",
+              "--discovery.interval=500ms", "--sample.interval=200ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  const std::string p1 = "pid=\"" + std::to_string(in_pod.pid()) + "\"";
+  const std::string p2 = "pid=\"" + std::to_string(borrowed.pid()) + "\"";
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_target_info", {p1, "pod_uid=\"" + std::string(kUid)}) &&
+               Find(s, "memtrimd_target_info", {p2});
+      },
+      30s))
+      << m.log();
+  EXPECT_TRUE(Find(s, "memtrimd_target_info", {p1, "qos_class=\"burstable\""}).has_value());
+  EXPECT_TRUE(
+      Find(s, "memtrimd_target_info", {p1, "pod_name=\"web-7d4b9c8f6-x2x9q\""}).has_value());
+  EXPECT_TRUE(Find(s, "memtrimd_target_info", {p2, "pod_uid=\"\""}).has_value());
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, uid2}).has_value());
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, kContainer}).has_value());
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, "web-7d4b9c8f6-x2x9q"}).has_value());
+}
+
 TEST_F(PodIdentityTest, HostProcessHasNoPod) {
   Groups g("/system.slice/containerd.service");
   if (!g.ok()) GTEST_SKIP() << "no memory cgroup to create groups under";
-  Process target = StartInGroup(g.leaf(), "", true);
+  Process target = StartInGroup(g, "", true);
   ASSERT_TRUE(BecameSleep(target));
   TargetSample s = Collect(target.pid(), Self());
   if (!s.cgroup) GTEST_SKIP() << "no memory files in the groups made here";

@@ -87,6 +87,74 @@ TEST(PodIdentity, EveryRecordedShape) {
 
 TEST(PodIdentity, HostProcessHasNone) { EXPECT_EQ(FromFixture("host_process"), std::nullopt); }
 
+// A user's delegated subtree holding a pod's group names (the spoof): each
+// file's path has a well-formed pod and container segment, which were
+// accepted anywhere in the path.
+TEST(PodIdentity, PodNamesBelowAUsersSubtreeAreNotAPod) {
+  for (const char* f : {"spoof_user_systemd_v2", "spoof_user_chain_v2", "spoof_user_cgroupfs_v1",
+                        "spoof_user_kind_v2", "spoof_private_ns_v2"}) {
+    SCOPED_TRACE(f);
+    EXPECT_EQ(FromFixture(f), std::nullopt);
+  }
+}
+
+// The kubelet's tree counts at the top of the reader's view, right below a
+// node container's group, or after a ".." run; its groups in the order the
+// kubelet makes them.
+TEST(PodIdentity, OnlyWhereTheKubeletPutsIt) {
+  const std::string uid_ = "36f5882d_0621_f60f_9ff2_04ff5fe547ba";
+  const std::string uid = "36f5882d-0621-f60f-9ff2-04ff5fe547ba";
+  const std::string cid = "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e";
+  const std::string pod_slice = "kubepods-burstable-pod" + uid_ + ".slice";
+  const std::string scope = "cri-containerd-" + cid + ".scope";
+  const std::string node = cid;  // a node container's 64-hex ID
+  const std::string good[] = {
+      "/kubepods.slice/kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/../kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/../../" + pod_slice + "/" + scope,
+      "/../../../kubepods.slice/kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/system.slice/docker-" + node +
+          ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/"
+          "kubelet-kubepods-burstable-pod" +
+          uid_ + ".slice/" + scope,
+      "/kubepods/burstable/pod" + uid + "/" + cid,
+      "/../../burstable/pod" + uid + "/" + cid,
+      "/docker/" + node + "/kubepods/pod" + uid + "/" + cid,
+  };
+  for (const std::string& p : good) {
+    SCOPED_TRACE(p);
+    EXPECT_TRUE(ParsePodCgroupPath(p).has_value());
+  }
+  const std::string bad[] = {
+      // The pod's slice alone, or below the wrong parents.
+      "/" + pod_slice + "/" + scope,
+      "/kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/kubepods.slice/" + pod_slice + "/" + scope,
+      "/kubepods.slice/kubepods-besteffort.slice/" + pod_slice + "/" + scope,
+      "/x.slice/kubepods.slice/kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/kubepods.slice/kubepods-burstable.slice/x.slice/" + pod_slice + "/" + scope,
+      // After the dots, a group that is not the chain's.
+      "/../user.slice/kubepods.slice/kubepods-burstable.slice/" + pod_slice + "/" + scope,
+      "/../../kubepods.slice/" + pod_slice + "/" + scope,
+      // A node container's group only as the runtime names it, where it does.
+      "/system.slice/docker-" + node.substr(1) + ".scope/kubepods.slice/kubepods-burstable.slice/" +
+          pod_slice + "/" + scope,
+      "/user.slice/docker-" + node + ".scope/kubepods.slice/kubepods-burstable.slice/" + pod_slice +
+          "/" + scope,
+      "/a/system.slice/docker-" + node + ".scope/kubepods.slice/kubepods-burstable.slice/" +
+          pod_slice + "/" + scope,
+      "/docker/x/kubepods/burstable/pod" + uid + "/" + cid,
+      // cgroupfs: kubepods not at the top.
+      "/user.slice/kubepods/burstable/pod" + uid + "/" + cid,
+      "/kubepods/kubepods/burstable/pod" + uid + "/" + cid,
+      "/../x/burstable/pod" + uid + "/" + cid,
+  };
+  for (const std::string& p : bad) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(ParsePodCgroupPath(p), std::nullopt);
+  }
+}
+
 TEST(PodIdentity, CgroupfsGuaranteedFromAnotherPodsNamespaceIsAmbiguous) {
   // "/../../../pod<U>/<C>": the level above the pod is the reader's
   // ancestor, which could be kubepods (Guaranteed) or a QoS level.
