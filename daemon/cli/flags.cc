@@ -156,11 +156,12 @@ std::unique_ptr<Parser> BuildParser() {
       "every glibc or musl program above --targets.min-rss, in memtrimd's PID namespace (a node "
       "agent with hostPID)");
   AddOption(app, "--targets.max", r.targets_max,
-            "Node mode: watch at most this many processes, the largest RSS first; the rest are "
+            "Node mode: watch at most this many processes, JVMs and programs with "
+            "MEMTRIMD_TRIM=1 first, then by anonymous RSS plus swap, largest first; the rest are "
             "counted in memtrimd_targets_skipped");
   AddOption(app, "--targets.min-rss", r.targets_min_rss,
-            "Node mode: smallest RSS of a glibc or musl program worth watching (JVMs are always "
-            "watched)");
+            "Node mode: smallest anonymous RSS plus swap (memory it holds alone, not shared "
+            "file pages) of a glibc or musl program worth watching (JVMs are always watched)");
   AddOption(app, "--targets.match", r.targets_match,
             "Node mode: watch only processes whose command line or comm matches this regular "
             "expression");

@@ -29,7 +29,8 @@ const MetricDef kTargetsSkipped{
     MetricType::Gauge,
     {"reason"},
     "Processes memtrimd does not watch, by reason: targets_max (matched, "
-    "but beyond --targets.max, the smallest RSS first), unreadable (its "
+    "but beyond --targets.max: the smallest by anonymous RSS plus swap, JVMs and "
+    "programs with MEMTRIMD_TRIM=1 last), unreadable (its "
     "/proc files are shut to memtrimd: CAP_SYS_PTRACE is missing)."};
 const MetricDef kCollectorFailingTargets{
     "memtrimd_collector_failing_targets",

@@ -84,21 +84,30 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
     // whose RSS and account are worth watching even though musl has no call
     // that gives free memory back. Go and other static programs (unknown
     // runtime) have their own runtimes' tools.
+    // The floor compares what the program alone holds: shared file pages
+    // are neither native memory memtrimd could explain or trim nor memory
+    // the node would get back without it.
     if (t.runtime == Runtime::kJvm) {
     } else if (t.runtime == Runtime::kGlibc || t.runtime == Runtime::kMusl) {
-      if (c.rss_bytes < selectors.min_rss_bytes) continue;
+      if (c.private_bytes < selectors.min_rss_bytes) continue;
     } else {
       continue;
     }
     if (!filter.Selects(t.comm, c.cmdline)) continue;
     wanted.push_back(i);
   }
-  // Largest first, ties to the lower pid, so the cap keeps the same targets
-  // from one scan to the next.
+  // JVMs and programs opted in to trims first (what memtrimd is for, and
+  // what their owners asked it to do), then by memory held alone, largest
+  // first; ties to the lower pid, so the cap keeps the same targets from one
+  // scan to the next.
+  const auto first_class = [](const NodeCandidate& c) {
+    return c.target.runtime == Runtime::kJvm || c.target.trim_opt_in == true;
+  };
   std::sort(wanted.begin(), wanted.end(), [&](std::size_t a, std::size_t b) {
     const NodeCandidate& x = candidates[a];
     const NodeCandidate& y = candidates[b];
-    if (x.rss_bytes != y.rss_bytes) return x.rss_bytes > y.rss_bytes;
+    if (first_class(x) != first_class(y)) return first_class(x);
+    if (x.private_bytes != y.private_bytes) return x.private_bytes > y.private_bytes;
     return x.target.pid < y.target.pid;
   });
   NodeChoice out;
@@ -114,8 +123,8 @@ NodeDiscovery::NodeDiscovery(NodeSelectors selectors, std::string proc_root)
     : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)), filter_(selectors_) {}
 
 bool NodeDiscovery::CommandLineSelected(const std::string& proc_dir, const std::string& comm,
-                                        uint64_t rss) const {
-  if (rss < selectors_.min_rss_bytes || IsMemtrimdComm(comm)) return false;
+                                        uint64_t private_bytes) const {
+  if (private_bytes < selectors_.min_rss_bytes || IsMemtrimdComm(comm)) return false;
   Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
   return filter_.Selects(comm, raw.ok() ? procfs::CmdlineToString(*raw) : "");
 }
@@ -171,12 +180,13 @@ Discovery NodeDiscovery::Discover() {
       // Counted when it would have been a candidate as far as memtrimd can
       // tell without its maps: the command line (world-readable) passes the
       // regexes and its RSS the floor.
-      if (CommandLineSelected(proc_dir, st->name, st->vm_rss)) {
+      if (CommandLineSelected(proc_dir, st->name, st->rss_anon + st->vm_swap)) {
         if (out.unreadable++ == 0) out.unreadable_reason = k.unreadable->message();
       }
       continue;
     }
     k.candidate.rss_bytes = st->vm_rss;
+    k.candidate.private_bytes = st->rss_anon + st->vm_swap;
     candidates.push_back(k.candidate);
   }
   std::erase_if(known_, [this](const auto& entry) { return entry.second.seen_in_scan != scan_; });

@@ -1,9 +1,13 @@
 // Node-agent mode's target rule: every process in memtrimd's PID namespace
 // (the host's, with hostPID) that is worth watching: every JVM, glibc and
-// musl programs above an RSS floor, narrowed by regexes on the command line
-// and comm and by the target's own MEMTRIMD_WATCH=0; at most --targets.max of
-// them, the largest first, the rest counted as skipped (never dropped
-// silently).
+// musl programs above a floor of memory they hold alone, narrowed by regexes
+// on the command line and comm and by the target's own MEMTRIMD_WATCH=0; at
+// most --targets.max of them, the rest counted as skipped (never dropped
+// silently). Ranked by what each costs the node: JVMs and programs opted in
+// to trims first, then by anonymous RSS plus swap. VmRSS also counts file
+// pages every process mapping a file shares (the node holds them once), so
+// a flood of small processes mapping one large file would outrank the
+// programs memtrimd is for.
 #pragma once
 
 #include <sys/types.h>
@@ -26,22 +30,29 @@ namespace memtrimd {
 
 struct NodeSelectors {
   std::size_t max_targets = 300;
-  uint64_t min_rss_bytes = 32ull << 20;  // for programs that are not JVMs
-  std::string match;                     // POSIX ERE on the command line; "" = all
-  std::string exclude;                   // POSIX ERE on the command line; "" = none
+  // --targets.min-rss: anonymous RSS plus swap a program that is not a JVM
+  // must hold to be watched.
+  uint64_t min_rss_bytes = 32ull << 20;
+  std::string match;    // POSIX ERE on the command line; "" = all
+  std::string exclude;  // POSIX ERE on the command line; "" = none
 };
 
 // What discovery knows of one process.
 struct NodeCandidate {
   Target target;
-  uint64_t rss_bytes = 0;
+  uint64_t rss_bytes = 0;  // VmRSS
+  // RssAnon + VmSwap: what the process alone holds, which the node pays
+  // for it (file and shmem pages are shared, and stay when it exits).
+  uint64_t private_bytes = 0;
   std::string cmdline;         // arguments joined by spaces; comm when empty
   bool watch_opt_out = false;  // MEMTRIMD_WATCH=0 in its environment
 };
 
 struct NodeChoice {
-  std::vector<std::size_t> chosen;  // indexes into the candidates, largest RSS first
-  std::size_t skipped_by_cap = 0;   // matched, but beyond --targets.max
+  // Indexes into the candidates: JVMs and opted-in programs first, then the
+  // others, each group by private_bytes, largest first.
+  std::vector<std::size_t> chosen;
+  std::size_t skipped_by_cap = 0;  // matched, but beyond --targets.max
 };
 
 // --targets.match and --targets.exclude: POSIX EREs on a process's command
@@ -80,7 +91,7 @@ std::optional<bool> ReadTrimOptIn(const std::string& proc_dir);
 bool IsMemtrimdComm(std::string_view comm);
 
 struct Discovery {
-  std::vector<Target> targets;  // largest RSS first
+  std::vector<Target> targets;  // in ChooseNodeTargets' order
   std::size_t skipped_by_cap = 0;
   std::size_t processes_seen = 0;
   // Processes memtrimd cannot read at all (another uid's maps without
@@ -110,9 +121,9 @@ class NodeDiscovery {
     bool environ_unreadable = false;
   };
   // Whether a process memtrimd cannot read would pass the selectors it can
-  // check: the regexes on its comm and command line, and the RSS floor.
+  // check: the regexes on its comm and command line, and the floor.
   bool CommandLineSelected(const std::string& proc_dir, const std::string& comm,
-                           uint64_t rss) const;
+                           uint64_t private_bytes) const;
 
   NodeSelectors selectors_;
   std::string proc_root_;

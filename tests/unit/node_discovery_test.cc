@@ -27,6 +27,7 @@ NodeCandidate Candidate(pid_t pid, const char* comm, Runtime rt, uint64_t rss_mi
   c.target.comm = comm;
   c.target.runtime = rt;
   c.rss_bytes = rss_mib << 20;
+  c.private_bytes = rss_mib << 20;
   c.cmdline = std::move(cmdline);
   return c;
 }
@@ -37,7 +38,7 @@ std::vector<pid_t> Pids(const std::vector<NodeCandidate>& c, const NodeChoice& c
   return out;
 }
 
-TEST(ChooseNodeTargets, EveryJvmAndNativeProgramsAboveTheFloorLargestFirst) {
+TEST(ChooseNodeTargets, EveryJvmAndNativeProgramsAboveTheFloorJvmsFirst) {
   std::vector<NodeCandidate> c = {
       Candidate(10, "java", Runtime::kJvm, 1),          // a JVM, however small
       Candidate(11, "envoy", Runtime::kGlibc, 100),     // above the floor
@@ -52,7 +53,8 @@ TEST(ChooseNodeTargets, EveryJvmAndNativeProgramsAboveTheFloorLargestFirst) {
   NodeSelectors s;
   s.min_rss_bytes = 32ull << 20;
   NodeChoice choice = ChooseNodeTargets(c, s, /*self=*/17);
-  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{13, 11, 10}));
+  // The JVM first, however small; then the others, largest first.
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{10, 13, 11}));
   EXPECT_EQ(choice.skipped_by_cap, 0u);
 }
 
@@ -66,6 +68,66 @@ TEST(ChooseNodeTargets, CapKeepsTheLargestAndCountsTheRest) {
   NodeChoice choice = ChooseNodeTargets(c, s, 1);
   EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{100, 101, 102}));
   EXPECT_EQ(choice.skipped_by_cap, 8u);
+}
+
+// 300 processes that each map one shared 120 MiB file have 120 MiB of VmRSS
+// and almost nothing of their own: they neither pass the floor nor, with it
+// at 0, push out the programs that cost the node memory.
+TEST(ChooseNodeTargets, RankedByMemoryHeldAloneJvmsAndOptedInFirst) {
+  std::vector<NodeCandidate> c;
+  for (pid_t p = 1000; p < 1300; ++p) {
+    NodeCandidate f = Candidate(p, "mapper", Runtime::kGlibc, 0);
+    f.rss_bytes = 120ull << 20;  // the shared file's pages
+    f.private_bytes = 200ull << 10;
+    c.push_back(f);
+  }
+  NodeCandidate jvm = Candidate(50, "java", Runtime::kJvm, 0);
+  jvm.rss_bytes = 90ull << 20;
+  jvm.private_bytes = 60ull << 20;
+  NodeCandidate glibc = Candidate(51, "fragmenter", Runtime::kGlibc, 0);
+  glibc.rss_bytes = 48ull << 20;
+  glibc.private_bytes = 46ull << 20;
+  // Opted in to trims, smaller than every mapper's private memory ranks
+  // below: first with the JVMs.
+  NodeCandidate opted = Candidate(52, "worker", Runtime::kGlibc, 0);
+  opted.rss_bytes = 2ull << 20;
+  opted.private_bytes = 100ull << 10;
+  opted.target.trim_opt_in = true;
+  // A glibc program that shares a lot of file pages but holds more of its
+  // own than the JVM: above it in its own class, below the JVM overall.
+  NodeCandidate big = Candidate(53, "cache", Runtime::kGlibc, 0);
+  big.rss_bytes = 400ull << 20;
+  big.private_bytes = 200ull << 20;
+  c.push_back(jvm);
+  c.push_back(glibc);
+  c.push_back(opted);
+  c.push_back(big);
+
+  NodeSelectors s;
+  s.max_targets = 3;
+  s.min_rss_bytes = 32ull << 20;  // the default: the mappers are below it
+  NodeChoice choice = ChooseNodeTargets(c, s, 1);
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{50, 53, 51}));
+  EXPECT_EQ(choice.skipped_by_cap, 0u);
+
+  // Without a floor every mapper matches; the cap still keeps the ones that
+  // cost the node, and counts the mappers.
+  s.min_rss_bytes = 0;
+  s.max_targets = 4;
+  choice = ChooseNodeTargets(c, s, 1);
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{50, 52, 53, 51}));
+  EXPECT_EQ(choice.skipped_by_cap, 300u);
+  // The false-negative side: with room, the mappers are watched too, the
+  // lower pid first among equals.
+  s.max_targets = 6;
+  choice = ChooseNodeTargets(c, s, 1);
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{50, 52, 53, 51, 1000, 1001}));
+  // A program with little private memory but a large VmRSS stays below the
+  // floor; one that holds its memory alone passes it.
+  s.min_rss_bytes = 32ull << 20;
+  s.max_targets = 300;
+  choice = ChooseNodeTargets(c, s, 1);
+  EXPECT_EQ(Pids(c, choice), (std::vector<pid_t>{50, 53, 51}));
 }
 
 TEST(ChooseNodeTargets, RegexesOnTheCommandLineAndTheOptOut) {
@@ -92,14 +154,15 @@ TEST(ChooseNodeTargets, RegexesSeeTheCommAsWellAsTheCommandLine) {
   };
   NodeSelectors s;
   s.match = "^orders-|^java$";
-  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1, 3}));
+  // (The JVM ranks first.)
+  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{3, 1}));
   s.match = "";
   s.exclude = "^java$|--batch";
   EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1}));
   // An empty command line is not a text the regexes see.
   c[0].cmdline = "";
   s.exclude = "^$";
-  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{1, 2, 3}));
+  EXPECT_EQ(Pids(c, ChooseNodeTargets(c, s, 99)), (std::vector<pid_t>{3, 1, 2}));
 }
 
 TEST(EnvironValue, FindsNamesExactlyAndTheLastOneWins) {
