@@ -96,6 +96,9 @@ struct JvmPerf {
   // collections per second, all collectors together, and the share of
   // wall time spent in them.
   std::optional<double> gc_per_second;
+  // Full collections per second over the same window (jvm::FullCollections):
+  // what System.gc() runs, young collections left out.
+  std::optional<double> full_gc_per_second;
   std::optional<double> gc_time_ratio;
   // true: the rates are averages since the JVM started (no earlier read of
   // this JVM to measure a window from, e.g. a one-shot inspect).

@@ -321,6 +321,27 @@ std::optional<PerfGc> GcFromPerfData(const PerfData& data) {
   return gc;
 }
 
+double FullCollections(const PerfGc& gc) {
+  // Remark and cleanup: the pauses of one G1 concurrent cycle.
+  constexpr double kG1PausesPerConcurrentCycle = 2;
+  double full = 0;
+  bool named = false;
+  uint64_t all = 0;
+  for (const PerfGcCollector& c : gc.collectors) {
+    all += c.invocations;
+    if (c.name.find("full") != std::string::npos || c.name.find("major") != std::string::npos) {
+      full += static_cast<double>(c.invocations);
+      named = true;
+    } else if (c.name == "G1 concurrent cycle pauses") {
+      full += static_cast<double>(c.invocations) / kG1PausesPerConcurrentCycle;
+    } else if (c.name.find("young") != std::string::npos ||
+               c.name.find("minor") != std::string::npos) {
+      named = true;
+    }
+  }
+  return named ? full : static_cast<double>(all);
+}
+
 std::optional<GcRates> GcRatesBetween(const PerfGc& before, const PerfGc& after,
                                       double wall_seconds, double min_wall_seconds) {
   if (!(wall_seconds >= min_wall_seconds) || wall_seconds <= 0) return std::nullopt;
@@ -338,8 +359,12 @@ std::optional<GcRates> GcRatesBetween(const PerfGc& before, const PerfGc& after,
   }
   // Counters only grow in one JVM: a decrease is a torn read or another JVM.
   if (count_after < count_before || time_after < time_before) return std::nullopt;
+  const double full_before = FullCollections(before);
+  const double full_after = FullCollections(after);
+  if (full_after < full_before) return std::nullopt;
   GcRates r;
   r.per_second = static_cast<double>(count_after - count_before) / wall_seconds;
+  r.full_per_second = (full_after - full_before) / wall_seconds;
   // Pauses do not overlap, so the share is at most 1; a torn counter could
   // say more.
   r.time_ratio = std::min(1.0, (time_after - time_before) / wall_seconds);

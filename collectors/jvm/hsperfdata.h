@@ -63,13 +63,25 @@ struct PerfGc {
 // Absent when the file has neither collector nor cause counters.
 std::optional<PerfGc> GcFromPerfData(const PerfData& data);
 
-// Pure: collections per second (all collectors together) and the share of
-// wall time spent in them, between two readings of the same JVM
-// `wall_seconds` apart. Absent when the window is shorter than
-// `min_wall_seconds` (a rate over a few milliseconds is noise) or a counter
-// went down.
+// Full collections among a JVM's collections so far: what a System.gc()
+// runs. The collectors named "full" (G1, Parallel, Serial: collector 1) or
+// "major" (generational ZGC); G1's concurrent cycles too, at two pauses
+// (remark, cleanup) each in "G1 concurrent cycle pauses": with
+// -XX:+ExplicitGCInvokesConcurrent a System.gc() starts one of those
+// instead of a full collection. A JVM with none of these names (ZGC on 17,
+// Shenandoah) has one collector, whose every collection takes the whole
+// heap: all of its pauses count. Young collections never count (Parallel
+// runs one before each full one, with the same cause).
+double FullCollections(const PerfGc& gc);
+
+// Pure: collections per second (all collectors together), full collections
+// per second (FullCollections) and the share of wall time spent in them,
+// between two readings of the same JVM `wall_seconds` apart. Absent when
+// the window is shorter than `min_wall_seconds` (a rate over a few
+// milliseconds is noise) or a counter went down.
 struct GcRates {
   double per_second = 0;
+  double full_per_second = 0;
   double time_ratio = 0;
 };
 std::optional<GcRates> GcRatesBetween(const PerfGc& before, const PerfGc& after,

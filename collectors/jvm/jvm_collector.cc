@@ -195,6 +195,7 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
         seconds += c.seconds;
       }
       perf.gc_per_second = n / up;
+      perf.full_gc_per_second = FullCollections(*perf.gc) / up;
       perf.gc_time_ratio = std::min(1.0, seconds / up);
       perf.gc_rates_since_start = true;
     }
@@ -226,6 +227,7 @@ void JvmPerfCollector::UpdateGcRates(JvmPerf& perf) {
   }
   if (gc_rates_) {
     perf.gc_per_second = gc_rates_->per_second;
+    perf.full_gc_per_second = gc_rates_->full_per_second;
     perf.gc_time_ratio = gc_rates_->time_ratio;
   }
 }

@@ -146,5 +146,47 @@ TEST(GcCountersTest, RatesBetweenReadings) {
   EXPECT_DOUBLE_EQ(GcRatesBetween(Gc({{1, 0}}), Gc({{2, 9.0}}), 1.5)->time_ratio, 1.0);
 }
 
+// What a System.gc() runs, per collector, in the recorded files: the full
+// collector, never the young one (Parallel runs a young collection before
+// each full one, with the same cause), G1's concurrent cycles at two pauses
+// each, and every pause of a one-collector GC.
+TEST(GcCountersTest, FullCollectionsLeaveYoungOnesOut) {
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("17", "g1")), 1 + 2 / 2.0);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("25", "g1")), 1 + 2 / 2.0);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("17", "parallel")), 1);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("25", "serial")), 1);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("17", "serial")), 1);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("25", "z")), 23);
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("17", "z")), 15);  // one collector: all of it
+  EXPECT_DOUBLE_EQ(FullCollections(Recorded("25", "shenandoah")), 123);
+}
+
+// A JVM with 2-5 young collections a second and one System.gc() every 5 s
+// (issue 22): 4 young and 1 full collection in a one-second window is one
+// full collection a second, of 5 in all; the storm of direct buffers near
+// their limit is dozens of full ones.
+TEST(GcCountersTest, FullRateBetweenReadings) {
+  auto named = [](uint64_t young, uint64_t full) {
+    PerfGc g;
+    g.collectors = {{"G1 young collection pauses", young, 0},
+                    {"G1 full collection pauses", full, 0},
+                    {"G1 concurrent cycle pauses", 0, 0}};
+    return g;
+  };
+  auto periodic = GcRatesBetween(named(100, 3), named(104, 4), 1.0);
+  ASSERT_TRUE(periodic.has_value());
+  EXPECT_DOUBLE_EQ(periodic->per_second, 5);
+  EXPECT_DOUBLE_EQ(periodic->full_per_second, 1);
+  auto storm = GcRatesBetween(named(0, 20), named(0, 287), 3.0);
+  ASSERT_TRUE(storm.has_value());
+  EXPECT_DOUBLE_EQ(storm->full_per_second, 89);
+  auto churn = GcRatesBetween(named(0, 0), named(758, 0), 2.5);
+  ASSERT_TRUE(churn.has_value());
+  EXPECT_DOUBLE_EQ(churn->full_per_second, 0);
+  EXPECT_GT(churn->per_second, 300);
+  // Full counter down (torn): no rate.
+  EXPECT_FALSE(GcRatesBetween(named(1, 5), named(2, 4), 2.0).has_value());
+}
+
 }  // namespace
 }  // namespace memtrimd::jvm
