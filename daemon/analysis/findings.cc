@@ -12,11 +12,25 @@ namespace {
 
 // Above this share of MaxDirectMemorySize, the next reservations fail.
 constexpr double kDirectHighRatio = 0.9;
-// Collections a second, with System.gc() as the last cause, that make a
-// storm: the JDK's direct buffer reservation (java.nio.Bits.reserveMemory)
-// calls System.gc() each time the pool is full, so a program that churns
-// direct buffers near its limit collects dozens of times a second.
-constexpr double kStormCollectionsPerSecond = 1.0;
+// Full collections a second, with System.gc() as the last cause, above
+// which there is a storm: the JDK's direct buffer reservation
+// (java.nio.Bits.reserveMemory) calls System.gc() each time the pool is
+// full, so a program that churns direct buffers near its limit runs dozens
+// of full collections a second (75 to 154 measured with a 16 MiB limit).
+// Young collections do not count (a busy heap runs hundreds a second), and
+// the rate's window is at least a second, so a single System.gc() (a
+// periodic one, every few seconds) never exceeds it.
+constexpr double kStormFullCollectionsPerSecond = 1.0;
+// The unbounded temporary buffer cache is a risk when it holds, now, at
+// least this share of MaxDirectMemorySize on a JDK that counts it there
+// (17-23): the program's own direct buffers have the rest, and the next
+// larger read on a thread adds to it (reads then fail with "Cannot reserve
+// ... direct buffer memory")...
+constexpr double kNioCacheDirectShare = 0.25;
+// ...or this share of the container's memory limit: memory neither the heap
+// nor the pool's dashboards show, and enough of the limit to bring an OOM
+// kill closer (the seed incident: 1.7 of 4 GiB outside the heap).
+constexpr double kNioCacheContainerShare = 0.10;
 
 std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
 
@@ -32,40 +46,98 @@ std::string Percent(double ratio) {
   return buf;
 }
 
+// Full collections a second (FullCollections over the rate's window) and
+// System.gc() as the last cause. hsperfdata keeps one cause, the last one:
+// in a storm nearly every collection is a System.gc(), so a reading sees it.
 bool GcStorm(const TargetSample& s, double* per_second) {
-  if (!s.jvm_perf || !s.jvm_perf->gc || !s.jvm_perf->gc_per_second) return false;
-  *per_second = *s.jvm_perf->gc_per_second;
-  return *per_second >= kStormCollectionsPerSecond && s.jvm_perf->gc->last_cause == "System.gc()";
+  if (!s.jvm_perf || !s.jvm_perf->gc || !s.jvm_perf->full_gc_per_second) return false;
+  *per_second = *s.jvm_perf->full_gc_per_second;
+  return *per_second > kStormFullCollectionsPerSecond &&
+         s.jvm_perf->gc->last_cause == "System.gc()";
 }
 
-std::string NioCacheExplanation(const TargetSample& s, bool unbounded) {
-  if (!unbounded) {
-    return "temporary buffer cache bounded: jdk.nio.maxCachedBufferSize=" +
-           *Setting(s, "jdk.nio.maxCachedBufferSize");
-  }
-  std::string line =
-      "jdk.nio.maxCachedBufferSize is unset: every thread that reads or writes a heap buffer "
-      "through a channel keeps a temporary direct buffer as large as its largest read";
+// What the temporary buffer cache holds now: exactly (the agent's walk) or
+// at most (the JDK 24+ estimate, NMT Other less the pool; else NMT Other,
+// which holds the cache on every JDK). nullopt: nothing bounds it.
+struct CacheFigure {
+  uint64_t bytes = 0;
+  bool exact = false;
+  std::string said;  // "the cache holds ... now", with where the figure comes from
+};
+
+std::optional<CacheFigure> CacheFigureOf(const TargetSample& s) {
   if (auto cache = TempBufferCacheOf(s)) {
-    line += "; the cache holds " + Bytes(cache->bytes) +
+    const bool exact = std::string(cache->source) == "agent";
+    return CacheFigure{
+        cache->bytes, exact,
+        "the cache holds " + Bytes(cache->bytes) +
             (cache->buffers ? " in " + std::to_string(*cache->buffers) + " buffers" : "") +
-            (std::string(cache->source) == "estimate" ? " at most (NMT Other minus the direct pool)"
-                                                      : "") +
-            " now";
-  } else if (DirectMemory d = DirectMemoryOf(s); d.nmt_other_bytes) {
-    line += "; it holds at most " + Bytes(*d.nmt_other_bytes) +
-            " now (NMT Other, which also holds direct buffers, FFM and Unsafe memory; "
-            "preload libmemtrimd_agent.so to measure the cache itself)";
-  } else {
-    line += "; how much it holds now is unknown (preload libmemtrimd_agent.so to measure it)";
+            (exact ? "" : " at most (NMT Other minus the direct pool)") + " now"};
   }
-  if (auto counts = TempBuffersCountAgainstLimit(s)) {
-    line += *counts ? "; on this JDK it counts against MaxDirectMemorySize (reads fail with "
-                      "OutOfMemoryError: Cannot reserve ... direct buffer memory)"
-                    : "; on this JDK it does not count against MaxDirectMemorySize, only "
-                      "against the container's memory";
+  if (DirectMemory d = DirectMemoryOf(s); d.nmt_other_bytes) {
+    return CacheFigure{*d.nmt_other_bytes, false,
+                       "the cache holds at most " + Bytes(*d.nmt_other_bytes) +
+                           " now (NMT Other, which also holds direct buffers, FFM and Unsafe "
+                           "memory; preload libmemtrimd_agent.so to measure the cache itself)"};
   }
-  return line + ". Set -Djdk.nio.maxCachedBufferSize=262144 to bound it";
+  return std::nullopt;
+}
+
+// The shares of a limit `bytes` of cache would take that make it a threat
+// now, e.g. "30 % of MaxDirectMemorySize (64.0 MiB)"; empty: none.
+std::vector<std::string> NioCacheThreats(const TargetSample& s, uint64_t bytes) {
+  std::vector<std::string> out;
+  DirectMemory d = DirectMemoryOf(s);
+  if (TempBuffersCountAgainstLimit(s) == true && d.limit_bytes && *d.limit_bytes > 0) {
+    double r = static_cast<double>(bytes) / static_cast<double>(*d.limit_bytes);
+    if (r >= kNioCacheDirectShare) {
+      out.push_back(Percent(r) + " of the direct memory limit (" + Bytes(*d.limit_bytes) +
+                    (d.limit_is_max_heap ? ", the max heap" : "") +
+                    "), which it counts against on this JDK");
+    }
+  }
+  if (s.cgroup && s.cgroup->limit_bytes && *s.cgroup->limit_bytes > 0) {
+    double r = static_cast<double>(bytes) / static_cast<double>(*s.cgroup->limit_bytes);
+    if (r >= kNioCacheContainerShare) {
+      out.push_back(Percent(r) + " of the container's memory limit (" +
+                    Bytes(*s.cgroup->limit_bytes) + ")");
+    }
+  }
+  return out;
+}
+
+// nio_cache_unbounded: a risk only when the unbounded cache holds a share
+// of a limit that matters now (NioCacheThreats, from an exact figure); not
+// a risk when the property bounds it or when even an upper bound of the
+// cache is under every share; undecided (nullopt) when only an upper bound
+// reaches a share, or nothing bounds the cache. The unset property itself
+// is advice (AdviseJvm), on every JVM.
+std::optional<RiskFinding> NioCacheRisk(const TargetSample& s) {
+  constexpr const char* kCheck = "nio_cache_unbounded";
+  if (const std::string* bound = Setting(s, "jdk.nio.maxCachedBufferSize")) {
+    return RiskFinding{kCheck, false,
+                       "temporary buffer cache bounded: jdk.nio.maxCachedBufferSize=" + *bound};
+  }
+  std::optional<CacheFigure> cache = CacheFigureOf(s);
+  if (!cache) return std::nullopt;
+  std::vector<std::string> threats = NioCacheThreats(s, cache->bytes);
+  if (!threats.empty() && !cache->exact) return std::nullopt;
+  std::string line = "jdk.nio.maxCachedBufferSize is unset and " + cache->said;
+  if (threats.empty()) {
+    return RiskFinding{kCheck, false,
+                       line + ": under " + Percent(kNioCacheDirectShare) +
+                           " of the direct memory limit and " + Percent(kNioCacheContainerShare) +
+                           " of the container's memory limit, no threat now (setting the "
+                           "property is advice)"};
+  }
+  for (std::size_t i = 0; i < threats.size(); ++i) {
+    line += (i == 0 ? ": " : " and ") + threats[i];
+  }
+  return RiskFinding{kCheck, true,
+                     line +
+                         ". Every thread that reads or writes a heap buffer through a channel "
+                         "keeps a temporary direct buffer as large as its largest read; set "
+                         "-Djdk.nio.maxCachedBufferSize=262144 to bound it"};
 }
 
 bool Has(std::string_view text, std::string_view part) {
@@ -226,8 +298,7 @@ std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
   std::vector<RiskFinding> out;
   const bool attached = s.jvm && s.jvm->attachable;
   if (attached && s.jvm->version) {
-    bool unbounded = Setting(s, "jdk.nio.maxCachedBufferSize") == nullptr;
-    out.push_back({"nio_cache_unbounded", unbounded, NioCacheExplanation(s, unbounded)});
+    if (std::optional<RiskFinding> nio = NioCacheRisk(s)) out.push_back(std::move(*nio));
   }
   if (const std::string* nmt = attached ? Setting(s, "NativeMemoryTracking") : nullptr) {
     bool off = *nmt == "off";
@@ -262,19 +333,20 @@ std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
                          Bytes(*d.nmt_other_bytes) + of + ": the direct pool is at most that"});
     }
   }
-  if (s.jvm_perf && s.jvm_perf->gc && s.jvm_perf->gc_per_second) {
-    char rate[32];
-    std::snprintf(rate, sizeof(rate), "%.1f", gc_rate);
+  if (s.jvm_perf && s.jvm_perf->gc && s.jvm_perf->full_gc_per_second) {
+    char rate[96];
+    std::snprintf(rate, sizeof(rate), "%.1f full collections a second (of %.1f in all)", gc_rate,
+                  s.jvm_perf->gc_per_second.value_or(gc_rate));
     std::string since = s.jvm_perf->gc_rates_since_start ? " since the JVM started" : "";
     std::string line =
-        storm ? std::string(rate) + " collections a second" + since +
+        storm ? std::string(rate) + since +
                     ", the last caused by System.gc(): the JDK calls it "
                     "each time a direct buffer does not fit under MaxDirectMemorySize "
                     "(java.nio.Bits.reserveMemory), so a program that churns direct buffers "
                     "near its limit spends its time in full GCs. Pool the buffers, raise "
                     "-XX:MaxDirectMemorySize, or find what else calls System.gc()"
-              : std::string(rate) + " collections a second" + since +
-                    " (last cause: " + s.jvm_perf->gc->last_cause + ")";
+              : std::string(rate) + since + " (last cause: " + s.jvm_perf->gc->last_cause +
+                    "): a storm is more than 1 full collection a second caused by System.gc()";
     if (storm && d.used_bytes && d.limit_bytes) {
       line += "; the direct pool is at " + Bytes(*d.used_bytes) + " of " + Bytes(*d.limit_bytes);
     }
@@ -363,7 +435,18 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   if (s.jvm && s.jvm->attachable) {
     DirectMemory d = DirectMemoryOf(s);
     bool decided = false;
-    for (const RiskFinding& f : AssessJvmRisks(s)) decided |= f.check == "direct_memory_high";
+    bool nio_decided = false;
+    for (const RiskFinding& f : AssessJvmRisks(s)) {
+      decided |= f.check == "direct_memory_high";
+      nio_decided |= f.check == "nio_cache_unbounded";
+    }
+    if (!nio_decided && s.jvm->version) {
+      out.push_back({"nio_cache_unbounded (undecided)",
+                     "the temporary buffer cache is not measured (at most NMT Other, if that is "
+                     "on), and that bound does not show it is small; preload "
+                     "libmemtrimd_agent.so into the JVM (LD_PRELOAD) to measure the cache and "
+                     "decide whether it threatens the JVM now"});
+    }
     if (!decided && d.limit_bytes && d.nmt_other_bytes) {
       out.push_back({"direct_memory_high (undecided)",
                      "NMT Other is " + Bytes(*d.nmt_other_bytes) + " of a " +

@@ -331,11 +331,12 @@ const MetricDef kJvmRisk{"memtrimd_jvm_risk",
                          MetricType::Gauge,
                          {"pid", "check"},
                          "1 when a check finds a native memory risk, 0 when it does not, "
-                         "absent when it cannot decide: nio_cache_unbounded "
-                         "(jdk.nio.maxCachedBufferSize unset), nmt_off, direct_memory_high "
-                         "(direct pool above 90% of its limit), direct_buffer_gc_storm (1+ "
-                         "collections a second caused by System.gc()), jvm_trims_itself "
-                         "(TrimNativeHeapInterval > 0)."};
+                         "absent when it cannot decide: nio_cache_unbounded (the unbounded "
+                         "temporary buffer cache holds 25%+ of the direct limit or 10%+ of the "
+                         "container's limit), nmt_off, direct_memory_high "
+                         "(direct pool above 90% of its limit), direct_buffer_gc_storm (more "
+                         "than 1 full collection a second caused by System.gc()), "
+                         "jvm_trims_itself (TrimNativeHeapInterval > 0)."};
 
 const MetricDef kTrimRuns{"memtrimd_trim_runs_total",
                           MetricType::Counter,

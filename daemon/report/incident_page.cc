@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
@@ -264,6 +265,15 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
     }
   }
   out += "</ul>\n";
+  // Settings worth changing, apart from the risks and never red: a risk is
+  // what threatens the process now.
+  if (std::vector<Advice> advice = AdviseJvm(s); !advice.empty()) {
+    out += "<h3>Advice: settings worth changing (not risks)</h3>\n<ul class=\"advice\">\n";
+    for (const Advice& a : advice) {
+      out += "<li data-advice=\"" + HtmlEscape(a.check) + "\">" + HtmlEscape(a.text) + "</li>\n";
+    }
+    out += "</ul>\n";
+  }
   std::vector<MissingFigure> missing = MissingFigures(s);
   if (!missing.empty()) {
     out += "<h3>Not shown, and why</h3>\n<ul class=\"missing\">\n";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/allocator_view.h"
 #include "daemon/analysis/findings.h"
@@ -160,10 +161,10 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
     std::string rate;
     if (s.jvm_perf->gc_per_second) {
       char buf[96];
-      std::snprintf(buf, sizeof(buf), "%.1f/s %s, %.1f %% of the time; ",
-                    *s.jvm_perf->gc_per_second,
-                    s.jvm_perf->gc_rates_since_start ? "since start" : "lately",
-                    s.jvm_perf->gc_time_ratio.value_or(0) * 100);
+      std::snprintf(
+          buf, sizeof(buf), "%.1f/s %s (full %.1f/s), %.1f %% of the time; ",
+          *s.jvm_perf->gc_per_second, s.jvm_perf->gc_rates_since_start ? "since start" : "lately",
+          s.jvm_perf->full_gc_per_second.value_or(0), s.jvm_perf->gc_time_ratio.value_or(0) * 100);
       rate = buf;
     }
     t.Row("GC collections", std::to_string(n), rate + "last cause: " + gc.last_cause);
@@ -178,6 +179,7 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
   for (const RiskFinding& f : AssessJvmRisks(s)) {
     if (f.at_risk) t.Say("RISK " + f.check + ": " + f.explanation);
   }
+  for (const Advice& a : AdviseJvm(s)) t.Say("advice (" + a.check + "): " + a.text);
   if (s.jvm) {
     for (const std::string& e : s.jvm->command_errors) t.Say("command failed: " + e);
   }
@@ -711,6 +713,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
       w.Key("gc").BeginObject();
       if (s.jvm_perf->gc_per_second) {
         w.Key("collections_per_second").Double(*s.jvm_perf->gc_per_second);
+        if (s.jvm_perf->full_gc_per_second) {
+          w.Key("full_collections_per_second").Double(*s.jvm_perf->full_gc_per_second);
+        }
         w.Key("rates_since_jvm_start").Bool(s.jvm_perf->gc_rates_since_start);
       }
       if (s.jvm_perf->gc_time_ratio) w.Key("time_ratio").Double(*s.jvm_perf->gc_time_ratio);
@@ -726,6 +731,11 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     for (const RiskFinding& f : AssessJvmRisks(s)) {
       w.BeginObject().Key("check").String(f.check).Key("at_risk").Bool(f.at_risk);
       w.Key("explanation").String(f.explanation).EndObject();
+    }
+    w.EndArray();
+    w.Key("advice").BeginArray();
+    for (const Advice& a : AdviseJvm(s)) {
+      w.BeginObject().Key("check").String(a.check).Key("text").String(a.text).EndObject();
     }
     w.EndArray();
     w.EndObject();

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/integration/harness.h"
@@ -82,6 +83,13 @@ std::vector<Spec> Matrix(int feature, const std::string& dir) {
       {"baseline", "baseline", {}, {}, 17, 0},
       // 8 threads x 6 MiB of cached temporary buffers.
       {"readall", "readall", {}, {"--threads", "8", "--mib", "6", "--dir", dir}, 17, 48 * kMiB},
+      // The same cache under a 64 MiB direct limit: 75 % of it on JDK 17-23.
+      {"readall_limited",
+       "readall",
+       {limit},
+       {"--threads", "8", "--mib", "6", "--dir", dir},
+       17,
+       48 * kMiB},
       {"readall_bounded",
        "readall",
        {"-Djdk.nio.maxCachedBufferSize=262144"},
@@ -375,10 +383,40 @@ void JvmScenarioTest::CheckRisks(const ScenarioRun& r) {
   EXPECT_EQ(at_risk("nmt_off"), std::optional<bool>(false)) << r.Context();
   EXPECT_EQ(at_risk("jvm_trims_itself"), std::optional<bool>(false)) << r.Context();
 
-  // Unset jdk.nio.maxCachedBufferSize is the risk on every JDK, and the
-  // explanation says how much the cache holds now.
+  // Unset jdk.nio.maxCachedBufferSize is advice on every JVM; the risk is
+  // the cache the workload holds (its truth) taking a quarter of the direct
+  // limit on JDK 17-23 or a tenth of the container's limit. Without the
+  // agent the cache is bounded from above only: never a risk then, and "no
+  // risk" where even the bound is small (the baseline).
   const bool bounded = s == "readall_bounded";
-  EXPECT_EQ(at_risk("nio_cache_unbounded"), std::optional<bool>(!bounded)) << r.Context();
+  std::set<std::string> advice;
+  if (const JsonValue* list = r.json->Path({"jvm", "advice"})) {
+    for (const JsonValue& a : list->items) {
+      if (const JsonValue* check = a.Get("check")) advice.insert(check->text);
+    }
+  }
+  EXPECT_EQ(advice.count("nio_cache_unbounded"), bounded ? 0u : 1u) << r.Context();
+  const double cache_truth =
+      r.spec.scenario == "readall" && !bounded ? static_cast<double>(r.spec.held) : 0.0;
+  const double direct_limit =
+      static_cast<double>(IntAt(&*r.json, {"jvm", "direct_memory_limit_bytes"}).value_or(0));
+  const double container_limit =
+      static_cast<double>(IntAt(&*r.json, {"cgroup", "limit_bytes"}).value_or(0));
+  const bool threat = (p.feature < 24 && direct_limit > 0 && cache_truth >= 0.25 * direct_limit) ||
+                      (container_limit > 0 && cache_truth >= 0.10 * container_limit);
+  if (bounded) {
+    EXPECT_EQ(at_risk("nio_cache_unbounded"), std::optional<bool>(false)) << r.Context();
+  } else if (p.agent) {
+    EXPECT_EQ(at_risk("nio_cache_unbounded"), std::optional<bool>(threat)) << r.Context();
+  } else {
+    EXPECT_NE(at_risk("nio_cache_unbounded"), std::optional<bool>(true)) << r.Context();
+    if (s == "baseline") {
+      EXPECT_EQ(at_risk("nio_cache_unbounded"), std::optional<bool>(false)) << r.Context();
+    }
+  }
+  if (s == "readall_limited" && p.agent && p.feature < 24) {
+    EXPECT_TRUE(threat) << "48 of 64 MiB" << r.Context();
+  }
   // With the agent the cache is measured; without it memtrimd may estimate
   // it (then the figure must be right) or say it does not know.
   std::optional<double> quoted = FirstQuotedSize(explanation("nio_cache_unbounded"));
@@ -549,7 +587,8 @@ void JvmScenarioTest::CheckAgainstBaseline(const ScenarioRun& r, const ScenarioR
         << "outside NMT " << *o << ", baseline's " << *ob << r.Context()
         << "\nbaseline:" << base.Context();
   }
-  const bool in_other = s == "readall" || s == "direct_high" || s == "direct_low" || s == "ffm";
+  const bool in_other = s == "readall" || s == "readall_limited" || s == "direct_high" ||
+                        s == "direct_low" || s == "ffm";
   EXPECT_TRUE(Near(other_growth, in_other ? held : 0.0))
       << "NMT Other " << n << ", baseline's " << nb << r.Context();
 }

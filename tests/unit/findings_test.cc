@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/analysis/advice.h"
 #include "daemon/analysis/rss_account.h"
 
 namespace memtrimd {
@@ -52,36 +53,109 @@ JvmBuffers Pool(uint64_t direct_used) {
   return b;
 }
 
-TEST(Findings, NioCacheUnboundedIsTheUnsetPropertyOnEveryJdk) {
+// Issue 22: the unset property alone is advice, on every JVM; a risk is a
+// cache that holds a share of a limit that matters now.
+TEST(Findings, NioCacheUnsetIsAdviceOnEveryJdkAndNoRiskAtZeroBytes) {
   for (int feature : {17, 21, 25}) {
-    auto r = AssessJvmRisks(Jvm(feature));
-    ASSERT_NE(FindCheck(r, "nio_cache_unbounded"), nullptr) << feature;
-    EXPECT_TRUE(FindCheck(r, "nio_cache_unbounded")->at_risk) << feature;
+    TargetSample s = Jvm(feature);
+    s.jvm->settings["MaxDirectMemorySize"] = std::to_string(64u << 20);
+    s.jvm_buffers = Pool(0);
+    s.jvm_buffers->temp_cache_bytes = 0;  // the agent measures it at 0 B
+    s.jvm_buffers->temp_cache_buffers = 0;
+    CgroupMemory cg;
+    cg.limit_bytes = 256u << 20;
+    s.cgroup = cg;
+    std::vector<RiskFinding> risks = AssessJvmRisks(s);
+    const RiskFinding* f = FindCheck(risks, "nio_cache_unbounded");
+    ASSERT_NE(f, nullptr) << feature;
+    EXPECT_FALSE(f->at_risk) << feature << ": " << f->explanation;
+    EXPECT_NE(f->explanation.find("holds 0 B in 0 buffers now"), std::string::npos)
+        << f->explanation;
+    std::vector<Advice> advice = AdviseJvm(s);
+    ASSERT_EQ(advice.size(), 1u) << feature;
+    EXPECT_EQ(advice[0].check, "nio_cache_unbounded");
+    EXPECT_NE(advice[0].text.find("-Djdk.nio.maxCachedBufferSize=262144"), std::string::npos);
   }
   TargetSample bounded = Jvm(21);
   bounded.jvm->settings["jdk.nio.maxCachedBufferSize"] = "262144";
   EXPECT_FALSE(FindCheck(AssessJvmRisks(bounded), "nio_cache_unbounded")->at_risk);
+  EXPECT_TRUE(AdviseJvm(bounded).empty());
+  // Without attach the settings are unknown: no advice either.
+  TargetSample detached = Jvm(21);
+  detached.jvm->attachable = false;
+  EXPECT_TRUE(AdviseJvm(detached).empty());
 }
 
-TEST(Findings, NioCacheExplanationQuotesTheCacheAndTheJdksConsequence) {
+TEST(Findings, NioCacheIsARiskWhenItHoldsAShareOfALimit) {
+  constexpr uint64_t kMiB = 1 << 20;
+  // JDK 17: the cache counts against MaxDirectMemorySize (64 MiB).
   TargetSample s17 = Jvm(17);
-  s17.jvm_buffers = Pool(130u << 20);
-  s17.jvm_buffers->temp_cache_bytes = 120u << 20;
+  s17.jvm->settings["MaxDirectMemorySize"] = std::to_string(64 * kMiB);
+  s17.jvm_buffers = Pool(20 * kMiB);
+  s17.jvm_buffers->temp_cache_bytes = 15 * kMiB;  // 23 %: under a quarter
+  s17.jvm_buffers->temp_cache_buffers = 15;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s17), "nio_cache_unbounded")->at_risk);
+  s17.jvm_buffers->temp_cache_bytes = 20 * kMiB;  // 31 %
   s17.jvm_buffers->temp_cache_buffers = 20;
-  std::string e17 = FindCheck(AssessJvmRisks(s17), "nio_cache_unbounded")->explanation;
-  EXPECT_NE(e17.find("120.0 MiB in 20 buffers"), std::string::npos) << e17;
-  EXPECT_NE(e17.find("counts against MaxDirectMemorySize"), std::string::npos) << e17;
-  EXPECT_NE(e17.find("-Djdk.nio.maxCachedBufferSize="), std::string::npos) << e17;
+  std::vector<RiskFinding> risks17 = AssessJvmRisks(s17);
+  const RiskFinding* f = FindCheck(risks17, "nio_cache_unbounded");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->at_risk);
+  EXPECT_NE(f->explanation.find("20.0 MiB in 20 buffers"), std::string::npos) << f->explanation;
+  EXPECT_NE(f->explanation.find("31 % of the direct memory limit"), std::string::npos)
+      << f->explanation;
+  EXPECT_NE(f->explanation.find("-Djdk.nio.maxCachedBufferSize="), std::string::npos);
 
-  // JDK 25 without the agent's walk: NMT Other beyond the pool, an upper bound.
+  // JDK 25: outside the direct limit; only the container's limit counts.
+  TargetSample s25 = Jvm(25);
+  s25.jvm->settings["MaxDirectMemorySize"] = std::to_string(64 * kMiB);
+  s25.jvm_buffers = Pool(0);
+  s25.jvm_buffers->temp_cache_bytes = 40 * kMiB;
+  s25.jvm_buffers->temp_cache_buffers = 8;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded")->at_risk);
+  CgroupMemory cg;
+  cg.limit_bytes = 1024 * kMiB;  // 3.9 %
+  s25.cgroup = cg;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded")->at_risk);
+  s25.cgroup->limit_bytes = 256 * kMiB;  // 15.6 %
+  std::vector<RiskFinding> risks25 = AssessJvmRisks(s25);
+  f = FindCheck(risks25, "nio_cache_unbounded");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->at_risk);
+  EXPECT_NE(f->explanation.find("16 % of the container's memory limit (256.0 MiB)"),
+            std::string::npos)
+      << f->explanation;
+}
+
+// Without the agent, NMT Other bounds the cache from above: a small bound
+// decides "no risk"; a bound above a share decides nothing.
+TEST(Findings, NioCacheUpperBoundDecidesOnlyWhenSmall) {
+  TargetSample s = Jvm(17);  // NMT Other 100 MiB, direct limit = max heap 1 GiB: 10 %
+  std::vector<RiskFinding> risks = AssessJvmRisks(s);
+  const RiskFinding* f = FindCheck(risks, "nio_cache_unbounded");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->at_risk);
+  EXPECT_NE(f->explanation.find("at most 100.0 MiB"), std::string::npos) << f->explanation;
+  s.jvm->settings["MaxDirectMemorySize"] = std::to_string(256u << 20);  // 39 %
+  EXPECT_EQ(FindCheck(AssessJvmRisks(s), "nio_cache_unbounded"), nullptr);
+  bool listed = false;
+  for (const MissingFigure& m : MissingFigures(s)) {
+    listed |= m.figure == "nio_cache_unbounded (undecided)";
+  }
+  EXPECT_TRUE(listed);
+  EXPECT_EQ(AdviseJvm(s).size(), 1u);  // the advice stays
+  // JDK 25 with the pool but not the cache walk: NMT Other less the pool.
   TargetSample s25 = Jvm(25);
   s25.jvm_buffers = Pool(10u << 20);
   std::optional<TempBufferCache> c = TempBufferCacheOf(s25);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->bytes, 90u << 20);
   EXPECT_STREQ(c->source, "estimate");
-  std::string e25 = FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded")->explanation;
-  EXPECT_NE(e25.find("does not count against MaxDirectMemorySize"), std::string::npos) << e25;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded")->at_risk);
+  CgroupMemory cg;
+  cg.limit_bytes = 512u << 20;  // 90 MiB at most is 18 %: undecided
+  s25.cgroup = cg;
+  EXPECT_EQ(FindCheck(AssessJvmRisks(s25), "nio_cache_unbounded"), nullptr);
   // On 17 the cache is inside the pool: no estimate from NMT.
   TargetSample s17b = Jvm(17);
   s17b.jvm_buffers = Pool(10u << 20);
@@ -137,21 +211,57 @@ TEST(Findings, GcStormFromSystemGcHoldsOffDirectMemoryHigh) {
   JvmPerf perf;
   perf.gc = jvm::PerfGc{{{"G1 young", 100, 1.0}, {"G1 full", 4000, 20.0}}, "No GC", "System.gc()"};
   perf.gc_per_second = 65;
+  perf.full_gc_per_second = 65;
   perf.gc_time_ratio = 0.5;
   s.jvm_perf = perf;
   auto r = AssessJvmRisks(s);
   EXPECT_TRUE(FindCheck(r, "direct_buffer_gc_storm")->at_risk);
   EXPECT_FALSE(FindCheck(r, "direct_memory_high")->at_risk);
-  // Rare collections, or another cause: no storm.
-  s.jvm_perf->gc_per_second = 0.1;
+  // Rare full collections, or another cause: no storm.
+  s.jvm_perf->full_gc_per_second = 0.1;
   EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
   EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "direct_memory_high")->at_risk);
-  s.jvm_perf->gc_per_second = 65;
+  s.jvm_perf->full_gc_per_second = 65;
   s.jvm_perf->gc->last_cause = "G1 Evacuation Pause";
   EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
   // No rate yet (first read): the check is not decided.
   s.jvm_perf->gc_per_second.reset();
+  s.jvm_perf->full_gc_per_second.reset();
   EXPECT_EQ(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm"), nullptr);
+}
+
+// Issue 22: 2-5 young collections a second and one System.gc() every 5 s.
+// The window with the System.gc() in it holds 4 young and 1 full
+// collection, the last caused by System.gc(): 5 collections a second, one
+// of them full. Not a storm; a storm is more than one full collection a
+// second (the window is at least a second, so one System.gc() never is).
+TEST(Findings, PeriodicSystemGcAmongYoungCollectionsIsNoStorm) {
+  TargetSample s;
+  JvmPerf perf;
+  perf.gc = jvm::PerfGc{{{"G1 young collection pauses", 120, 0.3},
+                         {"G1 full collection pauses", 5, 0.1},
+                         {"G1 concurrent cycle pauses", 0, 0}},
+                        "No GC",
+                        "System.gc()"};
+  perf.gc_per_second = 5;
+  perf.full_gc_per_second = 1.0;
+  s.jvm_perf = perf;
+  std::vector<RiskFinding> risks = AssessJvmRisks(s);
+  const RiskFinding* f = FindCheck(risks, "direct_buffer_gc_storm");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->at_risk) << f->explanation;
+  EXPECT_NE(f->explanation.find("1.0 full collections a second (of 5.0 in all)"), std::string::npos)
+      << f->explanation;
+  // Heap churn: hundreds of young collections, no full one.
+  s.jvm_perf->gc_per_second = 320;
+  s.jvm_perf->full_gc_per_second = 0;
+  s.jvm_perf->gc->last_cause = "G1 Evacuation Pause";
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
+  // Two System.gc() a second is one more than the rule allows: a storm.
+  s.jvm_perf->gc_per_second = 4;
+  s.jvm_perf->full_gc_per_second = 2;
+  s.jvm_perf->gc->last_cause = "System.gc()";
+  EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "direct_buffer_gc_storm")->at_risk);
 }
 
 TEST(Findings, MallocStatisticsReadBeforeTheLastTrimAreStale) {
@@ -285,6 +395,7 @@ TEST(Findings, EveryCheckIsListedAndEveryListedCheckIsMade) {
   JvmPerf perf;
   perf.gc = jvm::PerfGc{{{"G1 young", 1, 0.1}}, "No GC", "G1 Evacuation Pause"};
   perf.gc_per_second = 0.1;
+  perf.full_gc_per_second = 0;
   s.jvm_perf = perf;
   std::set<std::string> made;
   for (const RiskFinding& f : AssessJvmRisks(s)) {

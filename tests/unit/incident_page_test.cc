@@ -325,6 +325,42 @@ TEST(IncidentPage, DirectChartDrawsNmtOtherAsAnUpperBoundWithoutTheAgent) {
       << html;
 }
 
+// Issue 22: jdk.nio.maxCachedBufferSize unset with the agent measuring the
+// cache at 0 B is advice, in its own list and not red; no risk is shown.
+TEST(IncidentPage, AnUnsetPropertyIsAdviceNotARisk) {
+  TargetSnapshot ts = JvmTarget();
+  jvm::JvmVersion v;
+  v.feature = 17;
+  ts.sample.jvm->version = v;
+  ts.sample.jvm->settings["MaxHeapSize"] = std::to_string(256 * kMiB);
+  JvmBuffers b;
+  b.temp_cache_bytes = 0;
+  b.temp_cache_buffers = 0;
+  ts.sample.jvm_buffers = b;
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("data-check=\"nio_cache_unbounded\""), std::string::npos) << html;
+  const std::size_t advice = html.find("<ul class=\"advice\">");
+  ASSERT_NE(advice, std::string::npos) << html;
+  EXPECT_NE(html.find("<li data-advice=\"nio_cache_unbounded\">set "
+                      "-Djdk.nio.maxCachedBufferSize=262144",
+                      advice),
+            std::string::npos)
+      << html;
+  // A cache of a quarter of the direct limit (the max heap here) is a risk.
+  ts.sample.jvm_buffers->temp_cache_bytes = 80 * kMiB;
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<li class=\"risk\" data-check=\"nio_cache_unbounded\">"), std::string::npos)
+      << html;
+  // Bounded: neither.
+  ts.sample.jvm->settings["jdk.nio.maxCachedBufferSize"] = "262144";
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("data-advice="), std::string::npos);
+  EXPECT_EQ(html.find("class=\"risk\" data-check=\"nio_cache_unbounded\""), std::string::npos);
+}
+
 TEST(IncidentPage, ACollectorFailureSaysWhatToDo) {
   TargetSnapshot ts = Program(42, 100, 400);
   ts.collectors = {{"glibc", false, 0, "open /proc/42/smaps: Permission denied"}};
