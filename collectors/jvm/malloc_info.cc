@@ -59,34 +59,41 @@ uint64_t SatAdd(uint64_t a, uint64_t b) {
                                                       : a + b;
 }
 
-// Bytes of a <size>/<unsorted> entry that sit in chunks of at least a page.
+// The bytes malloc_trim would madvise away from the chunks of one
+// <size>/<unsorted> entry, if all were resident.
 //
 // glibc's __malloc_info (malloc/malloc.c) prints one <size> per non-empty
 // fast bin and regular bin and one <unsorted> for the unsorted bin; for
 // regular bins and the unsorted bin `from`/`to` are the smallest and largest
-// chunk size found and `total` is the sum of the chunk sizes in bytes (for
-// fast bins total = count * to, all far below a page). malloc_trim (mtrim)
-// consolidates the fast bins and then madvises the whole pages inside every
-// free chunk of the unsorted bin and of the bins from bin_index(pagesize)
-// up; the top chunk is not in <sizes> (only in <total type="rest">), and
-// only the main arena's top is given back (by lowering brk).
-//
-// So an entry counts fully when from >= 4096 (every chunk is at least a
-// page). When from < 4096 <= to (in practice only the unsorted bin spans
-// the page size; 4096 is a large-bin boundary) at least the `from` chunk is
-// smaller than a page, so the page-sized chunks total at most total - from.
-// Entries with to < 4096 count nothing. The sum is an upper bound of what
-// malloc_trim can release from the bins: a chunk releases only the whole
-// pages strictly inside it, and tcache chunks are not listed at all. Not
-// included here: the main arena's top (trimmed by lowering brk; see
-// MallocArena::top_bytes: free() keeps it below M_TRIM_THRESHOLD, but a
-// program that raised the threshold or called mallopt can hold hundreds of
-// MiB there) and chunks that fast-bin consolidation could still merge into
-// page-sized ones.
-uint64_t AtLeastPage(uint64_t from, uint64_t to, uint64_t total) {
-  if (from >= kPage) return total;
-  if (to < kPage) return 0;
-  return total > from ? total - from : 0;
+// chunk size found and `total` the sum of the chunk sizes (with their flag
+// bits: one byte a chunk too many, which does not matter here); fast bins
+// are far below a page. malloc_trim (mtrim) consolidates the fast bins, then
+// for every chunk of the unsorted bin and of the bins from bin_index(page)
+// up madvises the whole pages between the chunk's start + 48 (its header
+// and list links stay) and its end. So a chunk of size s at address p gives
+// floor_page(p + s) - ceil_page(p + 48) when that is positive: nothing below
+// s = page + 48, and on average s - (page + 32) above it (p is 16-aligned
+// and, over many chunks, evenly spread within a page: both ends lose half a
+// page less 8 bytes on average). Only `total` and `count` are known, so an
+// entry whose chunks are all that large gives total - count * (page + 32);
+// one that spans the limit (`from` below it, in practice the unsorted bin)
+// is taken as its `from` chunk giving nothing and the rest giving the
+// average. An estimate, not a bound: a chunk differs from the average by
+// less than a page, and chunks of one size laid out at one alignment can
+// all differ the same way. The top chunk is not in these entries (only in
+// <total type="rest">); the main arena's top is trimmed by lowering brk.
+uint64_t ReleasableInEntry(uint64_t from, uint64_t to, uint64_t total, uint64_t count) {
+  constexpr uint64_t kMinChunk = kPage + 48;     // smallest chunk mtrim takes a page from
+  constexpr uint64_t kAverageLoss = kPage + 32;  // header, links and the two partial pages
+  if (to < kMinChunk || count == 0) return 0;
+  if (from < kMinChunk) {
+    total = total > from ? total - from : 0;
+    count -= 1;
+  }
+  const uint64_t loss = count > std::numeric_limits<uint64_t>::max() / kAverageLoss
+                            ? std::numeric_limits<uint64_t>::max()
+                            : count * kAverageLoss;
+  return total > loss ? total - loss : 0;
 }
 
 }  // namespace
@@ -161,9 +168,11 @@ Result<MallocInfo> ParseMallocInfo(std::string_view xml) {
       auto from = UintAttr(tag.attrs, "from");
       auto to = UintAttr(tag.attrs, "to");
       auto total = UintAttr(tag.attrs, "total");
+      // glibc has always printed count; a list without it counts one chunk.
+      auto count = UintAttr(tag.attrs, "count");
       if (!from || !to || !total) return bad(tag.name);
-      arena.free_bytes_at_least_page =
-          SatAdd(arena.free_bytes_at_least_page, AtLeastPage(*from, *to, *total));
+      arena.bin_pages_bytes =
+          SatAdd(arena.bin_pages_bytes, ReleasableInEntry(*from, *to, *total, count.value_or(1)));
       listed_bytes = SatAdd(listed_bytes, *total);
       continue;
     }

@@ -20,15 +20,14 @@ struct MallocArena {
   uint64_t aspace_total = 0;         // <aspace type="total">
   uint64_t aspace_mprotect = 0;      // <aspace type="mprotect">
   std::optional<uint64_t> subheaps;  // <aspace type="subheaps"> (non-main arenas)
-  // Free bytes in size classes of at least a page (4096): what malloc_trim
-  // could at most give back from the bins (an upper bound; see FACTS-glibc),
-  // if their pages are resident. A trim leaves the chunks in the bins and
-  // drops their pages, so after one this stays high while nothing is left
-  // to give back; TrimmableEstimate caps it at the resident free memory.
-  // Entries with from >= 4096 count fully, an entry spanning the page size
-  // (the unsorted bin) counts total - from; the top chunk is in top_bytes.
-  // Rationale in malloc_info.cc.
-  uint64_t free_bytes_at_least_page = 0;
+  // The whole pages inside the free chunks of the bins: what malloc_trim
+  // would give back from them if every one were resident (it madvises them
+  // whether or not they are). Estimated from each <size>/<unsorted> entry's
+  // total and count, since malloc_info gives no chunk addresses; see
+  // ReleasableInEntry in malloc_info.cc. The chunks stay in the bins after a
+  // trim with their pages gone: what is resident of this comes from the
+  // smaps read (TrimmableEstimate). The top chunk is in top_bytes.
+  uint64_t bin_pages_bytes = 0;
   // The arena's top chunk: <total type="rest"> is the top chunk plus every
   // chunk listed in the regular and unsorted bins, so top = rest - (all
   // <size>/<unsorted> totals - fast). Only the main arena's top is given back

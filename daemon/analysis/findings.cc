@@ -270,24 +270,33 @@ JavaHeap JavaHeapOf(const TargetSample& s) {
 }
 
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
-  // What malloc_trim gives back is resident free memory: it drops the whole
-  // pages inside free chunks (MADV_DONTNEED) and lowers brk. malloc_info
-  // lists free chunks whether or not their pages are resident, and after a
-  // trim the chunks stay in the bins with their pages gone: a fragmented
-  // program trimmed to 28 MiB of RSS still listed 124 MiB of them. So the
-  // chunks are an upper bound only up to the free memory the arenas hold
-  // resident (the account's glibc_free), and without the smaps read that
-  // gives it there is no bound to print.
+  // What malloc_trim gives back is the resident part of what it madvises:
+  // the whole pages inside free chunks (bin_pages_bytes), and the main
+  // arena's top (it lowers brk). malloc_info lists free chunks whether or not
+  // their pages are resident, and after a trim they stay in the bins with
+  // their pages gone, so those figures alone offer again what a trim already
+  // took. The smaps read gives the free memory the arenas hold resident
+  // (GlibcFreeResident: their resident pages less the bytes in use, i.e.
+  // malloc's free bytes less the free pages that are not resident). Of that,
+  // what no trim can take is the free bytes outside those pages (chunks
+  // under a page, the partial pages at each chunk's ends, the other arenas'
+  // tops), which stay resident whatever happens: subtracting them leaves
+  // the pages a trim would give back now. Right after a trim that is about
+  // 0; on a heap nobody trimmed it is about the pages themselves.
   std::optional<uint64_t> resident_free = GlibcFreeResident(s);
   if (!resident_free) return std::nullopt;
-  uint64_t sum = 0;
-  for (const jvm::MallocArena& a : s.malloc->info.arenas) {
-    sum += a.free_bytes_at_least_page;
-    // malloc_trim also lowers brk by the main arena's top chunk (systrim);
-    // other arenas' tops stay (only free() shrinks those heaps).
-    if (a.nr == 0) sum += a.top_bytes;
+  const jvm::MallocInfo& m = s.malloc->info;
+  uint64_t releasable = 0;
+  for (const jvm::MallocArena& a : m.arenas) {
+    releasable += a.bin_pages_bytes;
+    // systrim keeps MINSIZE + 1 bytes of the top and lowers brk by whole
+    // pages; other arenas' tops stay (only free() shrinks those heaps).
+    constexpr uint64_t kPage = 4096, kKept = 33;
+    if (a.nr == 0 && a.top_bytes > kKept) releasable += (a.top_bytes - kKept) / kPage * kPage;
   }
-  return std::min(sum, *resident_free);
+  const uint64_t free = m.total_fast_bytes + m.total_rest_bytes;
+  const uint64_t never_given = free > releasable ? free - releasable : 0;
+  return *resident_free > never_given ? *resident_free - never_given : 0;
 }
 
 bool MallocStatsStale(const TargetSample& s) {

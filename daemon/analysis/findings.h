@@ -72,10 +72,12 @@ struct JavaHeap {
 };
 JavaHeap JavaHeapOf(const TargetSample& s);
 
-// Upper bound of what malloc_trim could give back: malloc_info's free
-// chunks of a page or more and the main arena's top, at most the free
-// memory the arenas hold resident (GlibcFreeResident, the account's
-// glibc_free). nullopt without malloc statistics or without the smaps read.
+// What malloc_trim would give back now: the free memory the arenas hold
+// resident (GlibcFreeResident, the account's glibc_free) less the free bytes
+// no trim can take (outside the whole pages of free chunks and the main
+// arena's top). About 0 right after a trim. An estimate (malloc_info gives
+// chunk sizes, not addresses), not a bound. nullopt without malloc
+// statistics or without the smaps read.
 std::optional<uint64_t> TrimmableEstimate(const TargetSample& s);
 
 // Whether the malloc statistics were read before the target's last trim

@@ -167,15 +167,16 @@ const MetricDef kMallocFree{"memtrimd_glibc_malloc_free_bytes",
                             MetricType::Gauge,
                             {"pid", "bins"},
                             "Free bytes glibc malloc keeps (malloc_info): fast bins, and the "
-                            "rest (other bins and top chunks).",
+                            "rest (other bins and top chunks), resident or not: free chunks "
+                            "whose pages a trim gave back are still counted.",
                             "heaps"};
 const MetricDef kTrimmableEstimate{
     "memtrimd_glibc_trimmable_estimate_bytes",
     MetricType::Gauge,
     {"pid"},
-    "Free bytes in malloc size classes of at least a page, plus the main arena's top chunk, at "
-    "most the free memory the arenas hold resident (the glibc_free part of the RSS account): an "
-    "upper bound of what malloc_trim could give back (top chunks of other arenas stay)."};
+    "What malloc_trim would give back now (estimate): the free memory the arenas hold resident "
+    "(the glibc_free part of the RSS account) less the free bytes outside the whole pages of free "
+    "chunks and the main arena's top, which no trim takes. About 0 right after a trim."};
 const MetricDef kRssBreakdown{"memtrimd_rss_breakdown_bytes",
                               MetricType::Gauge,
                               {"pid", "part"},
@@ -191,7 +192,9 @@ const MetricDef kAllocatorBytes{
     {"pid", "allocator", "measure"},
     "The allocator's own figures in measures that mean the same for every allocator: allocated "
     "(in blocks the program holds), held (taken from the system and not given back), free_kept "
-    "(free, kept, and what a release gives back), released (given back, address space kept). A "
+    "(free, kept, and what a release gives back; for glibc the free memory its arenas keep "
+    "resident, of which a trim gives back memtrimd_glibc_trimmable_estimate_bytes), released "
+    "(given back, address space kept). A "
     "measure the allocator does not report is absent (README \"Allocators\").",
     "allocator"};
 const MetricDef kAllocatorStatBytes{

@@ -244,9 +244,9 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
       last = " The last trim (" + ClockUtc(UnixMs(r.at)) + " UTC) gave back " + Mib(given) + ".";
     }
     out += "<li data-finding=\"trimmable\" data-bytes=\"" + std::to_string(*trimmable) +
-           "\">malloc_trim could give back up to " + Mib(*trimmable) +
-           " (free memory malloc keeps resident, of which a trim takes the whole free pages: free "
-           "chunks under a page, and the partial pages beside live data, stay)" +
+           "\">malloc_trim would give back about " + Mib(*trimmable) +
+           " now (of the free memory malloc keeps resident, a trim takes the whole free pages: "
+           "free chunks under a page, and the partial pages beside live data, stay)" +
            (MallocStatsStale(s) ? " (statistics from before the last trim)" : "") +
            (trims && trims->opted_in
                 ? ": memtrimd trims this target on its schedule."

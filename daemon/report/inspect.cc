@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include <algorithm>
+#include <cmath>
 
 #include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
@@ -205,8 +206,13 @@ void RenderAccount(Table& t, const TargetSnapshot& ts) {
     t.Row("  other JVM", Bytes(n.jvm_other), "symbols, compiler, internal, ...");
   }
   if (a->glibc_free) {
+    std::string gives;
+    if (auto tr = TrimmableEstimate(s)) {
+      gives = "; a trim gives back about " + Bytes(*tr) +
+              " of it (the rest is free space beside live blocks in their pages)";
+    }
     t.Row("glibc free kept", Bytes(*a->glibc_free),
-          "free pages malloc keeps resident: a trim gives most of them back" +
+          "free memory malloc keeps resident" + gives +
               std::string(MallocStatsStale(s) ? " (malloc statistics from before the last trim)"
                                               : ""));
   }
@@ -286,7 +292,11 @@ void RenderAllocator(Table& t, const Target& target, const AllocatorView& v,
   if (m.allocated) t.Row("allocated", Bytes(*m.allocated), "in blocks the program holds");
   if (m.held) t.Row("held", Bytes(*m.held), "taken from the system and not given back");
   if (m.free_kept) {
-    t.Row("free, kept", Bytes(*m.free_kept), "free memory a release would give back");
+    const bool all = v.release_gives && *v.release_gives == *m.free_kept;
+    t.Row("free, kept", Bytes(*m.free_kept),
+          all || !v.release_gives ? "free memory a release would give back"
+                                  : "free memory kept resident; a release gives back about " +
+                                        Bytes(*v.release_gives) + " of it");
   }
   if (m.released) t.Row("released", Bytes(*m.released), "given back, address space kept");
   if (!s.allocator) return;
@@ -324,6 +334,7 @@ void AllocatorJson(JsonWriter& w, const Target& target, const AllocatorView& v,
   if (m.allocated) w.Key("allocated_bytes").Uint(*m.allocated);
   if (m.held) w.Key("held_bytes").Uint(*m.held);
   if (m.free_kept) w.Key("free_kept_bytes").Uint(*m.free_kept);
+  if (v.release_gives) w.Key("release_gives_bytes").Uint(*v.release_gives);
   if (m.released) w.Key("released_bytes").Uint(*m.released);
   if (s.allocator) {
     w.Key("object").String(s.allocator->object);
@@ -366,9 +377,14 @@ std::string AgentHint(std::string_view why) {
 }  // namespace
 
 std::string RenderInspectTable(const TargetSnapshot& ts) {
+  return RenderInspectTable(ts, std::chrono::system_clock::now());
+}
+
+std::string RenderInspectTable(const TargetSnapshot& ts,
+                               std::chrono::system_clock::time_point now) {
   Table t;
   const Target& tg = ts.target;
-  double up = static_cast<double>(std::time(nullptr)) - ts.start_time_seconds;
+  double up = std::floor(UnixSeconds(now)) - ts.start_time_seconds;
   const AllocatorView alloc = ViewAllocator(tg, ts.sample);
   t.Heading("pid " + std::to_string(tg.pid) + " (" + tg.comm + "), runtime " +
             RuntimeName(tg.runtime) + ", allocator " + AllocatorName(alloc.allocator) +
@@ -408,8 +424,18 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
                             : g->confirmed == g->heaps.size()
                                 ? "all confirmed by their heap header"
                                 : std::to_string(g->confirmed) + " confirmed by their heap header";
+    if (g->merged > 0) {
+      confirmed += "; " + std::to_string(g->merged) + " in mappings the kernel merged";
+    }
     t.Row("arena heaps", std::to_string(g->heaps.size()),
           "64 MiB heaps of the non-main arenas" + (confirmed.empty() ? "" : "; " + confirmed));
+    if ((!g->headers_unread.empty() && g->merged_unconfirmed > 0) || g->merged_skipped > 0) {
+      // Their memory stays in "other anonymous": say why it is not counted.
+      t.Say("not counted: " + std::to_string(g->merged_unconfirmed + g->merged_skipped) +
+            " possible heaps inside larger mappings, which only their headers can confirm" +
+            (g->headers_unread.empty() ? std::string()
+                                       : " (headers not read: " + g->headers_unread + ")"));
+    }
     t.Row("arena heaps mapped", Bytes(g->usable_bytes), "address space glibc made usable");
     t.Row("arena heaps resident", Bytes(g->resident_bytes),
           "in RAM: live data plus freed memory glibc keeps");
@@ -422,26 +448,16 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
     if (auto tr = TrimmableEstimate(ts.sample)) {
       // An estimate read before the last trim says what that trim could
       // take, not what one can take now.
-      t.Row("trimmable (at most)", Bytes(*tr),
+      t.Row("trimmable", Bytes(*tr),
             MallocStatsStale(ts.sample)
                 ? "READ BEFORE THE LAST TRIM (" + TimeOfDay(*ts.sample.last_trim_at) +
                       "): not what a trim can give now; re-read pending"
-                : "free malloc chunks of a page or more and the main arena's top, at most the "
-                  "glibc free kept (read " +
+                : "what a trim would give back now (estimate): the glibc free kept less the "
+                  "free bytes outside whole free pages (read " +
                       TimeOfDay(ts.sample.malloc->read_at) + ")");
       if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
-    if (g->merged > 0) {
-      confirmed += "; " + std::to_string(g->merged) + " in mappings the kernel merged";
-    }
         // memtrimd does not see those trims: say the estimate may be older.
         t.Say("(the JVM trims itself every " + std::to_string(*ms) +
-    if ((!g->headers_unread.empty() && g->merged_unconfirmed > 0) || g->merged_skipped > 0) {
-      // Their memory stays in "other anonymous": say why it is not counted.
-      t.Say("not counted: " + std::to_string(g->merged_unconfirmed + g->merged_skipped) +
-            " possible heaps inside larger mappings, which only their headers can confirm" +
-            (g->headers_unread.empty() ? std::string()
-                                       : " (headers not read: " + g->headers_unread + ")"));
-    }
               " ms: this estimate may be from before its last trim)");
       }
     }
@@ -564,6 +580,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     } else {
       w.Key("arena_heaps").Uint(g->heaps.size());
       w.Key("arena_heaps_confirmed").Uint(g->confirmed);
+      w.Key("arena_heaps_merged").Uint(g->merged);
+      w.Key("arena_heap_candidates_uncounted").Uint(g->merged_unconfirmed + g->merged_skipped);
+      if (!g->headers_unread.empty()) w.Key("heap_headers_unread").String(g->headers_unread);
       w.Key("arena_heap_mapped_bytes").Uint(g->usable_bytes);
       w.Key("arena_heap_resident_bytes").Uint(g->resident_bytes);
       w.Key("main_arena_resident_bytes").Uint(g->main_arena_resident_bytes);
@@ -586,9 +605,6 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     auto self_trim = SettingBytes(ts.sample, "TrimNativeHeapInterval");
     w.Key("may_predate_jvm_trim").Bool(self_trim && *self_trim > 0);
     w.EndObject();
-      w.Key("arena_heaps_merged").Uint(g->merged);
-      w.Key("arena_heap_candidates_uncounted").Uint(g->merged_unconfirmed + g->merged_skipped);
-      if (!g->headers_unread.empty()) w.Key("heap_headers_unread").String(g->headers_unread);
   }
   if (ts.sample.last_trim_at) {
     w.Key("last_trim_unix_seconds").Double(UnixSeconds(*ts.sample.last_trim_at));

@@ -3,8 +3,9 @@
 //
 // Invariants: arena numbers are non-negative; the result written back as
 // glibc's XML (one <heap> per arena, the summary after the last one; an
-// arena's page-sized free bytes as one <size from="4096"> entry) parses to
+// arena's whole free pages as <size from="4144"> entries) parses to
 // the same result.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,9 +24,14 @@ std::string Format(const MallocInfo& m) {
   std::string out = "<malloc version=\"1\">\n";
   for (const MallocArena& a : m.arenas) {
     out += "<heap nr=\"" + std::to_string(a.nr) + "\">\n<sizes>\n";
-    if (a.free_bytes_at_least_page != 0) {
-      out += "  <size from=\"4096\" to=\"8192\" total=\"" + N(a.free_bytes_at_least_page) +
-             "\" count=\"1\"/>\n";
+    // One chunk of at least a page + 48 bytes gives its size less 4128; a
+    // value within 4128 of the maximum needs a second entry for the rest.
+    constexpr uint64_t kLoss = 4128, kMax = ~uint64_t{0};
+    uint64_t pages = a.bin_pages_bytes;
+    while (pages != 0) {
+      const uint64_t part = std::min(pages, kMax - kLoss);
+      out += "  <size from=\"4144\" to=\"4144\" total=\"" + N(part + kLoss) + "\" count=\"1\"/>\n";
+      pages -= part;
     }
     out += "  <unsorted from=\"32\" to=\"4000\" total=\"64\" count=\"2\"/>\n";
     out += "</sizes>\n";
@@ -54,7 +60,7 @@ bool Same(const MallocArena& a, const MallocArena& b) {
   return a.nr == b.nr && a.fast_bytes == b.fast_bytes && a.rest_bytes == b.rest_bytes &&
          a.system_current == b.system_current && a.system_max == b.system_max &&
          a.aspace_total == b.aspace_total && a.aspace_mprotect == b.aspace_mprotect &&
-         a.subheaps == b.subheaps && a.free_bytes_at_least_page == b.free_bytes_at_least_page;
+         a.subheaps == b.subheaps && a.bin_pages_bytes == b.bin_pages_bytes;
 }
 
 bool Same(const MallocInfo& a, const MallocInfo& b) {

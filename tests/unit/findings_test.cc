@@ -275,23 +275,25 @@ TEST(Findings, MallocStatisticsReadBeforeTheLastTrimAreStale) {
   EXPECT_FALSE(MallocStatsStale(s));
 }
 
-// A fragmented program after trims: malloc_info still lists 124 MiB of free
-// chunks of a page or more (a trim leaves them in the bins and drops their
-// pages), while the arenas hold 25.5 MiB resident of which 7.1 MiB is in
-// use. A trim can give back at most the free memory that is resident.
-TEST(Findings, TrimmableEstimateIsAtMostTheResidentFreeMemory) {
+// A fragmented program, before and after a trim. malloc_info lists 125 MiB
+// of free chunks, 100 MiB of it in whole pages inside chunks (what a trim
+// madvises) and a 256 KiB main arena top; the rest (25 MiB) is free space no
+// trim takes. A trim leaves the chunks in the bins with their pages gone,
+// so the same statistics are read after it: only the resident memory tells
+// the two apart, and a trim right after a trim is offered nothing.
+TEST(Findings, TrimmableEstimateIsTheResidentPartOfWhatATrimTakes) {
   constexpr uint64_t kMiB = 1 << 20;
   TargetSample s;
   GlibcHeaps g;
-  g.breakdown.arena_heaps = 25 * kMiB;
+  g.breakdown.arena_heaps = 125 * kMiB;
   g.breakdown.main_arena = kMiB / 2;
-  g.breakdown.total = 28 * kMiB;
+  g.breakdown.total = 130 * kMiB;
   s.glibc = g;
   MallocStats m;
   for (int nr = 0; nr < 9; ++nr) {
     jvm::MallocArena a;
     a.nr = nr;
-    a.free_bytes_at_least_page = (nr == 0 ? 4 : 15) * kMiB;
+    a.bin_pages_bytes = (nr == 0 ? 4 : 12) * kMiB;
     a.top_bytes = nr == 0 ? kMiB / 4 : 0;
     m.info.arenas.push_back(a);
   }
@@ -299,14 +301,21 @@ TEST(Findings, TrimmableEstimateIsAtMostTheResidentFreeMemory) {
   m.info.total_rest_bytes = 124 * kMiB + kMiB / 2;
   m.info.total_fast_bytes = kMiB / 2;
   s.malloc = m;
-  // In use: 132 - 125 = 7 MiB; resident free: 25.5 - 7 = 18.5 MiB.
+  // systrim keeps 33 bytes of the top and gives whole pages: 63 of 64.
+  constexpr uint64_t kTop = 63 * 4096;
+  // Before: in use 132 - 125 = 7 MiB, resident free 125.5 - 7 = 118.5 MiB,
+  // of which 25 MiB less the top's pages no trim takes.
+  EXPECT_EQ(GlibcFreeResident(s), 118 * kMiB + kMiB / 2);
+  EXPECT_EQ(TrimmableEstimate(s), 93 * kMiB + kMiB / 2 + kTop);
+  // After: the same statistics, 100 MiB less resident. Resident free is
+  // 18.5 MiB, all of it beside live blocks or in small chunks.
+  s.glibc->breakdown.arena_heaps = 25 * kMiB;
   EXPECT_EQ(GlibcFreeResident(s), 18 * kMiB + kMiB / 2);
-  EXPECT_EQ(TrimmableEstimate(s), 18 * kMiB + kMiB / 2);
-  // Where the arenas hold more free memory resident than the chunks of a
-  // page or more, those chunks (and the main top) are the bound.
-  s.glibc->breakdown.arena_heaps = 140 * kMiB;
-  EXPECT_EQ(TrimmableEstimate(s), 124 * kMiB + kMiB / 4);
-  // Without the smaps read there is nothing to bound the chunks by.
+  EXPECT_EQ(TrimmableEstimate(s), 0u);
+  // Half of the freed pages resident again (freed since): half come back.
+  s.glibc->breakdown.arena_heaps = 75 * kMiB;
+  EXPECT_EQ(TrimmableEstimate(s), 43 * kMiB + kMiB / 2 + kTop);
+  // Without the smaps read nothing says what is resident.
   s.glibc.reset();
   EXPECT_EQ(TrimmableEstimate(s), std::nullopt);
 }

@@ -662,7 +662,7 @@ TEST(MallocInfoTest, RecordedJdk25) {
       EXPECT_EQ(a.subheaps.has_value(), i != 0);  // main arena has no subheaps
       EXPECT_GT(a.system_current, 0u);
       EXPECT_LE(a.rest_bytes, a.system_current);
-      EXPECT_LE(a.free_bytes_at_least_page, a.rest_bytes);
+      EXPECT_LE(a.bin_pages_bytes, a.rest_bytes);
       rest += a.rest_bytes;
       fast += a.fast_bytes;
       current += a.system_current;
@@ -683,7 +683,7 @@ TEST(MallocInfoTest, RecordedJdk25) {
   auto before = ParseMallocInfo(ReadFixture("25/native_heap_info.txt"));
   ASSERT_TRUE(before.ok());
   uint64_t free_pages = 0;
-  for (const MallocArena& a : before->arenas) free_pages += a.free_bytes_at_least_page;
+  for (const MallocArena& a : before->arenas) free_pages += a.bin_pages_bytes;
   EXPECT_GT(free_pages, 64 * KiB);
 }
 
@@ -693,15 +693,18 @@ TEST(MallocInfoTest, Jdk17HasNoNativeHeapInfo) {
   EXPECT_EQ(m.status().code(), ErrorCode::kParseError);
 }
 
-TEST(MallocInfoTest, FreeBytesAtLeastPage) {
+// Whole pages in free chunks: nothing from chunks under a page + 48 bytes,
+// each larger chunk less a page and 32 bytes on average, and an entry that
+// spans the limit less its smallest chunk.
+TEST(MallocInfoTest, BinPagesBytes) {
   auto m = ParseMallocInfo(
       "<malloc version=\"1\">\n"
       "<heap nr=\"0\">\n<sizes>\n"
       "  <size from=\"33\" to=\"48\" total=\"384\" count=\"8\"/>\n"              // fast: 0
       "  <size from=\"3585\" to=\"4095\" total=\"7680\" count=\"2\"/>\n"         // below a page: 0
-      "  <size from=\"4096\" to=\"4600\" total=\"8696\" count=\"2\"/>\n"         // all: 8696
-      "  <size from=\"52513\" to=\"52513\" total=\"52513\" count=\"1\"/>\n"      // all
-      "  <unsorted from=\"1009\" to=\"98353\" total=\"200000\" count=\"5\"/>\n"  // 200000-1009
+      "  <size from=\"4096\" to=\"4600\" total=\"8696\" count=\"2\"/>\n"         // 4600-4128
+      "  <size from=\"52513\" to=\"52513\" total=\"52513\" count=\"1\"/>\n"      // 52513-4128
+      "  <unsorted from=\"1009\" to=\"98353\" total=\"200000\" count=\"5\"/>\n"  // see below
       "</sizes>\n"
       "<total type=\"fast\" count=\"8\" size=\"384\"/>\n"
       "<total type=\"rest\" count=\"10\" size=\"300000\"/>\n"
@@ -720,7 +723,7 @@ TEST(MallocInfoTest, FreeBytesAtLeastPage) {
       "</malloc>\n");
   ASSERT_TRUE(m.ok()) << m.status().message();
   ASSERT_EQ(m->arenas.size(), 2u);
-  EXPECT_EQ(m->arenas[0].free_bytes_at_least_page, 8696u + 52513u + (200000u - 1009u));
+  EXPECT_EQ(m->arenas[0].bin_pages_bytes, 472u + 48385u + (200000u - 1009u - 4 * 4128u));
   EXPECT_EQ(m->arenas[0].fast_bytes, 384u);
   EXPECT_EQ(m->arenas[0].rest_bytes, 300000u);
   EXPECT_EQ(m->arenas[0].system_max, 2000000u);
