@@ -1,6 +1,7 @@
 #include "collectors/common/file_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -28,9 +29,28 @@ class Fd {
 
 namespace detail {
 
-int OpenForRead(const std::string& path) {
-  // O_NOFOLLOW: a file the target controls must not redirect us elsewhere.
-  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+Result<int> OpenForRead(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::FromErrno(err, "stat " + path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(ErrorCode::kUnavailable, "open " + path + ": not a regular file");
+  }
+  // A regular file: reads behave as they always do (and a filesystem that
+  // honoured O_NONBLOCK would answer EAGAIN instead of data).
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::FromErrno(err, "fcntl " + path);
+  }
+  return fd;
 }
 
 ssize_t ReadRetry(int fd, char* buf, std::size_t n) {
@@ -43,8 +63,9 @@ ssize_t ReadRetry(int fd, char* buf, std::size_t n) {
 }  // namespace detail
 
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes) {
-  Fd fd(detail::OpenForRead(path));
-  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
+  Result<int> opened = detail::OpenForRead(path);
+  if (!opened.ok()) return opened.status();
+  Fd fd(*opened);
   std::string out;
   std::array<char, 4096> buf;
   for (;;) {

@@ -20,8 +20,12 @@ namespace memtrimd {
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes = 64 * 1024);
 
 namespace detail {
-// open(2) for reading with O_NOFOLLOW|O_CLOEXEC; -1 and errno on failure.
-int OpenForRead(const std::string& path);
+// Opens a regular file for reading: O_NOFOLLOW (a file a target controls
+// must not redirect memtrimd elsewhere) and O_NONBLOCK until the file is
+// known to be regular, so a FIFO put where a /proc, cgroup or perf data file
+// is expected fails at once instead of blocking until someone writes to it.
+// The descriptor, or why not.
+Result<int> OpenForRead(const std::string& path);
 // read(2), retried on EINTR.
 ssize_t ReadRetry(int fd, char* buf, std::size_t n);
 }  // namespace detail
@@ -32,8 +36,9 @@ ssize_t ReadRetry(int fd, char* buf, std::size_t n);
 // per-line call inlines: smaps has ~25 lines per mapping.
 template <typename OnLine>
 Status ForEachLine(const std::string& path, std::size_t max_bytes, OnLine&& on_line) {
-  int fd = detail::OpenForRead(path);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  Result<int> opened = detail::OpenForRead(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
