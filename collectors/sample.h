@@ -90,6 +90,11 @@ struct JvmSample {
 struct JvmPerf {
   jvm::PerfHeap heap;
   std::string path;
+  // Where the counters were read: "file" (the hsperfdata file at `path`),
+  // or "memory" (the JVM's perf memory through process_vm_readv, when it
+  // has no file, for the reason in `no_file`; jvm/perf_memory.h).
+  std::string source = "file";
+  std::string no_file;
   std::optional<jvm::PerfGc> gc;  // collectors and causes (absent: no sun.gc counters)
   // Since this JVM's previous hsperfdata read at least a second earlier
   // (on the first read: since the JVM started, see gc_rates_since_start):

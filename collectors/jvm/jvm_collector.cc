@@ -10,6 +10,7 @@
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/jvm/perf_data_cause.h"
+#include "collectors/jvm/perf_memory.h"
 #include "collectors/jvm/signal_facts.h"
 #include "collectors/sample.h"
 
@@ -130,6 +131,9 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
     start_ticks_ = t.start_ticks;
     path_.clear();
     missing_cause_.clear();
+    memory_.reset();
+    memory_tried_ = false;
+    memory_error_.clear();
     gc_base_.reset();
     gc_rates_.reset();
   }
@@ -150,34 +154,18 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
         break;
       }
     }
-    if (path_.empty()) {
-      // Say why from the JVM's options and its /etc/passwd, once per JVM:
-      // a uid without a name is the usual reason in a pod, and the flags
-      // are named only when they are set.
-      if (missing_cause_.empty()) {
-        PerfDataCauseFacts facts = ReadPerfDataCauseFacts(t);
-        missing_cause_ = PerfDataCauseText(DecidePerfDataCause(facts), facts);
-      }
-      sample.jvm_perf_missing = missing_cause_;
-      return Status(ErrorCode::kNotFound, "hsperfdata: no perf data file: " + missing_cause_);
-    }
   }
-  Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);
-  if (!bytes.ok()) {
-    // The file is the JVM user's, mode 0600: another user needs
-    // CAP_DAC_OVERRIDE (found by name above, which needs no permission).
-    Status st = ExplainDenied(bytes.status(), "hsperfdata: open " + path_, path_);
-    path_.clear();
-    sample.jvm_perf_missing = st.message();
-    return st;
-  }
-  Result<PerfData> data = ParsePerfData(*bytes);
+  Result<PerfData> data = path_.empty() ? ReadWithoutFile(t, sample) : ReadFile(sample);
   if (!data.ok()) return data.status();
   std::optional<PerfHeap> heap = HeapFromPerfData(*data);
   if (!heap) return Status(ErrorCode::kParseError, "hsperfdata: no sun.gc.generation counters");
   JvmPerf perf;
   perf.heap = *heap;
   perf.path = path_;
+  if (path_.empty()) {
+    perf.source = "memory";
+    perf.no_file = missing_cause_;
+  }
   perf.gc = GcFromPerfData(*data);
   UpdateGcRates(perf);
   if (perf.gc && !perf.gc_per_second) {
@@ -202,6 +190,55 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   }
   sample.jvm_perf = std::move(perf);
   return Status::Ok();
+}
+
+Result<PerfData> JvmPerfCollector::ReadFile(TargetSample& sample) {
+  Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);
+  if (!bytes.ok()) {
+    // The file is the JVM user's, mode 0600: another user needs
+    // CAP_DAC_OVERRIDE (found by name above, which needs no permission).
+    Status st = ExplainDenied(bytes.status(), "hsperfdata: open " + path_, path_);
+    path_.clear();
+    sample.jvm_perf_missing = st.message();
+    return st;
+  }
+  return ParsePerfData(*bytes);
+}
+
+// No file: say why from the JVM's options and its /etc/passwd, once per
+// JVM (a uid without a name is the usual reason in a pod; the flags are
+// named only when they are set), and read the same counters from the
+// JVM's memory, where they are unless -XX:-UsePerfData.
+Result<PerfData> JvmPerfCollector::ReadWithoutFile(const Target& t, TargetSample& sample) {
+  if (missing_cause_.empty()) {
+    PerfDataCauseFacts facts = ReadPerfDataCauseFacts(t);
+    PerfDataVerdict verdict = DecidePerfDataCause(facts);
+    missing_cause_ = PerfDataCauseText(verdict, facts);
+    memory_tried_ = verdict.cause == PerfDataCause::kPerfDataOff;  // nothing there to read
+    memory_error_.clear();
+  }
+  if (!memory_ && !memory_tried_) {
+    // Found once per JVM. A JVM still starting has no perf memory yet:
+    // looked for again at the next sample; any other failure is final.
+    Result<PerfMemoryLocation> where = FindPerfMemory(t);
+    if (where.ok()) {
+      memory_ = *where;
+    } else {
+      memory_error_ = where.status().message();
+      memory_tried_ = where.status().code() != ErrorCode::kNotFound ||
+                      memory_error_.find("still starting") == std::string::npos;
+    }
+  }
+  std::string why = missing_cause_;
+  if (memory_) {
+    Result<PerfData> data = ReadPerfMemory(ProcessMemory(t.pid), *memory_);
+    if (data.ok()) return data;
+    memory_error_ = data.status().message();
+  }
+  if (!memory_error_.empty())
+    why += "; reading its perf counters from its memory failed: " + memory_error_;
+  sample.jvm_perf_missing = why;
+  return Status(ErrorCode::kNotFound, "hsperfdata: no perf data file: " + why);
 }
 
 // The window starts at a baseline reading and ends at the first reading at

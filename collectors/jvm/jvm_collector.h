@@ -21,6 +21,7 @@
 #include "collectors/jvm/attach_client.h"
 #include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/jvm_text.h"
+#include "collectors/jvm/perf_memory.h"
 
 namespace memtrimd {
 struct JvmSample;
@@ -69,12 +70,19 @@ class JvmPerfCollector : public Collector {
 
  private:
   void UpdateGcRates(JvmPerf& perf);
+  Result<PerfData> ReadFile(TargetSample& sample);
+  Result<PerfData> ReadWithoutFile(const Target& target, TargetSample& sample);
 
   pid_t pid_ = 0;
   uint64_t start_ticks_ = 0;
   std::string path_;  // found once per target
   // Why this target has no perf data file, decided once per target.
   std::string missing_cause_;
+  // Without the file: where the JVM keeps the counters in its memory, or
+  // why that could not be read (perf_memory.h).
+  std::optional<PerfMemoryLocation> memory_;
+  bool memory_tried_ = false;
+  std::string memory_error_;
   // GC counters of this target at the start of the current rate window.
   struct GcBase {
     PerfGc gc;

@@ -11,6 +11,7 @@
 
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
+#include "collectors/jvm/perf_memory.h"
 #include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/proc_status.h"
 
@@ -39,9 +40,10 @@ Result<std::string> ReadFd(int fd, const std::string& what, std::size_t cap) {
   }
 }
 
-// Opens `path` as the target would: an absolute name inside its root
-// directory (symlinks in it resolved there too, where the kernel can:
-// openat2 RESOLVE_IN_ROOT), a relative one against its working directory.
+}  // namespace
+
+// Symlinks inside the target's root resolve there too, where the kernel
+// can (openat2 RESOLVE_IN_ROOT).
 UniqueFd OpenAsTarget(const Target& t, const std::string& path) {
   if (!path.empty() && path[0] == '/') {
     UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -58,6 +60,8 @@ UniqueFd OpenAsTarget(const Target& t, const std::string& path) {
   }
   return UniqueFd(::open((t.proc_dir + "/cwd/" + path).c_str(), O_RDONLY | O_CLOEXEC));
 }
+
+namespace {
 
 Result<std::string> ReadOptionFile(const Target& t, const std::string& path) {
   UniqueFd fd = OpenAsTarget(t, path);
@@ -128,6 +132,12 @@ SignalFacts ReadSignalFacts(const Target& t) {
   if (!f.is_hotspot || f.signalled_before) return f;
 
   Result<PerfData> perf = ReadOwnPerfData(t);
+  if (!perf.ok() && perf.status().code() == ErrorCode::kNotFound) {
+    // No file (a uid without a user name, -XX:+PerfDisableSharedMem): the
+    // same verdict from the JVM's perf memory, where ptrace access allows.
+    Result<PerfMemoryLocation> where = FindPerfMemory(t);
+    if (where.ok()) perf = ReadPerfMemory(ProcessMemory(t.pid), *where);
+  }
   if (perf.ok()) {
     f.perf_attach_supported = AttachSupportedFromPerfData(*perf);
     f.perf_vm_args = perf->String("java.rt.vmArgs").value_or("");

@@ -2,6 +2,10 @@
 // (attach_protocol.h) needs before memtrimd may send a JVM SIGQUIT.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "collectors/common/private_socket.h"
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/attach_protocol.h"
@@ -17,12 +21,18 @@ namespace memtrimd::jvm {
 // the file was removed.
 Result<PerfData> ReadOwnPerfData(const Target& target);
 
-// Signal bits, the JVM's attach verdict from hsperfdata, and only when that
-// is missing its options from every source (jvm_options.h), with @argfiles,
+// Signal bits, the JVM's attach verdict from hsperfdata (its file, else its
+// perf memory: perf_memory.h), and only when that is missing its options
+// from every source (jvm_options.h), with @argfiles,
 // -XX:VMOptionsFile= and -XX:Flags= files read through /proc/<pid>/root
 // (absolute names, resolved inside the target's root) or /proc/<pid>/cwd
 // (relative names). signalled_before comes from signal_record.h.
 SignalFacts ReadSignalFacts(const Target& target);
+
+// Opens `path` as the target would: an absolute name inside its root
+// directory (openat2 RESOLVE_IN_ROOT where the kernel has it), a relative
+// one against its working directory. -1 (errno set) on failure.
+UniqueFd OpenAsTarget(const Target& target, const std::string& path);
 
 // The JVM's options from every source, as ReadSignalFacts reads them.
 Result<std::vector<JvmOption>> ReadJvmOptions(const Target& target);

@@ -103,6 +103,7 @@ struct Needle {
   std::string text;
   std::vector<uint64_t> offsets;  // sorted: found scanning forward
   bool found = false;
+  uint64_t value = 0;  // st_value of the symbol that defines it
 };
 
 // Records where each needle occurs in the string table, reading it in
@@ -183,6 +184,7 @@ Status ScanSymbols(Budget& budget, const Section& symtab, uint64_t strtab_size, 
         if (!needle.found &&
             std::binary_search(needle.offsets.begin(), needle.offsets.end(), uint64_t{name})) {
           needle.found = true;
+          needle.value = Le64(sym + 8);
         }
       }
     }
@@ -201,12 +203,14 @@ Status ElfBytes::Read(uint64_t offset, std::size_t len, char* out) const {
   return Status::Ok();
 }
 
-namespace detail {
+namespace {
 
-Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
-                                                       std::span<const std::string_view> wanted,
-                                                       std::size_t max_bytes,
-                                                       std::size_t chunk_bytes) {
+// The needles (one per distinct wanted name) marked with the symbol tables'
+// definitions: every table, or .dynsym alone (what the image exports).
+Result<std::vector<Needle>> FindDefinitions(const ElfReader& read,
+                                            std::span<const std::string_view> wanted,
+                                            std::size_t max_bytes, std::size_t chunk_bytes,
+                                            bool dynsym_only) {
   std::size_t chunk = std::max<std::size_t>(1, chunk_bytes);
   Budget budget(read, max_bytes);
   const uint64_t file_size = read.size();
@@ -250,8 +254,7 @@ Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
   const uint64_t shoff = Le64(ehdr.data() + 40);
   const uint16_t shentsize = Le16(ehdr.data() + 58);
   uint64_t shnum = Le16(ehdr.data() + 60);
-  std::vector<std::string> out;
-  if (shoff == 0 || needles.empty()) return out;  // no section headers: no symbol tables
+  if (shoff == 0 || needles.empty()) return needles;  // no section headers: no symbol tables
   if (shentsize != kShdrSize) {
     return Malformed("section header size " + std::to_string(shentsize) + ", not " +
                      std::to_string(kShdrSize));
@@ -285,7 +288,7 @@ Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
     }
     for (uint64_t k = 0; k < count; ++k) {
       Section s = ParseSection(headers.data() + k * kShdrSize);
-      if (s.type != kShtSymtab && s.type != kShtDynsym) continue;
+      if (s.type != kShtDynsym && (dynsym_only || s.type != kShtSymtab)) continue;
       if (tables.size() == kMaxSymbolTables) {
         return Malformed("more than " + std::to_string(kMaxSymbolTables) + " symbol tables");
       }
@@ -328,14 +331,43 @@ Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
     if (!any) continue;
     if (Status st = ScanSymbols(budget, symtab, strtab.size, chunk, needles); !st.ok()) return st;
   }
+  return needles;
+}
 
-  for (const Needle& n : needles) {
+}  // namespace
+
+namespace detail {
+
+Result<std::vector<std::string>> DefinedSymbolsChunked(const ElfReader& read,
+                                                       std::span<const std::string_view> wanted,
+                                                       std::size_t max_bytes,
+                                                       std::size_t chunk_bytes) {
+  Result<std::vector<Needle>> needles =
+      FindDefinitions(read, wanted, max_bytes, chunk_bytes, false);
+  if (!needles.ok()) return needles.status();
+  std::vector<std::string> out;
+  for (const Needle& n : *needles) {
     if (n.found) out.emplace_back(wanted[n.wanted_index]);
   }
   return out;
 }
 
 }  // namespace detail
+
+Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValues(
+    const ElfReader& read, std::span<const std::string_view> wanted, std::size_t max_bytes) {
+  Result<std::vector<Needle>> needles =
+      FindDefinitions(read, wanted, max_bytes, kDefaultChunk, true);
+  if (!needles.ok()) return needles.status();
+  std::vector<std::optional<uint64_t>> out(wanted.size());
+  for (const Needle& n : *needles) {
+    if (!n.found) continue;
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+      if (wanted[i] == wanted[n.wanted_index]) out[i] = n.value;
+    }
+  }
+  return out;
+}
 
 Result<std::vector<std::string>> DefinedSymbols(const ElfReader& read,
                                                 std::span<const std::string_view> wanted,
@@ -394,6 +426,19 @@ class FileReader : public ElfReader {
 constexpr std::size_t kMaxTableBytes = 16 * 1024 * 1024;
 
 }  // namespace
+
+Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValuesOfFile(
+    int fd, const std::string& path, std::span<const std::string_view> wanted) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    return Status(ErrorCode::kInvalidArgument, path + " is not a regular file");
+  }
+  FileReader reader(fd, static_cast<uint64_t>(st.st_size), path);
+  auto values = ExportedSymbolValues(reader, wanted, kMaxTableBytes);
+  if (!values.ok()) return Status(values.status().code(), path + ": " + values.status().message());
+  return values;
+}
 
 Result<std::optional<Allocator>> StaticAllocator(const Target& t) {
   const std::string path = t.proc_dir + "/exe";

@@ -59,6 +59,19 @@ Result<std::vector<std::string>> DefinedSymbols(const ElfReader& read,
                                                 std::span<const std::string_view> wanted,
                                                 std::size_t max_bytes);
 
+// Pure: st_value of each of `wanted` as the image's .dynsym defines it (a
+// FUNC or OBJECT symbol, not undefined), in the order of `wanted`; nullopt
+// for a name it does not export. For a shared object the value is the
+// symbol's address relative to where the object is loaded. Reads and
+// fails as DefinedSymbols does, .dynsym and its string table only.
+Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValues(
+    const ElfReader& read, std::span<const std::string_view> wanted, std::size_t max_bytes);
+
+// ExportedSymbolValues of an open file (read with pread, at most 16 MiB of
+// symbol tables); errors name `path`.
+Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValuesOfFile(
+    int fd, const std::string& path, std::span<const std::string_view> wanted);
+
 namespace detail {
 // DefinedSymbols with a chosen chunk size (>= 1), so tests can put chunk
 // boundaries inside names and symbols.

@@ -260,7 +260,7 @@ JavaHeap JavaHeapOf(const TargetSample& s) {
     h.committed = s.jvm_perf->heap.committed_bytes;
     h.used = s.jvm_perf->heap.used_bytes;
     if (!h.max && s.jvm_perf->heap.max_bytes > 0) h.max = s.jvm_perf->heap.max_bytes;
-    h.source = "hsperfdata";
+    h.source = s.jvm_perf->source == "memory" ? "perf memory" : "hsperfdata";
   } else if (s.jvm && s.jvm->gc_heap) {
     h.committed = s.jvm->gc_heap->committed_bytes;
     h.used = s.jvm->gc_heap->used_bytes;

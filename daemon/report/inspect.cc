@@ -168,7 +168,11 @@ void RenderJvm(Table& t, const TargetSnapshot& ts) {
           s.jvm_perf->full_gc_per_second.value_or(0), s.jvm_perf->gc_time_ratio.value_or(0) * 100);
       rate = buf;
     }
-    t.Row("GC collections", std::to_string(n), rate + "last cause: " + gc.last_cause);
+    // Without the file the counters come from the JVM's memory: said, so
+    // that the reason there is no file stays visible.
+    std::string from =
+        s.jvm_perf->source == "memory" ? "; from the JVM's memory: " + s.jvm_perf->no_file : "";
+    t.Row("GC collections", std::to_string(n), rate + "last cause: " + gc.last_cause + from);
   }
   if (s.jvm && !s.jvm->settings.empty()) {
     std::string line;
@@ -736,6 +740,10 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
       }
       if (s.jvm_perf->gc_time_ratio) w.Key("time_ratio").Double(*s.jvm_perf->gc_time_ratio);
       w.Key("last_cause").String(gc.last_cause);
+      // "file" (hsperfdata) or "memory" (the JVM's perf memory: no file,
+      // for the reason in no_file).
+      w.Key("source").String(s.jvm_perf->source);
+      if (!s.jvm_perf->no_file.empty()) w.Key("no_file").String(s.jvm_perf->no_file);
       w.Key("collectors").BeginArray();
       for (const jvm::PerfGcCollector& c : gc.collectors) {
         w.BeginObject().Key("name").String(c.name).Key("collections").Uint(c.invocations);

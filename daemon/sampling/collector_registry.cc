@@ -30,9 +30,11 @@ const CollectorDecl kCollectors[] = {
        return std::make_shared<cgroup::CgroupCollector>(o.memory_limit_fallback);
      },
      [](const TargetSample& from, TargetSample& to) { to.cgroup = from.cgroup; }},
-    // hsperfdata is a file read: no socket, no waiting on the target.
+    // hsperfdata is a file read, or without the file one process_vm_readv
+    // of the JVM's perf memory: no socket, no waiting on the target.
     {"hsperfdata", true,
-     "Read a JVM target's hsperfdata file (heap committed and used) every sample",
+     "Read a JVM target's hsperfdata file (heap committed and used, GC counters) every "
+     "sample, or the same counters from its memory when it has no file",
      CollectorDecl::Every::kSample, false, "", IsJvm,
      [](const CollectorOptions&) -> std::shared_ptr<Collector> {
        return std::make_shared<jvm::JvmPerfCollector>();
