@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectors/common/file_reader.h"
+#include "collectors/jvm/jvm_text.h"
 #include "collectors/procfs/elf_symbols.h"
 #include "tests/unit/fixtures.h"
 
@@ -111,6 +112,32 @@ TEST(PerfMemory, RecordedCountersReadBackAsTheFileParses) {
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(read->entries, parsed->entries) << jdk;
     EXPECT_GT(read->entries.size(), 100u);
+  }
+}
+
+// Perf memory read from JVMs running as a uid without a user name (no
+// file): the same format as the file, and its heap is GC.heap_info's, read
+// right before over the attach socket.
+TEST(PerfMemory, RecordedFromJvmsWithoutAFile) {
+  for (const char* jdk : {"17", "25"}) {
+    const std::string dir = std::string("jvm/") + jdk + "/";
+    Result<PerfData> perf = ParsePerfData(test::ReadFixture(dir + "perf_memory_nameless_g1.bin"));
+    ASSERT_TRUE(perf.ok()) << jdk << ": " << perf.status().message();
+    Result<HeapInfo> info =
+        ParseGcHeapInfo(test::ReadFixture(dir + "gc_heap_info_nameless_g1.txt"));
+    ASSERT_TRUE(info.ok()) << info.status().message();
+    std::optional<PerfHeap> heap = HeapFromPerfData(*perf);
+    ASSERT_TRUE(heap.has_value());
+    EXPECT_NEAR(static_cast<double>(heap->committed_bytes),
+                static_cast<double>(info->committed_bytes), 64)
+        << jdk;
+    EXPECT_EQ(AttachSupportedFromPerfData(*perf), std::optional<bool>(true)) << jdk;
+    // What the agent's "finished starting" check reads.
+    EXPECT_GT(perf->Long("sun.rt.createVmEndTime").value_or(0), 0) << jdk;
+    std::optional<PerfGc> gc = GcFromPerfData(*perf);
+    ASSERT_TRUE(gc.has_value());
+    ASSERT_FALSE(gc->collectors.empty());
+    EXPECT_EQ(gc->collectors[0].name, "G1 young collection pauses") << jdk;
   }
 }
 
