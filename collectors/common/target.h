@@ -33,8 +33,9 @@ struct Target {
   // The preload agent, when loaded, says for certain (AllocatorStats).
   Allocator allocator = Allocator::kUnknown;
   std::string allocator_source;
-  // Directory of the target's /proc entry ("/proc/<pid>"); tests point it at a
-  // fixture tree.
+  // Directory the target's /proc files are read from: "/proc/<pid>", or a
+  // live thread's "/proc/<pid>/task/<tid>" once its main thread has ended
+  // (procfs::ProcessReadDir); tests point it at a fixture tree.
   std::string proc_dir;
   // MEMTRIMD_TRIM in the environment it started with: true to opt in to
   // trims, false to opt out, nullopt when unset (or not readable).

@@ -79,8 +79,8 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
         g.headers_unread = pm.status().message();
       }
     }
-    Status st =
-        ConfirmArenaHeaps(target.pid, g.heaps, options_.heap_size, pagemap ? &*pagemap : nullptr);
+    Status st = ConfirmArenaHeaps(procfs::ReadingTask(target), g.heaps, options_.heap_size,
+                                  pagemap ? &*pagemap : nullptr);
     if (!st.ok()) g.headers_unread = st.message();
     if (pagemap) {
       for (ArenaHeap& h : g.heaps) {

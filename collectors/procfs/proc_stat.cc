@@ -1,5 +1,8 @@
 #include "collectors/procfs/proc_stat.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "collectors/common/text.h"
 
 namespace memtrimd::procfs {
@@ -25,7 +28,8 @@ Result<ProcStat> ParseProcStat(std::string_view text) {
       st.state = tok.front();
       continue;
     }
-    if (field != 4 && field != 14 && field != 15 && field != 22 && field != 23 && field != 24) {
+    if (field != 4 && field != 14 && field != 15 && field != 20 && field != 22 && field != 23 &&
+        field != 24) {
       if (field > 24) break;
       continue;
     }
@@ -40,6 +44,9 @@ Result<ProcStat> ParseProcStat(std::string_view text) {
         break;
       case 15:
         st.stime_ticks = *n;
+        break;
+      case 20:
+        st.num_threads = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
         break;
       case 22:
         st.start_ticks = *n;

@@ -16,16 +16,23 @@ struct ProcStat {
   std::string comm;  // between the parentheses; may contain spaces and ')'
   char state = '?';
   pid_t ppid = 0;
+  // Field 20: threads in the group. A leader that called pthread_exit stays
+  // a zombie ('Z') while the others run: more than 1 then.
+  uint32_t num_threads = 0;
   uint64_t start_ticks = 0;  // field 22: clock ticks after boot
   uint64_t utime_ticks = 0;  // fields 14 and 15
   uint64_t stime_ticks = 0;
   uint64_t vsize_bytes = 0;  // field 23
   uint64_t rss_pages = 0;    // field 24
 
-  // Exited: a zombie ('Z', not yet reaped by its parent) or dead ('X'; 'x'
-  // on kernels before 3.14). Its pid and start time stay until the parent
-  // reaps it, possibly forever; its memory is gone already.
+  // This task exited: a zombie ('Z', not yet reaped by its parent) or dead
+  // ('X'; 'x' on kernels before 3.14). Its pid and start time stay until the
+  // parent reaps it, possibly forever. For a process's leader that is not
+  // the process's end: see LeaderOfLiveGroup.
   bool Exited() const { return state == 'Z' || state == 'X' || state == 'x'; }
+  // A zombie leader whose other threads still run: the process is alive
+  // (its memory too), only its main thread ended.
+  bool LeaderOfLiveGroup() const { return state == 'Z' && num_threads > 1; }
 };
 
 Result<ProcStat> ParseProcStat(std::string_view text);

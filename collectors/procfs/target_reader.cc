@@ -1,5 +1,13 @@
 #include "collectors/procfs/target_reader.h"
 
+#include <dirent.h>
+
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "collectors/common/text.h"
+
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/elf_symbols.h"
 #include "collectors/procfs/proc_stat.h"
@@ -8,24 +16,100 @@
 
 namespace memtrimd::procfs {
 
-Result<uint64_t> ReadStartTicks(const std::string& proc_dir) {
-  Result<std::string> text = ReadSmallFile(proc_dir + "/stat");
+namespace {
+
+// "<group>/task/<tid>" -> tid; 0 for any other form.
+pid_t TaskOfDir(std::string_view dir) {
+  std::size_t slash = dir.rfind('/');
+  if (slash == std::string_view::npos || slash < 5) return 0;
+  if (dir.substr(slash - 5, 6) != "/task/") return 0;
+  std::optional<uint64_t> tid = text::ParseUint(dir.substr(slash + 1));
+  if (!tid || *tid == 0 || *tid > 0x7fffffff) return 0;
+  return static_cast<pid_t>(*tid);
+}
+
+// A thread of the group at `group_dir` other than the leader that has not
+// exited: its task directory, or "" when there is none.
+std::string LiveThreadDir(const std::string& group_dir, pid_t leader) {
+  const std::string tasks = group_dir + "/task";
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(tasks.c_str()), ::closedir);
+  if (!dir) return "";
+  while (struct dirent* e = ::readdir(dir.get())) {
+    std::optional<uint64_t> tid = text::ParseUint(e->d_name);
+    if (!tid || static_cast<pid_t>(*tid) == leader) continue;
+    const std::string task_dir = tasks + "/" + e->d_name;
+    Result<std::string> text = ReadSmallFile(task_dir + "/stat");
+    if (!text.ok()) continue;  // ended while we looked
+    Result<ProcStat> st = ParseProcStat(*text);
+    if (st.ok() && !st->Exited()) return task_dir;
+  }
+  return "";
+}
+
+// The leader's stat, and where a live process's files are read.
+struct GroupState {
+  ProcStat leader;
+  std::string read_dir;
+};
+
+Result<GroupState> ReadGroup(const std::string& proc_dir) {
+  const std::string group = GroupDir(proc_dir);
+  Result<std::string> text = ReadSmallFile(group + "/stat");
   if (!text.ok()) return text.status();
   Result<ProcStat> st = ParseProcStat(*text);
   if (!st.ok()) return st.status();
-  if (st->Exited()) {
-    return Status(ErrorCode::kNotFound, "pid " + std::to_string(st->pid) + " exited (zombie)");
+  GroupState g{std::move(st).value(), group};
+  if (!g.leader.Exited()) return g;
+  if (g.leader.LeaderOfLiveGroup()) {
+    // Keep reading through the same thread while it lives.
+    const pid_t tid = TaskOfDir(proc_dir);
+    if (tid != 0) {
+      Result<std::string> own = ReadSmallFile(proc_dir + "/stat");
+      if (own.ok()) {
+        Result<ProcStat> own_st = ParseProcStat(*own);
+        if (own_st.ok() && !own_st->Exited()) {
+          g.read_dir = proc_dir;
+          return g;
+        }
+      }
+    }
+    g.read_dir = LiveThreadDir(group, g.leader.pid);
+    if (!g.read_dir.empty()) return g;
   }
-  return st->start_ticks;
+  return Status(ErrorCode::kNotFound, "pid " + std::to_string(g.leader.pid) + " exited (zombie)");
+}
+
+}  // namespace
+
+std::string GroupDir(const std::string& proc_dir) {
+  if (TaskOfDir(proc_dir) == 0) return proc_dir;
+  return proc_dir.substr(0, proc_dir.rfind("/task/"));
+}
+
+pid_t ReadingTask(const Target& t) {
+  const pid_t tid = TaskOfDir(t.proc_dir);
+  return tid != 0 ? tid : t.pid;
+}
+
+Result<uint64_t> ReadStartTicks(const std::string& proc_dir) {
+  Result<GroupState> g = ReadGroup(proc_dir);
+  if (!g.ok()) return g.status();
+  return g->leader.start_ticks;
+}
+
+Result<std::string> ProcessReadDir(const std::string& proc_dir) {
+  Result<GroupState> g = ReadGroup(proc_dir);
+  if (!g.ok()) return g.status();
+  return std::move(g->read_dir);
 }
 
 Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   Target t;
   t.pid = pid;
-  t.proc_dir = proc_root + "/" + std::to_string(pid);
-  Result<uint64_t> ticks = ReadStartTicks(t.proc_dir);
-  if (!ticks.ok()) return ticks.status();
-  t.start_ticks = *ticks;
+  Result<GroupState> g = ReadGroup(proc_root + "/" + std::to_string(pid));
+  if (!g.ok()) return g.status();
+  t.proc_dir = std::move(g->read_dir);
+  t.start_ticks = g->leader.start_ticks;
   Result<std::string> status_text = ReadSmallFile(t.proc_dir + "/status");
   if (!status_text.ok()) return status_text.status();
   Result<ProcStatus> st = ParseProcStatus(*status_text);
@@ -39,6 +123,15 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
                                             std::to_string(st->tgid));
   }
   t.comm = st->name;
+  if (t.proc_dir != GroupDir(t.proc_dir)) {
+    // Read through a thread: the process's name is its leader's (a thread
+    // may have named itself).
+    Result<std::string> leader = ReadSmallFile(GroupDir(t.proc_dir) + "/status");
+    if (leader.ok()) {
+      Result<ProcStatus> lst = ParseProcStatus(*leader);
+      if (lst.ok()) t.comm = lst->name;
+    }
+  }
   t.nspid = st->nspid;
   t.uid = st->euid;
   t.gid = st->egid;

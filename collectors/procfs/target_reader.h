@@ -15,10 +15,28 @@ namespace memtrimd::procfs {
 // exist; kPermissionDenied when its files cannot be read.
 Result<Target> ReadTarget(const std::string& proc_root, pid_t pid);
 
-// Start time in ticks from <proc_dir>/stat; used to check that a target is
-// still the same, live process. kNotFound when it is gone, or exited and not
-// yet reaped (a zombie keeps its pid and start time, but is not the target
-// any more).
+// Start time in ticks of the process at `proc_dir` (its /proc/<pid>, or one
+// of its threads' /proc/<pid>/task/<tid>: the process's, from the leader's
+// stat either way); used to check that a target is still the same, live
+// process. kNotFound when it is gone, or exited and not yet reaped (a
+// zombie keeps its pid and start time, but is not the target any more).
+// A process is alive while any of its threads is: a zombie leader with a
+// live thread (its main thread called pthread_exit) is a live process.
 Result<uint64_t> ReadStartTicks(const std::string& proc_dir);
+
+// Where to read the files of the live process at `proc_dir` (either form):
+// its /proc/<pid> while the leader runs; once the leader is a zombie of a
+// live group, a live thread's /proc/<pid>/task/<tid>, since the leader's
+// own status has no memory lines and its smaps, maps, environ, root and
+// cwd are empty or gone, while every thread's show the whole process (one
+// memory, one cgroup, one root). kNotFound when the process has exited.
+Result<std::string> ProcessReadDir(const std::string& proc_dir);
+
+// The process's /proc/<pid> for either form of `proc_dir`.
+std::string GroupDir(const std::string& proc_dir);
+
+// The task to name to the kernel for calls on the process's memory
+// (process_vm_readv): the thread `proc_dir` reads through, else the pid.
+pid_t ReadingTask(const Target& t);
 
 }  // namespace memtrimd::procfs

@@ -143,7 +143,10 @@ Discovery NodeDiscovery::Discover() {
     // Processes come and go while we scan: a failed read skips one.
     Result<uint64_t> ticks = procfs::ReadStartTicks(proc_dir);
     if (!ticks.ok()) continue;
-    Result<std::string> status_text = ReadSmallFile(proc_dir + "/status");
+    // A process whose main thread ended is read through a live thread.
+    Result<std::string> read_dir = procfs::ProcessReadDir(proc_dir);
+    if (!read_dir.ok()) continue;
+    Result<std::string> status_text = ReadSmallFile(*read_dir + "/status");
     if (!status_text.ok()) continue;
     Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status_text);
     if (!st.ok() || !st->has_memory || st->tgid != pid) continue;
@@ -161,9 +164,9 @@ Discovery NodeDiscovery::Discover() {
         continue;
       } else {
         k.candidate.target = std::move(t).value();
-        Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
+        Result<std::string> raw = ReadSmallFile(*read_dir + "/cmdline", 1u << 20);
         if (raw.ok()) k.candidate.cmdline = procfs::CmdlineToString(*raw);
-        Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
+        Result<std::string> env = ReadSmallFile(*read_dir + "/environ", 1u << 20);
         if (env.ok()) {
           std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
           k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
@@ -180,7 +183,7 @@ Discovery NodeDiscovery::Discover() {
       // Counted when it would have been a candidate as far as memtrimd can
       // tell without its maps: the command line (world-readable) passes the
       // regexes and its RSS the floor.
-      if (CommandLineSelected(proc_dir, st->name, st->rss_anon + st->vm_swap)) {
+      if (CommandLineSelected(*read_dir, st->name, st->rss_anon + st->vm_swap)) {
         if (out.unreadable++ == 0) out.unreadable_reason = k.unreadable->message();
       }
       continue;

@@ -263,6 +263,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
       snap->targets.back().carried = true;
       continue;
     }
+    watched->FollowReadDir();
     TargetSnapshot ts = watched->Sample(prev);
     ts.reads = ++watched->reads;
     ts.read_in_sequence = snap->sequence;

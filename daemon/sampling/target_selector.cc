@@ -81,8 +81,11 @@ Result<pid_t> TargetSelector::Scan() const {
   while (struct dirent* e = ::readdir(dir.get())) {
     auto pid = text::ParseUint(e->d_name);
     if (!pid || *pid > 0x7fffffff) continue;
-    std::string dir_path = proc_root_ + "/" + e->d_name;
     // Processes come and go while we scan: any read failure just skips one.
+    // A process whose main thread ended is read through a live thread.
+    Result<std::string> read_dir = procfs::ProcessReadDir(proc_root_ + "/" + e->d_name);
+    if (!read_dir.ok()) continue;
+    const std::string& dir_path = *read_dir;
     Result<std::string> status = ReadSmallFile(dir_path + "/status");
     if (!status.ok()) continue;
     Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);

@@ -1,5 +1,6 @@
 #include "daemon/sampling/watched_target.h"
 
+#include "collectors/procfs/target_reader.h"
 #include "daemon/base/log.h"
 
 namespace memtrimd {
@@ -22,6 +23,17 @@ WatchedTarget::WatchedTarget(const Target& target, const CollectorOptions& optio
 }
 
 WatchedTarget::~WatchedTarget() { Stop(std::chrono::milliseconds(0)); }
+
+void WatchedTarget::FollowReadDir() {
+  Result<std::string> dir = procfs::ProcessReadDir(target_.proc_dir);
+  if (!dir.ok() || *dir == target_.proc_dir) return;
+  log::Info("reading the target through a live thread",
+            {{"pid", std::to_string(target_.pid)}, {"dir", *dir}});
+  target_.proc_dir = std::move(dir).value();
+  for (std::unique_ptr<SlowSource>& source : slow_) {
+    if (source) source->SetTarget(target_);
+  }
+}
 
 void WatchedTarget::Stop(std::chrono::milliseconds grace) {
   for (std::unique_ptr<SlowSource>& source : slow_) {

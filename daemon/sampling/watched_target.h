@@ -30,6 +30,10 @@ class WatchedTarget {
   WatchedTarget& operator=(const WatchedTarget&) = delete;
 
   const Target& target() const { return target_; }
+  // Follows the process to a live thread's /proc directory once its main
+  // thread has ended (procfs::ProcessReadDir), and to another when that
+  // thread ends: the process lives while any thread does.
+  void FollowReadDir();
 
   // One sample of this target. `previous`: its entry in the last snapshot.
   TargetSnapshot Sample(const TargetSnapshot* previous);

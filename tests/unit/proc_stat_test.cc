@@ -149,6 +149,27 @@ TEST(ParseBootTime, ReadsTheLiveFile) {
   EXPECT_GT(*bt, 946684800u);  // after 2000-01-01
 }
 
+// /proc/<pid>/stat of a program whose main thread called pthread_exit while
+// a second thread ran (recorded on the test machine, kernel 6.18): the
+// leader is a zombie, field 20 counts both threads. Then the same line with
+// field 20 at 1, as once the last thread has ended (unreaped): exited.
+TEST(ParseProcStat, ZombieLeaderOfALiveGroup) {
+  Result<ProcStat> st = ParseProcStat(
+      "16257 (probe) Z 16250 16246 15008 0 -1 4227084 91 0 0 0 0 0 0 0 20 0 2 0 81417 0 0 "
+      "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  EXPECT_EQ(st->num_threads, 2u);
+  EXPECT_EQ(st->start_ticks, 81417u);
+  EXPECT_TRUE(st->Exited());
+  EXPECT_TRUE(st->LeaderOfLiveGroup());
+  Result<ProcStat> done = ParseProcStat(
+      "16257 (probe) Z 16250 16246 15008 0 -1 4227084 91 0 0 0 0 0 0 0 20 0 1 0 81417 0 0 "
+      "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->num_threads, 1u);
+  EXPECT_FALSE(done->LeaderOfLiveGroup());
+}
+
 TEST(StartTimeSeconds, AddsTicksToBootTime) {
   EXPECT_DOUBLE_EQ(StartTimeSeconds(50908, 1764455000, 100), 1764455509.08);
   EXPECT_DOUBLE_EQ(StartTimeSeconds(0, 1764455000, 100), 1764455000.0);
