@@ -126,6 +126,9 @@ struct JvmBuffers {
   // over threads; absent when the agent could not walk it.
   std::optional<uint64_t> temp_cache_bytes;
   std::optional<uint64_t> temp_cache_buffers;
+  // temp_cache_bytes at the agent collector's previous read of this JVM
+  // (one --smaps.interval earlier); absent on the first read.
+  std::optional<uint64_t> temp_cache_previous_bytes;
   std::chrono::system_clock::time_point read_at{};
 };
 

@@ -82,6 +82,10 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   }
   Status status = Status::Ok();
   if (jvm && !ReadJvmBuffers(target, options_, out, status)) return status;
+  if (out.jvm_buffers && out.jvm_buffers->temp_cache_bytes) {
+    out.jvm_buffers->temp_cache_previous_bytes = temp_cache_before_;
+    temp_cache_before_ = out.jvm_buffers->temp_cache_bytes;
+  }
   if (!ReadAllocator(target, options_, out, status)) return status;
   // glibc's malloc_info only where glibc's malloc serves the program (the
   // agent's answer says for certain; without one, what maps showed).

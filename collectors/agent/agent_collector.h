@@ -7,6 +7,9 @@
 // succeeds) for other programs without the agent.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include "collectors/agent/agent_client.h"
 #include "collectors/common/collector.h"
 
@@ -20,6 +23,9 @@ class AgentMallocCollector : public Collector {
 
  private:
   AgentOptions options_;
+  // The temporary buffer cache at the previous read: its growth is one of
+  // the threats nio_cache_unbounded looks for.
+  std::optional<uint64_t> temp_cache_before_;
 };
 
 }  // namespace memtrimd::agent

@@ -31,6 +31,11 @@ constexpr double kNioCacheDirectShare = 0.25;
 // nor the pool's dashboards show, and enough of the limit to bring an OOM
 // kill closer (the seed incident: 1.7 of 4 GiB outside the heap).
 constexpr double kNioCacheContainerShare = 0.10;
+// ...or grows by this much between two of the agent's reads (one
+// --smaps.interval): it grows only when a thread reads more than it ever did,
+// or a new thread reads, and it is kept for the thread's life, so growth of
+// many MiB at a time is memory the process keeps adding, whatever its share.
+constexpr uint64_t kNioCacheGrowthBytes = 16u << 20;
 
 std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
 
@@ -83,8 +88,9 @@ std::optional<CacheFigure> CacheFigureOf(const TargetSample& s) {
   return std::nullopt;
 }
 
-// The shares of a limit `bytes` of cache would take that make it a threat
-// now, e.g. "30 % of MaxDirectMemorySize (64.0 MiB)"; empty: none.
+// What makes `bytes` of cache a threat now: the share of a limit it takes,
+// e.g. "30 % of the direct memory limit (64.0 MiB)", or its growth since the
+// agent's previous read; empty: none.
 std::vector<std::string> NioCacheThreats(const TargetSample& s, uint64_t bytes) {
   std::vector<std::string> out;
   DirectMemory d = DirectMemoryOf(s);
@@ -103,15 +109,22 @@ std::vector<std::string> NioCacheThreats(const TargetSample& s, uint64_t bytes) 
                     Bytes(*s.cgroup->limit_bytes) + ")");
     }
   }
+  // Growth: from the agent's own figures only (the bounds say nothing of it).
+  if (const JvmBuffers* b = s.jvm_buffers ? &*s.jvm_buffers : nullptr;
+      b && b->temp_cache_bytes == bytes && b->temp_cache_previous_bytes &&
+      bytes >= *b->temp_cache_previous_bytes + kNioCacheGrowthBytes) {
+    out.push_back("grown by " + Bytes(bytes - *b->temp_cache_previous_bytes) +
+                  " since the agent's previous read");
+  }
   return out;
 }
 
 // nio_cache_unbounded: a risk only when the unbounded cache holds a share
-// of a limit that matters now (NioCacheThreats, from an exact figure); not
-// a risk when the property bounds it or when even an upper bound of the
-// cache is under every share; undecided (nullopt) when only an upper bound
-// reaches a share, or nothing bounds the cache. The unset property itself
-// is advice (AdviseJvm), on every JVM.
+// of a limit that matters now, or grows (NioCacheThreats, from an exact
+// figure); not a risk when the property bounds it or when even an upper
+// bound of the cache is under every share; undecided (nullopt) when only an
+// upper bound reaches a share, or nothing bounds the cache. The unset
+// property itself is advice (AdviseJvm), on every JVM.
 std::optional<RiskFinding> NioCacheRisk(const TargetSample& s) {
   constexpr const char* kCheck = "nio_cache_unbounded";
   if (const std::string* bound = Setting(s, "jdk.nio.maxCachedBufferSize")) {
@@ -127,8 +140,9 @@ std::optional<RiskFinding> NioCacheRisk(const TargetSample& s) {
     return RiskFinding{kCheck, false,
                        line + ": under " + Percent(kNioCacheDirectShare) +
                            " of the direct memory limit and " + Percent(kNioCacheContainerShare) +
-                           " of the container's memory limit, no threat now (setting the "
-                           "property is advice)"};
+                           " of the container's memory limit, and not growing by " +
+                           Bytes(kNioCacheGrowthBytes) +
+                           " between reads: no threat now (setting the property is advice)"};
   }
   for (std::size_t i = 0; i < threats.size(); ++i) {
     line += (i == 0 ? ": " : " and ") + threats[i];

@@ -336,7 +336,8 @@ const MetricDef kJvmRisk{"memtrimd_jvm_risk",
                          "1 when a check finds a native memory risk, 0 when it does not, "
                          "absent when it cannot decide: nio_cache_unbounded (the unbounded "
                          "temporary buffer cache holds 25%+ of the direct limit or 10%+ of the "
-                         "container's limit), nmt_off, direct_memory_high "
+                         "container's limit, or grows 16+ MiB between reads), nmt_off, "
+                         "direct_memory_high "
                          "(direct pool above 90% of its limit), direct_buffer_gc_storm (more "
                          "than 1 full collection a second caused by System.gc()), "
                          "jvm_trims_itself (TrimNativeHeapInterval > 0)."};

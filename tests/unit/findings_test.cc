@@ -127,6 +127,31 @@ TEST(Findings, NioCacheIsARiskWhenItHoldsAShareOfALimit) {
       << f->explanation;
 }
 
+// A cache that grows between two of the agent's reads is a risk whatever
+// its share: JDK 25 (outside the direct limit), no container limit.
+TEST(Findings, NioCacheGrowingBetweenReadsIsARisk) {
+  constexpr uint64_t kMiB = 1 << 20;
+  TargetSample s = Jvm(25);
+  s.jvm_buffers = Pool(0);
+  s.jvm_buffers->temp_cache_bytes = 64 * kMiB;
+  s.jvm_buffers->temp_cache_buffers = 8;
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "nio_cache_unbounded")->at_risk);  // first read
+  s.jvm_buffers->temp_cache_previous_bytes = 60 * kMiB;  // 4 MiB more: not growth that matters
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "nio_cache_unbounded")->at_risk);
+  s.jvm_buffers->temp_cache_previous_bytes = 32 * kMiB;
+  std::vector<RiskFinding> risks = AssessJvmRisks(s);
+  const RiskFinding* f = FindCheck(risks, "nio_cache_unbounded");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->at_risk);
+  EXPECT_NE(f->explanation.find("grown by 32.0 MiB since the agent's previous read"),
+            std::string::npos)
+      << f->explanation;
+  // A bound (no agent walk) says nothing of growth.
+  s.jvm_buffers->temp_cache_bytes.reset();
+  s.jvm_buffers->temp_cache_buffers.reset();
+  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "nio_cache_unbounded")->at_risk);
+}
+
 // Without the agent, NMT Other bounds the cache from above: a small bound
 // decides "no risk"; a bound above a share decides nothing.
 TEST(Findings, NioCacheUpperBoundDecidesOnlyWhenSmall) {
