@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "collectors/common/text.h"
 #include "daemon/web/civetweb_tls.h"
+#include "daemon/web/head_guard.h"
 
 #include "daemon/exposition/exposition.h"
 #include "daemon/exposition/gzip.h"
@@ -152,9 +154,19 @@ HttpServer::HttpServer(HttpOptions options, const SnapshotStore& store, TrimEngi
     : options_(std::move(options)),
       store_(store),
       trims_(trims),
-      metrics_page_(store, trims, MetricsPage::kProcessMaxAge, options_.metric_detail) {}
+      metrics_page_(store, trims, MetricsPage::kProcessMaxAge, options_.metric_detail) {
+  HeadGuardOptions guard;
+  // One worker in eight kept for requests that arrive whole (6 of the
+  // default 48): probes, scrapes, the page.
+  guard.reserve = std::max(1, options_.max_connections / 8);
+  guard_ = std::make_unique<HeadGuard>(guard);
+}
 
 HttpServer::~HttpServer() { Stop(); }
+
+HttpServer* HttpServer::Of(const mg_context* ctx) {
+  return static_cast<HttpServer*>(mg_get_user_data(ctx));
+}
 
 Status HttpServer::Start() {
   bool tls = options_.web != nullptr && options_.web->Current()->tls != nullptr;
@@ -180,17 +192,20 @@ Status HttpServer::Start() {
   // it accepts it: a client that sends nothing, or its headers slowly, or
   // stays connected between keep-alive requests, holds a worker all that
   // time, and once every worker is held, a probe waits in civetweb's queue.
-  // So (docs/benchmarks.md, "Probes under connection pressure"):
+  // So (docs/benchmarks.md, "Probes under connection pressure" and "Probes
+  // beside slow clients, byte by byte"):
   // - a connection holds its worker at most 3 s for its first request line
   //   and headers (and its TLS handshake; civetweb times writes with the
   //   same figure), not 10 s, however it trickles them;
   // - an idle keep-alive connection is let go after 0.5 s, not 5 s:
   //   Prometheus scrapes every 15 s or more, so only back-to-back requests
   //   ever used a longer one;
-  // - there are --web.max-connections workers (48 by default): room for 40
-  //   connections that never finish their headers, with probes and scrapes
-  //   still answered. A worker that has served keeps about 12 KiB of stack
-  //   (ReleaseStackBelowHere), so 48 cost what 32 did before.
+  // - once fewer than one worker in eight is free or serving, the guard
+  //   (head_guard.h) lets go of every connection that has waited 250 ms
+  //   or more for its head, so that no number of such connections keeps
+  //   a probe waiting for the 3 s;
+  // - there are --web.max-connections workers (48 by default). A worker
+  //   that has served keeps about 12 KiB of stack (ReleaseStackBelowHere).
   const std::string threads = std::to_string(options_.max_connections);
   const char* opts[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
                         "request_timeout_ms", "3000", "enable_keep_alive", "yes",
@@ -209,10 +224,26 @@ Status HttpServer::Start() {
   // certificate files as they are now (see tls_server.h).
   if (tls) callbacks.external_ssl_ctx = &HttpServer::ExternalSslContext;
   callbacks.connection_close = &HttpServer::ConnectionClose;
+  // The guard's view of each worker. init_connection runs on the worker
+  // once it has taken a connection (after the TLS handshake; the handshake's
+  // start is reported by the SSL_CTX, see ExternalSslContext).
+  callbacks.init_thread = [](const mg_context* ctx, int thread_type) -> void* {
+    if (thread_type == 1) Of(ctx)->guard_->WorkerStarted();
+    return nullptr;
+  };
+  callbacks.exit_thread = [](const mg_context* ctx, int thread_type, void*) {
+    if (thread_type == 1) Of(ctx)->guard_->WorkerExiting();
+  };
+  callbacks.init_connection = [](const mg_connection* conn, void**) {
+    Of(mg_get_context(conn))->guard_->Waiting();
+    return 0;
+  };
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = this;
   init.configuration_options = opts;
+  Status guarded = guard_->Start();
+  if (!guarded.ok()) return guarded;
   char err_text[256] = {};
   unsigned err_code = 0;
   mg_error_data err{};
@@ -221,6 +252,7 @@ Status HttpServer::Start() {
   err.text_buffer_size = sizeof(err_text);
   ctx_ = mg_start2(&init, &err);
   if (ctx_ == nullptr) {
+    guard_->Stop();
     return Status(ErrorCode::kUnavailable,
                   "cannot listen on " + ports + ": " + (err_text[0] ? err_text : "unknown error"));
   }
@@ -236,6 +268,8 @@ Status HttpServer::Start() {
 }
 
 void HttpServer::Stop() {
+  // First: no worker is signalled while civetweb stops them.
+  guard_->Stop();
   if (ctx_ != nullptr) {
     mg_stop(ctx_);
     ctx_ = nullptr;
@@ -258,7 +292,9 @@ int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
     return 1;
   }
   WebConfigFile* web = server->options_.web;
-  SSL_CTX* ctx = web->module().new_server_context([web] { return web->Current()->tls; });
+  HeadGuard* guard = server->guard_.get();
+  SSL_CTX* ctx = web->module().new_server_context([web] { return web->Current()->tls; },
+                                                  [guard] { guard->Waiting(); });
   if (ctx == nullptr) return -1;
   *ssl_ctx = ctx;
   return 1;
@@ -271,6 +307,7 @@ int HttpServer::ExternalSslContext(void** ssl_ctx, void* self) {
 // calling any handler or writing a word, so this is the one place left to
 // answer them. The socket (and TLS session) is still open then.
 void HttpServer::ConnectionClose(const mg_connection* const_conn) {
+  if (HttpServer* server = Of(mg_get_context(const_conn))) server->guard_->Closed();
   if (TimeToReleaseStack()) ReleaseStackBelowHere();
   const mg_request_info* ri = mg_get_request_info(const_conn);
   // A request handed to a handler has a local_uri; a connection closed with
@@ -314,6 +351,21 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
     Reply(conn, 405, "Method Not Allowed", text, "use POST\n", headers + "Allow: POST\r\n");
     return 405;
   }
+  // A browser sends the credentials it has cached for memtrimd with a form
+  // POST any other site's page makes; it marks such requests, other clients
+  // send neither header (trim_api_guard.h).
+  auto header = [&](const char* name) -> std::optional<std::string_view> {
+    const char* v = mg_get_header(conn, name);
+    return v != nullptr ? std::optional<std::string_view>(v) : std::nullopt;
+  };
+  const mg_request_info* info = mg_get_request_info(conn);
+  if (std::optional<std::string> why =
+          CrossOriginRefusal(header("Sec-Fetch-Site"), header("Origin"), header("Host"),
+                             info != nullptr && info->is_ssl != 0)) {
+    Reply(conn, 403, "Forbidden", text,
+          "trims are not taken from other sites' pages: " + *why + "\n", headers);
+    return 403;
+  }
   // ?pid=N picks the target; without it, the one target (sidecar mode).
   std::optional<pid_t> pid;
   const mg_request_info* ri = mg_get_request_info(conn);
@@ -329,9 +381,22 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
       pid = static_cast<pid_t>(*n);
     }
   }
+  if (std::optional<std::chrono::seconds> wait =
+          trim_limit_.Take(std::chrono::steady_clock::now())) {
+    Reply(conn, 429, "Too Many Requests", text,
+          "manual trims are limited to 3 at once and one every 10 s; try again in " +
+              std::to_string(wait->count()) + " s\n",
+          headers + "Retry-After: " + std::to_string(wait->count()) + "\r\n");
+    return 429;
+  }
   Result<TrimResult> r = trims_->TrimManually(pid);
   if (!r.ok()) {
     const ErrorCode code_of = r.status().code();
+    // Nothing ran: the request does not count against the limit.
+    if (code_of == ErrorCode::kBusy || code_of == ErrorCode::kNotFound ||
+        code_of == ErrorCode::kInvalidArgument) {
+      trim_limit_.Refund();
+    }
     int code = code_of == ErrorCode::kBusy              ? 409
                : code_of == ErrorCode::kInvalidArgument ? 400
                : code_of == ErrorCode::kNotFound && pid ? 404
@@ -348,7 +413,13 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
 }
 
 int HttpServer::Handle(mg_connection* conn, void* self) {
-  return static_cast<HttpServer*>(self)->Serve(conn);
+  auto* server = static_cast<HttpServer*>(self);
+  // A whole request: not to be interrupted. After it, the connection waits
+  // for its next request (keep-alive) or closes.
+  server->guard_->Serving();
+  int code = server->Serve(conn);
+  server->guard_->Waiting();
+  return code;
 }
 
 int HttpServer::Serve(mg_connection* conn) {

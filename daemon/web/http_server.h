@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,12 +15,15 @@
 #include "daemon/report/history.h"
 #include "daemon/sampling/snapshot.h"
 #include "daemon/trim/trim_engine.h"
+#include "daemon/web/trim_api_guard.h"
 #include "daemon/web/web_config_file.h"
 
 struct mg_context;
 struct mg_connection;
 
 namespace memtrimd {
+
+class HeadGuard;
 
 struct HttpOptions {
   std::vector<std::string> listen_addresses;  // "host:port" or ":port"
@@ -59,6 +63,7 @@ class HttpServer {
 
  private:
   static int Handle(mg_connection* conn, void* self);
+  static HttpServer* Of(const mg_context* ctx);
   static int ExternalSslContext(void** ssl_ctx, void* self);
   static void ConnectionClose(const mg_connection* conn);
   int Serve(mg_connection* conn);
@@ -69,6 +74,10 @@ class HttpServer {
   const SnapshotStore& store_;
   TrimEngine* trims_;
   MetricsPage metrics_page_;
+  // Lets go of connections that hold a worker without a request while
+  // workers run short (head_guard.h).
+  std::unique_ptr<HeadGuard> guard_;
+  ManualTrimLimit trim_limit_;  // POST /api/v1/trim (trim_api_guard.h)
   mg_context* ctx_ = nullptr;
 };
 

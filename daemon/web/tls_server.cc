@@ -57,9 +57,15 @@ BIO* OpenPem(const std::string& path, std::string& err) {
 
 int AcceptAnyCertificate(int, X509_STORE_CTX*) { return 1; }
 
+// What a server context's callbacks need (its app data).
+struct ContextHooks {
+  TlsMaterialSource source;
+  std::function<void()> handshake_started;
+};
+
 int OnClientHello(SSL* ssl, int* alert, void* arg) {
-  auto* source = static_cast<TlsMaterialSource*>(arg);
-  std::shared_ptr<const TlsMaterial> m = (*source)();
+  auto* hooks = static_cast<ContextHooks*>(arg);
+  std::shared_ptr<const TlsMaterial> m = hooks->source();
   if (!m || !m->ApplyTo(ssl)) {
     *alert = SSL_AD_INTERNAL_ERROR;
     return SSL_CLIENT_HELLO_ERROR;
@@ -167,7 +173,15 @@ bool TlsMaterial::ApplyTo(SSL* ssl) const {
   return true;
 }
 
-SSL_CTX* NewServerContext(TlsMaterialSource source) {
+// SSL_CB_HANDSHAKE_START comes at the first SSL_accept, before the
+// ClientHello is read (OnClientHello comes only once all of it has).
+void OnInfo(const SSL* ssl, int where, int) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0) return;
+  auto* hooks = static_cast<ContextHooks*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  if (hooks != nullptr && hooks->handshake_started) hooks->handshake_started();
+}
+
+SSL_CTX* NewServerContext(TlsMaterialSource source, std::function<void()> handshake_started) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) return nullptr;
   // Renegotiation and compression have no use here and a history of bugs.
@@ -175,15 +189,16 @@ SSL_CTX* NewServerContext(TlsMaterialSource source) {
   // No resumption: every connection is verified against the current files.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
-  auto* arg = new TlsMaterialSource(std::move(source));
+  auto* arg = new ContextHooks{std::move(source), std::move(handshake_started)};
   SSL_CTX_set_app_data(ctx, arg);
   SSL_CTX_set_client_hello_cb(ctx, OnClientHello, arg);
+  SSL_CTX_set_info_callback(ctx, OnInfo);
   return ctx;
 }
 
 void FreeServerContext(SSL_CTX* ctx) {
   if (ctx == nullptr) return;
-  delete static_cast<TlsMaterialSource*>(SSL_CTX_get_app_data(ctx));
+  delete static_cast<ContextHooks*>(SSL_CTX_get_app_data(ctx));
   SSL_CTX_free(ctx);
 }
 

@@ -40,9 +40,12 @@ class TlsMaterial {
 using TlsMaterialSource = std::function<std::shared_ptr<const TlsMaterial>()>;
 
 // A server SSL_CTX whose handshakes use `source()`'s material (asked once per
-// ClientHello). nullptr if OpenSSL cannot make one. The caller frees it with
-// FreeServerContext.
-SSL_CTX* NewServerContext(TlsMaterialSource source);
+// ClientHello). `handshake_started` (may be empty) is called on the thread
+// that runs a handshake, when it starts, before anything of it is read: a
+// slow handshake holds an HTTP worker as a slow request head does
+// (head_guard.h). nullptr if OpenSSL cannot make one. The caller frees it
+// with FreeServerContext.
+SSL_CTX* NewServerContext(TlsMaterialSource source, std::function<void()> handshake_started);
 void FreeServerContext(SSL_CTX* ctx);
 
 }  // namespace memtrimd

@@ -9,6 +9,7 @@
 // link-time reference into it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,7 +24,7 @@ struct WebModule {
   // types, so they must come from one build.
   const char* revision;
   Result<std::shared_ptr<const WebState>> (*load)(const std::string& path);
-  SSL_CTX* (*new_server_context)(TlsMaterialSource source);
+  SSL_CTX* (*new_server_context)(TlsMaterialSource source, std::function<void()> handshake_started);
   void (*free_server_context)(SSL_CTX* ctx);
 };
 

@@ -325,6 +325,56 @@ TEST_F(TrimTest, TrimApiIsOffByDefaultAndServesPostWhenEnabled) {
   EXPECT_EQ(Find(s, "memtrimd_trim_runs_total", {"success", "manual"}), 1.0);
 }
 
+// A browser that has the credentials cached sends them with a form POST
+// another site's page makes: refused by what the browser says of the page
+// (Sec-Fetch-Site, else Origin). Clients that send neither header are served,
+// three trims at once and then one every 10 s.
+TEST_F(TrimTest, TrimApiRefusesOtherSitesPagesAndLimitsTheRate) {
+  SpawnOptions o;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process frag =
+      StartFragmenter(dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "4"}, "", o);
+  ASSERT_TRUE(frag.running());
+  TempDir web;
+  Memtrimd m({"--target.pid=" + std::to_string(frag.pid()), "--web.enable-trim-api",
+              "--web.config.file=" + WriteBasicAuthConfig(web), "--sample.interval=200ms"});
+  ASSERT_TRUE(m.started()) << m.log();
+  auto post = [&](std::vector<std::string> headers) {
+    std::vector<std::string> args = {"-X", "POST", "-u", "alice:secret"};
+    for (const std::string& h : headers) {
+      args.push_back("-H");
+      args.push_back(h);
+    }
+    return Curl(m.url("/api/v1/trim"), args);
+  };
+  const std::string self = "http://127.0.0.1:" + std::to_string(m.port());
+  HttpResponse r = post({"Origin: https://evil.example", "Sec-Fetch-Site: cross-site"});
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_EQ(post({"Origin: https://evil.example"}).status, 403) << "Origin alone";
+  EXPECT_EQ(post({"Origin: " + self, "Sec-Fetch-Site: same-site"}).status, 403);
+  EXPECT_EQ(post({"Origin: null"}).status, 403);
+  Series s = ParseExposition(Curl(m.url(), {"-u", "alice:secret"}).body);
+  EXPECT_EQ(Find(s, "memtrimd_trim_runs_total", {"success", "manual"}).value_or(0), 0.0)
+      << "a refused request trims nothing";
+
+  // memtrimd's own pages, then plain clients: three in a row, then 429.
+  r = post({"Origin: " + self, "Sec-Fetch-Site: same-origin"});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(post({}).status, 200);
+  EXPECT_EQ(post({}).status, 200);
+  r = post({});
+  EXPECT_EQ(r.status, 429) << r.body;
+  std::smatch retry;
+  EXPECT_TRUE(std::regex_search(r.headers, retry, std::regex("Retry-After: ([0-9]+)")))
+      << r.headers;
+  if (!retry.empty()) {
+    EXPECT_GE(std::stoi(retry[1]), 1);
+    EXPECT_LE(std::stoi(retry[1]), 10);
+  }
+  s = ParseExposition(Curl(m.url(), {"-u", "alice:secret"}).body);
+  EXPECT_EQ(Find(s, "memtrimd_trim_runs_total", {"success", "manual"}), 3.0);
+}
+
 // The trim API needs authentication wherever memtrimd listens, loopback
 // included: any local process could trim the target otherwise.
 TEST(TrimApi, RefusesToStartWithoutAuthentication) {

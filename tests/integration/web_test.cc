@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -466,6 +467,73 @@ class Pressure {
   std::vector<Client> clients_;
 };
 
+// Connections that send a request head one byte a second and never finish
+// it ("slowloris"), kept up from a thread of their own: one the server
+// closes is replaced at once (within 10 ms), so that they hold every worker
+// they can for as long as the test lasts. `tls`: the bytes are the start of
+// a TLS record (a ClientHello that never completes), so the server is held
+// in its handshake.
+class SlowHeads {
+ public:
+  SlowHeads(int port, int n, bool tls) : port_(port), tls_(tls) {
+    for (int i = 0; i < n; ++i) clients_.push_back(Open());
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SlowHeads() {
+    stop_ = true;
+    thread_.join();
+  }
+  SlowHeads(const SlowHeads&) = delete;
+  SlowHeads& operator=(const SlowHeads&) = delete;
+  bool AllConnected() const {
+    for (const auto& c : clients_) {
+      if (!c->ok()) return false;
+    }
+    return true;
+  }
+  int replaced() const { return replaced_.load(); }
+
+ private:
+  std::unique_ptr<RawClient> Open() {
+    auto c = std::make_unique<RawClient>(port_);
+    c->Send(tls_ ? std::string("\x16\x03\x01", 3) : std::string("G"));
+    return c;
+  }
+  void Run() {
+    auto last_byte = std::chrono::steady_clock::now();
+    while (!stop_) {
+      for (auto& c : clients_) {
+        if (!c->Drain()) {
+          c = Open();
+          ++replaced_;
+        }
+      }
+      if (std::chrono::steady_clock::now() - last_byte >= 1s) {
+        last_byte = std::chrono::steady_clock::now();
+        for (auto& c : clients_) c->Send(tls_ ? std::string("\x02", 1) : std::string("E"));
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  const int port_;
+  const bool tls_;
+  std::vector<std::unique_ptr<RawClient>> clients_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> replaced_{0};
+  std::thread thread_;
+};
+
+// Whether `url` answers 200 while `slow` lasts: probes (2 s each, curl's
+// own connection) until one is answered, for up to 30 s. Not a timing: a
+// busy machine may miss many; every one misses while each worker is held
+// until its head times out and the connections ahead in civetweb's queue
+// are other slow ones.
+bool AnsweredBeside(const std::string& url, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"--max-time", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return WaitFor([&] { return Curl(url, args).status == 200; }, 30s);
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   // A kubelet probe as the shipped manifests make it: timeoutSeconds 1.
@@ -511,6 +579,33 @@ TEST_F(HttpServerTest, ProbesAreAnsweredBesideFortySlowHeaderConnections) {
   Pressure slow(m.port(), 0, 40);
   ASSERT_TRUE(slow.AllConnected());
   ExpectAllAnswered(m, slow);
+}
+
+// Three times as many connections dribbling their heads as workers: each
+// held a worker for civetweb's 3 s, and a probe waited behind 32 of them in
+// civetweb's queue, about 7 s. Connections that have waited 250 ms for their
+// head are now let go once workers run short (head_guard.h).
+TEST_F(HttpServerTest, ProbesAreAnsweredWhileSlowHeadsOutnumberTheWorkers) {
+  Memtrimd m({"--target.pid=" + std::to_string(getpid()), "--web.max-connections=16"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Probe(m) == 200; }, 30s)) << m.log();
+  SlowHeads slow(m.port(), 48, false);
+  ASSERT_TRUE(slow.AllConnected());
+  EXPECT_TRUE(AnsweredBeside(m.url("/healthz"))) << "replaced " << slow.replaced();
+  EXPECT_TRUE(AnsweredBeside(m.url("/metrics")));
+}
+
+// The same over TLS, where a slow client holds its worker in the handshake,
+// before civetweb has a request at all: the handshake's start counts as the
+// start of the wait for the head.
+TEST_F(WebTest, ProbesAreAnsweredWhileSlowHandshakesOutnumberTheWorkers) {
+  Memtrimd m = Start(TlsConfig(), {"--web.max-connections=16"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Curl(Https(m, "/healthz"), {"-k"}).status == 200; }, 30s))
+      << m.log();
+  SlowHeads slow(m.port(), 48, true);
+  ASSERT_TRUE(slow.AllConnected());
+  EXPECT_TRUE(AnsweredBeside(Https(m, "/healthz"), {"-k"})) << "replaced " << slow.replaced();
 }
 
 // civetweb 1.15 closed the connection in silence after "OPTIONS *" and after
