@@ -16,7 +16,7 @@
 // of every heap PROT_NONE, so no two heaps were both rw-p up to their
 // boundary). With the top pad glibc makes every new heap read+write in full
 // at once, and neighbouring heaps merge on every JDK: that run must show
-// merged heaps.
+// merged heaps. And once per JDK without ptrace access to the JVM.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -159,6 +159,71 @@ TEST_P(MergedHeapsJvmTest, ZlibMemoryInMergedHeapsIsCountedAndOutsideNmt) {
             << walk.heaps.size() - exact_shape << " merged), resident " << walk.resident
             << " (memtrimd " << resident << "), outside NMT growth " << mine << " vs truth "
             << truth << "\n";
+}
+
+// Without ptrace access: the JVM runs as another uid, memtrimd with that
+// uid as its effective (file system) uid but another real uid, so it reads
+// smaps and pagemap and attaches, but process_vm_readv is refused (as under
+// Yama's ptrace_scope=1 for a sidecar). Only the heaps of their own mapping
+// are counted (by shape), no merged heap and not the Java heap, and the
+// reason is shown. With the top pad, so that heaps merge on every JDK.
+TEST_P(MergedHeapsJvmTest, WithoutPtraceAccessOnlyHeapsOfTheirOwnMappingAreCounted) {
+  if (!GetParam().top_pad) GTEST_SKIP() << "run once per JDK, with the top pad";
+  if (!IsRoot()) GTEST_SKIP() << "needs root to run the JVM and memtrimd as other uids";
+  constexpr uid_t kUid = 65534;
+  fs::permissions(dir_.path(), fs::perms::all);
+  const std::string ready = dir_ / "zlib.ready";
+  SpawnOptions o;
+  o.stderr_path = dir_ / "zlib.err";
+  o.env = {"MALLOC_TOP_PAD_=67108864"};
+  o.uid = kUid;
+  o.gid = kUid;
+  Process jvm({GetParam().home + "/bin/java", "-XX:NativeMemoryTracking=summary", "-Xms64m",
+               "-Xmx64m", "-XX:+AlwaysPreTouch", "-cp", JAVA_WORKLOADS_CLASSPATH, "ZlibHolder",
+               "--count", "3000", "--threads", "1", "--ready-file", ready},
+              o);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 90s) &&
+              jvm.running())
+      << ReadFile(dir_ / "zlib.err");
+  WriteFile(ready + ".go", "");
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.running(); }, 120s) && jvm.running())
+      << ReadFile(dir_ / "zlib.err");
+
+  const std::string id = std::to_string(kUid);
+  RunResult r = RunCommand({"setpriv", "--ruid", std::to_string(kUid - 1), "--euid", id, "--rgid",
+                            id, "--egid", id, "--clear-groups", MemtrimdBin(), "inspect", "--pid",
+                            std::to_string(jvm.pid()), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::optional<JsonValue> j = ParseJson(r.out);
+  ASSERT_TRUE(j) << r.out;
+  const HeapWalk walk = WalkArenaHeaps(jvm.pid());
+  ASSERT_EQ(walk.error, "");
+  // The walk's heaps of their own mapping (the old shape), read plainly.
+  std::vector<RawMapping> maps = ReadSmapsIndependently(jvm.pid());
+  std::size_t own = 0;
+  for (const WalkedHeap& h : walk.heaps) {
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+      if (maps[i].start != h.start || maps[i].perms != "rw-p") continue;
+      uint64_t reached = maps[i].end;
+      for (std::size_t k = i + 1; k < maps.size() && reached < h.start + (64ull << 20); ++k) {
+        if (maps[k].start != reached || maps[k].perms != "---p") break;
+        reached = maps[k].end;
+      }
+      if (maps[i].end <= h.start + (64ull << 20) && reached == h.start + (64ull << 20)) ++own;
+    }
+  }
+  ASSERT_LT(own, walk.heaps.size()) << "no heap in a merged mapping";
+  const JsonValue* why = j->Path({"glibc", "heap_headers_unread"});
+  ASSERT_NE(why, nullptr) << r.out;
+  EXPECT_NE(why->text.find("process_vm_readv"), std::string::npos) << why->text;
+  EXPECT_EQ(IntAt(*j, {"glibc", "arena_heaps"}), static_cast<int64_t>(own));
+  EXPECT_EQ(IntAt(*j, {"glibc", "arena_heaps_merged"}), 0);
+  EXPECT_GE(IntAt(*j, {"glibc", "arena_heap_candidates_uncounted"}),
+            static_cast<int64_t>(walk.heaps.size() - own));
+  std::cout << "[ JDK " << GetParam().name << ", no ptrace ] heaps " << walk.heaps.size()
+            << ", of their own mapping " << own << "; memtrimd counted "
+            << IntAt(*j, {"glibc", "arena_heaps"}) << ", left uncounted "
+            << IntAt(*j, {"glibc", "arena_heap_candidates_uncounted"}) << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Jdks, MergedHeapsJvmTest, ::testing::ValuesIn(Jdks()),
