@@ -14,17 +14,21 @@
 namespace memtrimd {
 
 struct Advice {
-  std::string check;  // the risk check it goes with, e.g. nio_cache_unbounded
+  std::string check;  // its name: nio_cache_unbounded (the risk it goes with), nmt_off, ...
   std::string text;   // one line for a person: what is set, what it allows, what to set
 };
 
 // Every check AdviseJvm can return.
-inline constexpr std::array<std::string_view, 1> kAdviceChecks = {"nio_cache_unbounded"};
+inline constexpr std::array<std::string_view, 3> kAdviceChecks = {"nio_cache_unbounded", "nmt_off",
+                                                                  "jvm_trims_itself"};
 
-// The JVM's settings that deserve a change: -Djdk.nio.maxCachedBufferSize
-// unset, on every JVM memtrimd can attach to (the property comes from
-// VM.system_properties). Empty when there is nothing to say or the settings
-// are unknown.
+// The JVM's settings worth knowing about, on every JVM memtrimd can attach
+// to (from VM.flags and VM.system_properties): -Djdk.nio.maxCachedBufferSize
+// unset; Native Memory Tracking off (what is native memory cannot be split
+// into the JVM's categories and what is outside them); the JVM trimming its
+// own heap (-XX:TrimNativeHeapInterval: memtrimd then does not trim it and
+// does not see what those trims give back). Empty when there is nothing to
+// say or the settings are unknown.
 std::vector<Advice> AdviseJvm(const TargetSample& s);
 
 }  // namespace memtrimd

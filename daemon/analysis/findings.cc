@@ -323,13 +323,6 @@ std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
   if (attached && s.jvm->version) {
     if (std::optional<RiskFinding> nio = NioCacheRisk(s)) out.push_back(std::move(*nio));
   }
-  if (const std::string* nmt = attached ? Setting(s, "NativeMemoryTracking") : nullptr) {
-    bool off = *nmt == "off";
-    out.push_back({"nmt_off", off,
-                   off ? "Native Memory Tracking is off: native memory cannot be attributed to "
-                         "JVM categories (start with -XX:NativeMemoryTracking=summary)"
-                       : "Native Memory Tracking is on (" + *nmt + ")"});
-  }
   double gc_rate = 0;
   bool storm = GcStorm(s, &gc_rate);
   DirectMemory d = DirectMemoryOf(s);
@@ -374,16 +367,6 @@ std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {
       line += "; the direct pool is at " + Bytes(*d.used_bytes) + " of " + Bytes(*d.limit_bytes);
     }
     out.push_back({"direct_buffer_gc_storm", storm, line});
-  }
-  if (const std::string* trim = attached ? Setting(s, "TrimNativeHeapInterval") : nullptr) {
-    auto ms = text::ParseUint(*trim);
-    bool trims = ms && *ms > 0;
-    out.push_back({"jvm_trims_itself", trims,
-                   trims ? "the JVM trims its own native heap every " + *trim +
-                               " ms (-XX:TrimNativeHeapInterval): do not trim it twice"
-                         : "the JVM does not trim its native heap by itself"});
-  } else if (attached && s.jvm->version) {
-    out.push_back({"jvm_trims_itself", false, "the JVM does not trim its native heap by itself"});
   }
   return out;
 }

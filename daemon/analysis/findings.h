@@ -17,16 +17,18 @@
 namespace memtrimd {
 
 struct RiskFinding {
-  std::string check;  // metric label: nio_cache_unbounded, nmt_off, ...
+  std::string check;  // metric label: nio_cache_unbounded, direct_memory_high, ...
   bool at_risk = false;
   std::string explanation;  // one line for a person: what is seen and what to do
 };
 
 // Every check AssessJvmRisks can return (memtrimd_jvm_risk{check}); the
 // README, the metric's help and the alert rules are tested against it.
-inline constexpr std::array<std::string_view, 5> kRiskChecks = {
-    "nio_cache_unbounded", "nmt_off", "direct_memory_high", "direct_buffer_gc_storm",
-    "jvm_trims_itself"};
+// A risk is what threatens the process now, from its figures; a setting
+// alone (NMT off, the JVM trimming itself, the unset cache bound) is advice
+// (advice.h).
+inline constexpr std::array<std::string_view, 3> kRiskChecks = {
+    "nio_cache_unbounded", "direct_memory_high", "direct_buffer_gc_storm"};
 
 // Only checks that the sample can decide are returned; a check that cannot
 // be decided (e.g. direct_memory_high without the direct pool while NMT

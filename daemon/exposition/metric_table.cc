@@ -336,11 +336,11 @@ const MetricDef kJvmRisk{"memtrimd_jvm_risk",
                          "1 when a check finds a native memory risk, 0 when it does not, "
                          "absent when it cannot decide: nio_cache_unbounded (the unbounded "
                          "temporary buffer cache holds 25%+ of the direct limit or 10%+ of the "
-                         "container's limit, or grows 16+ MiB between reads), nmt_off, "
+                         "container's limit, or grows 16+ MiB between reads), "
                          "direct_memory_high "
                          "(direct pool above 90% of its limit), direct_buffer_gc_storm (more "
-                         "than 1 full collection a second caused by System.gc()), "
-                         "jvm_trims_itself (TrimNativeHeapInterval > 0)."};
+                         "than 1 full collection a second caused by System.gc()). Settings "
+                         "alone (NMT off, the JVM trimming itself) are advice, not risks."};
 
 const MetricDef kTrimRuns{"memtrimd_trim_runs_total",
                           MetricType::Counter,

@@ -26,7 +26,7 @@ class SeriesBudgetTest : public ::testing::TestWithParam<std::string> {
   // buffer pools (through the agent), and a trim of each.
   static bool Complete(const Series& s, pid_t jvm, pid_t glibc) {
     auto pid = [](pid_t p) { return "pid=\"" + std::to_string(p) + "\""; };
-    return Find(s, "memtrimd_jvm_risk", {pid(jvm), "check=\"nmt_off\""}).has_value() &&
+    return Find(s, "memtrimd_jvm_risk", {pid(jvm), "check=\"direct_memory_high\""}).has_value() &&
            Find(s, "memtrimd_rss_account_bytes", {pid(jvm), "part=\"nmt_gc\""}).has_value() &&
            Find(s, "memtrimd_rss_account_bytes", {pid(glibc), "part=\"glibc_free\""}).has_value() &&
            Find(s, "memtrimd_trim_reclaimed_bytes_total", {pid(jvm)}).has_value() &&

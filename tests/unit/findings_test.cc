@@ -187,16 +187,34 @@ TEST(Findings, NioCacheUpperBoundDecidesOnlyWhenSmall) {
   EXPECT_FALSE(TempBufferCacheOf(s17b));
 }
 
-TEST(Findings, NmtOffAndSelfTrimming) {
+// NMT off and the JVM trimming itself are settings: advice, never a risk
+// (a fleet where NMT is off nowhere near every JVM is not "at risk").
+TEST(Findings, NmtOffAndSelfTrimmingAreAdviceNotRisks) {
   TargetSample s = Jvm(21);
-  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "nmt_off")->at_risk);
+  s.jvm->settings["jdk.nio.maxCachedBufferSize"] = "262144";
+  auto advised = [&](const char* check) {
+    for (const Advice& a : AdviseJvm(s)) {
+      if (a.check == check) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(advised("nmt_off"));
   s.jvm->settings["NativeMemoryTracking"] = "off";
-  EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "nmt_off")->at_risk);
-  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "jvm_trims_itself")->at_risk);
+  EXPECT_TRUE(advised("nmt_off"));
+  EXPECT_FALSE(advised("jvm_trims_itself"));
   s.jvm->settings["TrimNativeHeapInterval"] = "5000";
-  EXPECT_TRUE(FindCheck(AssessJvmRisks(s), "jvm_trims_itself")->at_risk);
+  EXPECT_TRUE(advised("jvm_trims_itself"));
   s.jvm->settings["TrimNativeHeapInterval"] = "0";
-  EXPECT_FALSE(FindCheck(AssessJvmRisks(s), "jvm_trims_itself")->at_risk);
+  EXPECT_FALSE(advised("jvm_trims_itself"));
+  s.jvm->settings["TrimNativeHeapInterval"] = "5000";
+  for (const RiskFinding& f : AssessJvmRisks(s)) {
+    EXPECT_NE(f.check, "nmt_off");
+    EXPECT_NE(f.check, "jvm_trims_itself");
+  }
+  for (const Advice& a : AdviseJvm(s)) {
+    EXPECT_NE(std::find(kAdviceChecks.begin(), kAdviceChecks.end(), a.check), kAdviceChecks.end())
+        << a.check;
+  }
 }
 
 TEST(Findings, DirectMemoryHighIsDecidedOnTheDirectPool) {
