@@ -2,10 +2,18 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+
+#include "collectors/common/text.h"
 
 namespace memtrimd {
 
-void AppendJsonString(std::string& out, std::string_view s) {
+void AppendJsonString(std::string& out, std::string_view raw) {
+  // Strings from a target (names, paths, its output) are bytes, not always
+  // UTF-8; JSON text must be (RFC 8259): invalid bytes become U+FFFD, as in
+  // every writer (text::ToValidUtf8).
+  const std::string valid = text::ToValidUtf8(raw);
+  const std::string_view s = valid;
   out += '"';
   for (char c : s) {
     switch (c) {

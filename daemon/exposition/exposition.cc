@@ -12,6 +12,7 @@
 
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/common/file_reader.h"
+#include "collectors/common/text.h"
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/allocator_view.h"
@@ -46,7 +47,10 @@ class FamilyBuilder {
     MetricFamily& f = Family(def);
     ClientMetric m;
     for (std::size_t i = 0; i < def.labels.size() && i < label_values.size(); ++i) {
-      m.label.push_back({std::string(def.labels[i]), std::move(label_values[i])});
+      // Prometheus refuses a whole scrape over one label value that is not
+      // UTF-8 (a comm cut inside a character): invalid bytes become U+FFFD,
+      // as in every writer.
+      m.label.push_back({std::string(def.labels[i]), text::ToValidUtf8(label_values[i])});
     }
     switch (def.type) {
       case MetricType::Counter:

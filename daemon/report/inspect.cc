@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collectors/common/text.h"
 #include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/allocator_view.h"
@@ -33,7 +34,9 @@ class Table {
     out_ += '\n';
   }
   void Say(const std::string& text) { out_ += "  " + text + '\n'; }
-  std::string Take() { return std::move(out_); }
+  // Names from a target are bytes: invalid UTF-8 becomes U+FFFD, as in
+  // every writer (text::ToValidUtf8).
+  std::string Take() { return text::ToValidUtf8(out_); }
 
  private:
   std::string out_;
@@ -975,7 +978,7 @@ std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>*
       }
     }
   }
-  return out;
+  return text::ToValidUtf8(out);
 }
 
 std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>* trims) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "collectors/common/text.h"
 #include "daemon/base/units.h"
 
 namespace memtrimd {
@@ -46,10 +47,13 @@ std::string Swatch(std::string_view color) {
          HtmlEscape(color) + "\"/></svg>";
 }
 
-std::string HtmlEscape(std::string_view s) {
+std::string HtmlEscape(std::string_view raw) {
+  // Invalid UTF-8 becomes U+FFFD, as in every writer (text::ToValidUtf8):
+  // the page is served as UTF-8.
+  const std::string valid = text::ToValidUtf8(raw);
   std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
+  out.reserve(valid.size());
+  for (char c : valid) {
     switch (c) {
       case '<':
         out += "&lt;";

@@ -151,5 +151,59 @@ TEST(ForEachLineIn, KeepsEmptyLinesInside) {
 
 TEST(ForEachLineIn, EmptyTextGivesNoLines) { EXPECT_TRUE(Lines("").empty()); }
 
+constexpr const char* kFffd = "\xEF\xBF\xBD";
+
+TEST(ToValidUtf8, KeepsValidTextAsItIs) {
+  for (const char* ok : {"", "java", "a b\tc\n\"<&>", "\xC3\xA9t\xC3\xA9",  // été
+                         "\xE2\x82\xAC", "\xF0\x9F\x98\x80",                // euro, an emoji
+                         "\xED\x9F\xBF", "\xEF\xBF\xBF", "\xF4\x8F\xBF\xBF"}) {
+    SCOPED_TRACE(ok);
+    EXPECT_TRUE(IsValidUtf8(ok));
+    EXPECT_EQ(ToValidUtf8(ok), ok);
+  }
+  EXPECT_EQ(ToValidUtf8(std::string("a\0b", 3)), std::string("a\0b", 3));
+}
+
+// The kernel cuts comm at 15 bytes: "ééééééééé" (18 bytes) becomes seven
+// é and the first byte of the eighth.
+TEST(ToValidUtf8, ACommCutInsideACharacter) {
+  const std::string cut =
+      std::string("\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3");
+  ASSERT_EQ(cut.size(), 15u);
+  EXPECT_FALSE(IsValidUtf8(cut));
+  EXPECT_EQ(ToValidUtf8(cut), cut.substr(0, 14) + kFffd);
+  EXPECT_TRUE(IsValidUtf8(ToValidUtf8(cut)));
+}
+
+// Each byte outside a well-formed sequence is one U+FFFD.
+TEST(ToValidUtf8, EachInvalidByteBecomesOneReplacementCharacter) {
+  const std::string f = kFffd;
+  struct Case {
+    std::string in, out;
+  };
+  const Case cases[] = {
+      {"\xFF", f},
+      {"a\xFE"
+       "b",
+       "a" + f + "b"},
+      {"\x80\xBF", f + f},                  // continuation bytes alone
+      {"\xC0\xAF", f + f},                  // overlong '/'
+      {"\xC1\xBF", f + f},                  // overlong
+      {"\xE0\x80\xAF", f + f + f},          // overlong, 3 bytes
+      {"\xED\xA0\x80", f + f + f},          // a UTF-16 surrogate
+      {"\xF4\x90\x80\x80", f + f + f + f},  // above U+10FFFF
+      {"\xF5\x80", f + f},
+      {"\xE2\x82", f + f},  // cut 3-byte sequence
+      {"\xE2\x82x", f + f + "x"},
+      {"\xC3\xA9\xC3", "\xC3\xA9" + f},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.in);
+    EXPECT_FALSE(IsValidUtf8(c.in));
+    EXPECT_EQ(ToValidUtf8(c.in), c.out);
+    EXPECT_TRUE(IsValidUtf8(c.out));
+  }
+}
+
 }  // namespace
 }  // namespace memtrimd::text
