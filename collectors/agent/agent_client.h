@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,6 +92,11 @@ bool HasAgent(const Target& t);
 // it failed. Thread-safe.
 Result<std::string> AgentCommand(const Target& t, std::string_view command,
                                  const AgentOptions& o = {}, AgentFailure* failure = nullptr);
+
+// Something that runs one agent command: AgentCommand, or a recording of
+// its answers.
+using AgentCommander = std::function<Result<std::string>(
+    const Target& t, std::string_view command, const AgentOptions& o, AgentFailure* failure)>;
 
 // Parsers of the "key=value\n" bodies. Pure; unknown keys are ignored (newer
 // agents may add some); missing or repeated known keys, and a body that does

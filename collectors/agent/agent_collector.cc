@@ -11,10 +11,10 @@ namespace {
 // jvm_buffers through the agent: fills out.jvm_buffers, or says in
 // out.jvm_buffers_missing why not. False when the agent is unreachable
 // (nothing else will answer either).
-bool ReadJvmBuffers(const Target& target, const AgentOptions& options, TargetSample& out,
-                    Status& status) {
+bool ReadJvmBuffers(const AgentCommander& command, const Target& target,
+                    const AgentOptions& options, TargetSample& out, Status& status) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = AgentCommand(target, "jvm_buffers", options, &failure);
+  Result<std::string> body = command(target, "jvm_buffers", options, &failure);
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
@@ -41,10 +41,10 @@ bool ReadJvmBuffers(const Target& target, const AgentOptions& options, TargetSam
 
 // "allocator" through the agent: fills out.allocator, or says in
 // out.allocator_missing why not. False when the agent is unreachable.
-bool ReadAllocator(const Target& target, const AgentOptions& options, TargetSample& out,
-                   Status& status) {
+bool ReadAllocator(const AgentCommander& command, const Target& target, const AgentOptions& options,
+                   TargetSample& out, Status& status) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = AgentCommand(target, "allocator", options, &failure);
+  Result<std::string> body = command(target, "allocator", options, &failure);
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
@@ -81,12 +81,12 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
     return Status::Ok();
   }
   Status status = Status::Ok();
-  if (jvm && !ReadJvmBuffers(target, options_, out, status)) return status;
+  if (jvm && !ReadJvmBuffers(command_, target, options_, out, status)) return status;
   if (out.jvm_buffers && out.jvm_buffers->temp_cache_bytes) {
     out.jvm_buffers->temp_cache_previous_bytes = temp_cache_before_;
     temp_cache_before_ = out.jvm_buffers->temp_cache_bytes;
   }
-  if (!ReadAllocator(target, options_, out, status)) return status;
+  if (!ReadAllocator(command_, target, options_, out, status)) return status;
   // glibc's malloc_info only where glibc's malloc serves the program (the
   // agent's answer says for certain; without one, what maps showed).
   Allocator allocator = out.allocator ? out.allocator->allocator : target.allocator;
@@ -95,7 +95,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   // only source of its malloc statistics (on 21+ the jvm collector's fresher
   // answer takes precedence when both ran).
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> xml = AgentCommand(target, "malloc_info", options_, &failure);
+  Result<std::string> xml = command_(target, "malloc_info", options_, &failure);
   if (!xml.ok()) {
     if (failure == AgentFailure::kUnreachable) out.agent_unreachable = xml.status().message();
     return xml.status();

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "collectors/agent/agent_client.h"
 #include "collectors/common/collector.h"
@@ -17,12 +18,16 @@ namespace memtrimd::agent {
 
 class AgentMallocCollector : public Collector {
  public:
-  explicit AgentMallocCollector(AgentOptions options) : options_(options) {}
+  // `command` asks the agent; its socket, unless a recording is replayed
+  // (tests/readme).
+  explicit AgentMallocCollector(AgentOptions options, AgentCommander command = AgentCommand)
+      : options_(options), command_(std::move(command)) {}
   std::string_view Name() const override { return "agent"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
  private:
   AgentOptions options_;
+  AgentCommander command_;
   // The temporary buffer cache at the previous read: its growth is one of
   // the threats nio_cache_unbounded looks for.
   std::optional<uint64_t> temp_cache_before_;

@@ -70,9 +70,9 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   if (options_.confirm_with_heap_info && !g.heaps.empty()) {
     // pagemap: whether a merged candidate's header page exists, and its
     // heap's resident pages. Opened only when there is a merged candidate.
-    std::optional<Pagemap> pagemap;
+    std::unique_ptr<PageResidency> pagemap;
     if (any_merged) {
-      Result<Pagemap> pm = Pagemap::Open(target.proc_dir);
+      Result<std::unique_ptr<PageResidency>> pm = options_.open_pages(target.proc_dir);
       if (pm.ok()) {
         pagemap = std::move(pm).value();
       } else {
@@ -80,7 +80,7 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
       }
     }
     Status st = ConfirmArenaHeaps(procfs::ReadingTask(target), g.heaps, options_.heap_size,
-                                  pagemap ? &*pagemap : nullptr);
+                                  pagemap.get(), options_.read_heap_info);
     if (!st.ok()) g.headers_unread = st.message();
     if (pagemap) {
       for (ArenaHeap& h : g.heaps) {

@@ -131,7 +131,7 @@ Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address) {
 }
 
 Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size,
-                         const Pagemap* pagemap) {
+                         const PageResidency* pagemap, const HeapInfoReader& read) {
   std::vector<std::optional<HeapInfo>> headers(heaps.size());
   Status stopped;
   for (std::size_t i = 0; i < heaps.size(); ++i) {
@@ -144,7 +144,7 @@ Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap
       Result<bool> present = pagemap->Present(h.start);
       if (!present.ok() || !*present) continue;
     }
-    Result<HeapInfo> info = ReadHeapInfo(pid, h.start);
+    Result<HeapInfo> info = read(pid, h.start);
     if (!info.ok()) {
       if (info.status().code() == ErrorCode::kPermissionDenied) {
         stopped = info.status();
@@ -160,7 +160,7 @@ Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap
   bool again = false;
   for (std::size_t i = 0; i < heaps.size() && stopped.ok(); ++i) {
     if (checks[i] != HeapCheck::kRejected) continue;
-    Result<HeapInfo> info = ReadHeapInfo(pid, heaps[i].start);
+    Result<HeapInfo> info = read(pid, heaps[i].start);
     if (info.ok()) {
       headers[i] = *info;
       again = true;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -16,7 +17,7 @@
 
 namespace memtrimd::glibc {
 
-class Pagemap;
+class PageResidency;
 
 struct HeapInfo {
   uint64_t ar_ptr = 0;         // the arena this heap belongs to
@@ -56,6 +57,10 @@ std::vector<HeapCheck> ConfirmHeapChain(std::span<const ArenaHeap> heaps,
 // otherwise. Never blocks on the target.
 Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address);
 
+// Something that reads a heap header: ReadHeapInfo, or a recording of the
+// headers a process had (tests/readme replays one).
+using HeapInfoReader = std::function<Result<HeapInfo>(pid_t pid, uint64_t address)>;
+
 // Reads every candidate's header and sets each heap's `check`
 // (ConfirmHeapChain). A merged candidate's header is read only when
 // `pagemap` shows its page resident (never reading where glibc wrote
@@ -64,6 +69,7 @@ Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address);
 // once more before their heaps are rejected. Stops reading after the first
 // permission error (the rest would fail the same way) and returns it.
 Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size,
-                         const Pagemap* pagemap = nullptr);
+                         const PageResidency* pagemap = nullptr,
+                         const HeapInfoReader& read = ReadHeapInfo);
 
 }  // namespace memtrimd::glibc

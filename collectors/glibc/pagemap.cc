@@ -27,6 +27,12 @@ Result<Pagemap> Pagemap::Open(const std::string& proc_dir) {
   return Pagemap(fd, page > 0 ? static_cast<uint64_t>(page) : 4096);
 }
 
+Result<std::unique_ptr<PageResidency>> OpenPagemap(const std::string& proc_dir) {
+  Result<Pagemap> pm = Pagemap::Open(proc_dir);
+  if (!pm.ok()) return pm.status();
+  return std::unique_ptr<PageResidency>(new Pagemap(std::move(pm).value()));
+}
+
 Pagemap::Pagemap(Pagemap&& other) noexcept : fd_(other.fd_), page_size_(other.page_size_) {
   other.fd_ = -1;
 }

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -32,7 +34,22 @@ inline constexpr uint64_t kPagemapSwapped = 1ull << 62;
 // swapped-out page is in smaps' Swap, not its Rss).
 uint64_t CountPresent(std::span<const uint64_t> entries);
 
-class Pagemap {
+// Which pages of a process are resident: its pagemap, or a recording of
+// the answers (tests/readme replays one).
+class PageResidency {
+ public:
+  virtual ~PageResidency() = default;
+  // Whether the page holding `address` is resident.
+  virtual Result<bool> Present(uint64_t address) const = 0;
+  // Resident bytes in [start, start + length), in whole pages.
+  virtual Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const = 0;
+};
+
+// Opens the residency of the process at `proc_dir` (OpenPagemap).
+using PageResidencyOpener =
+    std::function<Result<std::unique_ptr<PageResidency>>(const std::string& proc_dir)>;
+
+class Pagemap : public PageResidency {
  public:
   // Opens <proc_dir>/pagemap.
   static Result<Pagemap> Open(const std::string& proc_dir);
@@ -42,11 +59,9 @@ class Pagemap {
   Pagemap& operator=(const Pagemap&) = delete;
   ~Pagemap();
 
-  // Whether the page holding `address` is resident.
-  Result<bool> Present(uint64_t address) const;
-  // Resident bytes in [start, start + length): whole pages, read in
-  // chunks of a fixed buffer (a 64 MiB heap is 128 KiB of pagemap).
-  Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const;
+  Result<bool> Present(uint64_t address) const override;
+  // Read in chunks of a fixed buffer (a 64 MiB heap is 128 KiB of pagemap).
+  Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const override;
 
  private:
   Pagemap(int fd, uint64_t page_size) : fd_(fd), page_size_(page_size) {}
@@ -54,5 +69,8 @@ class Pagemap {
   int fd_ = -1;
   uint64_t page_size_ = 4096;
 };
+
+// Pagemap::Open, as a PageResidency.
+Result<std::unique_ptr<PageResidency>> OpenPagemap(const std::string& proc_dir);
 
 }  // namespace memtrimd::glibc

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string_view>
 
 #include "collectors/common/status.h"
@@ -37,5 +38,10 @@ struct AttachOptions {
 // Thread-safe; one command per connection.
 Result<AttachResponse> ExecuteJcmd(const Target& target, std::string_view command,
                                    const AttachOptions& options = {});
+
+// Something that runs one diagnostic command in a JVM: ExecuteJcmd, or a
+// recording of its answers.
+using JcmdExecutor = std::function<Result<AttachResponse>(
+    const Target& target, std::string_view command, const AttachOptions& options)>;
 
 }  // namespace memtrimd::jvm

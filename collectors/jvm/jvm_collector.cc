@@ -18,9 +18,10 @@ namespace memtrimd::jvm {
 namespace {
 
 // Runs one command; records a failure in `errors` and returns nullopt.
-std::optional<std::string> Run(const Target& t, const char* command, const AttachOptions& o,
-                               std::vector<std::string>& errors, Status* attach_failure) {
-  Result<AttachResponse> r = ExecuteJcmd(t, command, o);
+std::optional<std::string> Run(const JcmdExecutor& execute, const Target& t, const char* command,
+                               const AttachOptions& o, std::vector<std::string>& errors,
+                               Status* attach_failure) {
+  Result<AttachResponse> r = execute(t, command, o);
   if (!r.ok()) {
     if (attach_failure != nullptr) *attach_failure = r.status();
     errors.push_back(std::string(command) + ": " + r.status().message());
@@ -48,12 +49,12 @@ Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
     s.start_ticks = t.start_ticks;
     Status attach;
     std::vector<std::string> errors;
-    if (auto v = Run(t, "VM.version", options_, errors, &attach)) {
+    if (auto v = Run(execute_, t, "VM.version", options_, errors, &attach)) {
       Result<JvmVersion> pv = ParseVmVersion(*v);
       if (pv.ok()) s.version = *pv;
     }
     if (!attach.ok()) return attach;  // not attachable: no point in the rest
-    if (auto f = Run(t, "VM.flags", options_, errors, nullptr)) {
+    if (auto f = Run(execute_, t, "VM.flags", options_, errors, nullptr)) {
       auto flags = ParseVmFlags(*f);
       if (flags.ok()) {
         for (const char* name : kSettingFlags) {
@@ -61,7 +62,7 @@ Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
         }
       }
     }
-    if (auto p = Run(t, "VM.system_properties", options_, errors, nullptr)) {
+    if (auto p = Run(execute_, t, "VM.system_properties", options_, errors, nullptr)) {
       auto props = ParseSystemProperties(*p);
       if (props.ok()) {
         for (const char* name : kSettingProperties) {
@@ -92,8 +93,8 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     return attach;
   }
   out.attachable = true;
-  if (auto nmt =
-          Run(t, "VM.native_memory summary scale=B", options_, out.command_errors, nullptr)) {
+  if (auto nmt = Run(execute_, t, "VM.native_memory summary scale=B", options_, out.command_errors,
+                     nullptr)) {
     Result<NmtSummary> parsed = ParseNmtSummary(*nmt);
     if (parsed.ok()) {
       out.nmt = std::move(parsed).value();
@@ -101,7 +102,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
       out.command_errors.push_back("VM.native_memory: " + parsed.status().message());
     }
   }
-  if (auto heap = Run(t, "GC.heap_info", options_, out.command_errors, nullptr)) {
+  if (auto heap = Run(execute_, t, "GC.heap_info", options_, out.command_errors, nullptr)) {
     Result<HeapInfo> parsed = ParseGcHeapInfo(*heap);
     if (parsed.ok()) out.gc_heap = *parsed;
   }
@@ -109,7 +110,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
   // On a preloaded jemalloc (or another allocator) it would describe glibc's
   // unused heap: not asked.
   if ((!out.version || out.version->feature >= 21) && GlibcMallocNotApplicable(t).empty()) {
-    Result<AttachResponse> r = ExecuteJcmd(t, "System.native_heap_info", options_);
+    Result<AttachResponse> r = execute_(t, "System.native_heap_info", options_);
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);
       if (mi.ok()) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <map>
 #include "collectors/common/collector.h"
@@ -44,7 +45,10 @@ inline constexpr const char* kSettingProperties[] = {"jdk.nio.maxCachedBufferSiz
 
 class JvmAttachCollector : public Collector {
  public:
-  explicit JvmAttachCollector(AttachOptions options) : options_(options) {}
+  // `execute` runs one diagnostic command; the attach socket's, unless a
+  // recording is replayed (tests/readme).
+  explicit JvmAttachCollector(AttachOptions options, JcmdExecutor execute = ExecuteJcmd)
+      : options_(options), execute_(std::move(execute)) {}
   std::string_view Name() const override { return "jvm"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
@@ -60,6 +64,7 @@ class JvmAttachCollector : public Collector {
   Status ReadStatic(const Target& target, JvmSample& out);
 
   AttachOptions options_;
+  JcmdExecutor execute_;
   StaticInfo static_;
 };
 

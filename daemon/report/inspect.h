@@ -2,6 +2,7 @@
 // can read during an incident, or as JSON.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "daemon/sampling/snapshot.h"
@@ -9,7 +10,10 @@
 
 namespace memtrimd {
 
+// `now` gives the target's age ("up 4s"): a rendering of a recorded sample
+// passes the moment it was recorded.
 std::string RenderInspectTable(const TargetSnapshot& ts);
+std::string RenderInspectTable(const TargetSnapshot& ts, std::chrono::system_clock::time_point now);
 std::string RenderInspectJson(const TargetSnapshot& ts);
 
 // GET /report: the same for every target of the latest snapshot (nullptr:
