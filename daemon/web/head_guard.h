@@ -9,7 +9,8 @@
 // connections as workers a probe waits in civetweb's queue until one lets
 // go (3 s for a head, 0.5 s for a keep-alive wait). More workers only move
 // the number an attacker needs; civetweb has no way to read heads before a
-// worker takes the connection.
+// worker takes the connection, nor to hand it one that was accepted and
+// read elsewhere.
 //
 // HeadGuard watches what each worker does. A worker is "waiting" from when
 // it takes a connection (or a TLS handshake starts) until a whole request is
@@ -23,6 +24,10 @@
 // whole request at once and are served as soon as a worker takes them.
 // A client that finishes its head within `min_age` of a worker taking its
 // connection is never let go; without pressure nothing changes at all.
+// What is left: the queue moves at up to workers / min_age connections a
+// second (192 with the default 48), so a probe that arrives behind more
+// than that many slow connections per second of its timeout still waits
+// too long (docs/benchmarks.md, section 14).
 #pragma once
 
 #include <pthread.h>
