@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 namespace memtrimd::jvm {
 namespace {
@@ -42,6 +43,18 @@ Status Bad(const std::string& what) {
 }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// The counters memtrimd reads (HeapFromPerfData, GcFromPerfData,
+// AttachSupportedFromPerfData, the collector's createVmBeginTime, and
+// createVmEndTime, which tells a JVM that finished starting). Every
+// other entry is skipped without a copy: a file holding 150k minimal
+// entries used to cost a map of all of them (15 MiB) on every read.
+bool Wanted(std::string_view name) {
+  return StartsWith(name, "sun.gc.generation.") || StartsWith(name, "sun.gc.collector.") ||
+         name == "sun.gc.cause" || name == "sun.gc.lastCause" || name == "sun.os.hrt.frequency" ||
+         name == "sun.rt.createVmBeginTime" || name == "sun.rt.createVmEndTime" ||
+         name == "sun.rt.jvmCapabilities";
+}
 
 // Skips leading decimal digits of `s`; false when there are none.
 bool SkipIndex(std::string_view& s) {
@@ -163,6 +176,9 @@ Result<PerfData> ParsePerfData(std::string_view bytes) {
     return Bad("entry_offset outside the buffer");
   }
   if (num_entries < 0) return Bad("negative num_entries");
+  if (num_entries > static_cast<int32_t>(kMaxPerfEntries)) {
+    return Bad("more than " + std::to_string(kMaxPerfEntries) + " entries");
+  }
   if (static_cast<std::size_t>(num_entries) >
       (limit - static_cast<std::size_t>(entry_offset)) / kEntryHeaderSize) {
     return Bad("num_entries larger than the buffer can hold");
@@ -198,16 +214,21 @@ Result<PerfData> ParsePerfData(std::string_view bytes) {
     const std::size_t data_at = static_cast<std::size_t>(data_offset);
     const std::size_t avail = len - data_at;
 
+    // Kept only when memtrimd reads it, its name is of a length HotSpot
+    // writes, and there is room (a name seen again replaces its value).
+    const bool keep = !name.empty() && name.size() <= kMaxPerfNameBytes && Wanted(name) &&
+                      (out.entries.size() < kMaxPerfKeptEntries || out.entries.count(name) != 0);
     if (data_type == 'J' && vector_length == 0) {
       if (avail < 8) return Bad("long value outside the entry");
-      if (!name.empty()) out.entries.insert_or_assign(std::string(name), I64(entry, data_at));
+      if (keep) out.entries.insert_or_assign(std::string(name), I64(entry, data_at));
     } else if (data_type == 'B' && vector_length > 0) {
       const std::size_t vlen = static_cast<std::size_t>(vector_length);
       if (vlen > avail) return Bad("byte array outside the entry");
       std::string_view value = entry.substr(data_at, vlen);
       std::size_t end = value.find('\0');
       if (end != std::string_view::npos) value = value.substr(0, end);
-      if (!name.empty()) out.entries.insert_or_assign(std::string(name), std::string(value));
+      value = value.substr(0, kMaxPerfStringBytes);
+      if (keep) out.entries.insert_or_assign(std::string(name), std::string(value));
     }
     // Other types (none in current JVMs) are skipped.
     off += len;

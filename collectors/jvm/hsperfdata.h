@@ -28,8 +28,23 @@ struct PerfData {
   std::optional<std::string> String(std::string_view name) const;
 };
 
-// Pure: parses the bytes of an hsperfdata file. Rejects a wrong magic, a
-// byte order other than little-endian, and offsets outside the buffer.
+// What a file may make ParsePerfData hold, whatever it contains. HotSpot
+// writes about 130 to 220 entries (JDK 17 and 25, every collector), of
+// which memtrimd reads at most 70, with names under 80 bytes and strings
+// (causes, collector names, sun.rt.jvmCapabilities) under 80 bytes; the
+// caps leave room twenty times over. At most 512 * (128 + 256 + the map's
+// ~100 bytes) = 250 KiB per parsed file, 10 KiB for a real one.
+constexpr std::size_t kMaxPerfEntries = 4096;     // more: refused at the prologue
+constexpr std::size_t kMaxPerfKeptEntries = 512;  // of the names memtrimd reads
+constexpr std::size_t kMaxPerfNameBytes = 128;    // a longer name is skipped
+constexpr std::size_t kMaxPerfStringBytes = 256;  // a longer string value is cut
+
+// Pure: parses the bytes of an hsperfdata file, keeping only the entries
+// memtrimd reads (sun.gc.generation.*, sun.gc.collector.*, sun.gc.cause,
+// sun.gc.lastCause, sun.os.hrt.frequency, sun.rt.createVmBeginTime,
+// sun.rt.createVmEndTime, sun.rt.jvmCapabilities) within the caps above.
+// Rejects a wrong magic, a byte order other than little-endian, offsets
+// outside the buffer and more than kMaxPerfEntries entries.
 Result<PerfData> ParsePerfData(std::string_view bytes);
 
 // Java heap committed/used/max from sun.gc.generation.* (nullopt when the

@@ -10,6 +10,7 @@
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/jvm/perf_data_cause.h"
+#include "collectors/jvm/perf_file.h"
 #include "collectors/jvm/perf_memory.h"
 #include "collectors/jvm/signal_facts.h"
 #include "collectors/sample.h"
@@ -141,22 +142,18 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   if (path_.empty()) {
     // /tmp/hsperfdata_<user>/<nspid> in the JVM's mount namespace; the user
     // name is the JVM's, which memtrimd cannot resolve reliably (another
-    // /etc/passwd), so look for the directory holding our file.
-    const std::string tmp = t.proc_dir + "/root/tmp";
-    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(tmp.c_str()), ::closedir);
-    if (!dir) return Status::FromErrno(errno, "hsperfdata: opendir " + tmp);
-    const std::string file = "/" + std::to_string(t.nspid);
-    while (struct dirent* e = ::readdir(dir.get())) {
-      if (std::string_view(e->d_name).rfind("hsperfdata_", 0) != 0) continue;
-      std::string candidate = tmp + "/" + e->d_name + file;
-      struct stat st;
-      if (::lstat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == t.uid) {
-        path_ = candidate;
-        break;
-      }
+    // /etc/passwd), so look for the directory of the JVM's uid holding our
+    // file (without following symlinks; ReadTargetPerfFile checks again on
+    // every read).
+    Result<std::string> dir = FindPerfFileDir(t);
+    if (dir.ok()) {
+      in_root_ = "/tmp/" + *dir + "/" + std::to_string(t.nspid);
+      path_ = t.proc_dir + "/root" + in_root_;
+    } else if (dir.status().code() != ErrorCode::kNotFound) {
+      return dir.status();
     }
   }
-  Result<PerfData> data = path_.empty() ? ReadWithoutFile(t, sample) : ReadFile(sample);
+  Result<PerfData> data = path_.empty() ? ReadWithoutFile(t, sample) : ReadFile(t, sample);
   if (!data.ok()) return data.status();
   std::optional<PerfHeap> heap = HeapFromPerfData(*data);
   if (!heap) return Status(ErrorCode::kParseError, "hsperfdata: no sun.gc.generation counters");
@@ -193,17 +190,20 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
   return Status::Ok();
 }
 
-Result<PerfData> JvmPerfCollector::ReadFile(TargetSample& sample) {
-  Result<std::string> bytes = ReadSmallFile(path_, 4u << 20);
-  if (!bytes.ok()) {
+Result<PerfData> JvmPerfCollector::ReadFile(const Target& t, TargetSample& sample) {
+  Result<PerfData> data = ReadTargetPerfFile(t, in_root_);
+  if (!data.ok()) {
     // The file is the JVM user's, mode 0600: another user needs
     // CAP_DAC_OVERRIDE (found by name above, which needs no permission).
-    Status st = ExplainDenied(bytes.status(), "hsperfdata: open " + path_, path_);
+    // Any failure, a refused owner or a symlink on the way included, makes
+    // the next sample look for the file again.
+    Status st = ExplainDenied(data.status(), "hsperfdata: open " + path_, path_);
     path_.clear();
+    in_root_.clear();
     sample.jvm_perf_missing = st.message();
     return st;
   }
-  return ParsePerfData(*bytes);
+  return data;
 }
 
 // No file: say why from the JVM's options and its /etc/passwd, once per

@@ -75,12 +75,13 @@ class JvmPerfCollector : public Collector {
 
  private:
   void UpdateGcRates(JvmPerf& perf);
-  Result<PerfData> ReadFile(TargetSample& sample);
+  Result<PerfData> ReadFile(const Target& target, TargetSample& sample);
   Result<PerfData> ReadWithoutFile(const Target& target, TargetSample& sample);
 
   pid_t pid_ = 0;
   uint64_t start_ticks_ = 0;
-  std::string path_;  // found once per target
+  std::string path_;     // found once per target: <proc_dir>/root<in_root_>
+  std::string in_root_;  // "/tmp/hsperfdata_<user>/<nspid>", opened anew each read
   // Why this target has no perf data file, decided once per target.
   std::string missing_cause_;
   // Without the file: where the JVM keeps the counters in its memory, or

@@ -11,6 +11,7 @@
 
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
+#include "collectors/jvm/perf_file.h"
 #include "collectors/jvm/perf_memory.h"
 #include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/proc_status.h"
@@ -18,7 +19,6 @@
 namespace memtrimd::jvm {
 namespace {
 
-constexpr std::size_t kMaxPerfBytes = 4u << 20;
 constexpr std::size_t kMaxOptionFileBytes = 1u << 20;
 // An app image's /etc/passwd is a few KiB; a directory's user list held in
 // one file could be larger, and then the answer is "unknown".
@@ -100,21 +100,10 @@ Result<PerfData> ReadOwnPerfData(const Target& t) {
   });
   if (!maps.ok()) return maps;
   if (!mapping) return Status(ErrorCode::kNotFound, "hsperfdata: the JVM maps no perf data file");
-  const std::string path = t.proc_dir + "/root" + mapping->path;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (fd.get() < 0) return Status::FromErrno(errno, "hsperfdata: open " + path);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "hsperfdata: stat " + path);
-  if (!S_ISREG(st.st_mode) || st.st_ino != mapping->inode ||
-      major(st.st_dev) != mapping->dev_major || minor(st.st_dev) != mapping->dev_minor) {
-    return Status(ErrorCode::kNotFound, "hsperfdata: " + path + " is not the file the JVM maps");
-  }
-  if (st.st_uid != t.uid) {
-    return Status(ErrorCode::kPermissionDenied, "hsperfdata: " + path + " is not owned by the JVM");
-  }
-  Result<std::string> bytes = ReadFd(fd.get(), path, kMaxPerfBytes);
-  if (!bytes.ok()) return bytes.status();
-  return ParsePerfData(*bytes);
+  // Opened in the JVM's root without following a symlink, owned by its
+  // uid, and the very file it maps (ReadTargetPerfFile).
+  PerfFileIdentity identity{mapping->dev_major, mapping->dev_minor, mapping->inode};
+  return ReadTargetPerfFile(t, mapping->path, &identity);
 }
 
 SignalFacts ReadSignalFacts(const Target& t) {

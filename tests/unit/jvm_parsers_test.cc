@@ -767,19 +767,17 @@ TEST(PerfDataTest, RecordedFilesParse) {
       EXPECT_EQ(p->major, 2);
       EXPECT_EQ(p->minor, 0);
       EXPECT_TRUE(p->accessible);
-      EXPECT_GT(p->entries.size(), 100u);
+      // Only the counters memtrimd reads are kept (20 to 67 of 133 to 214).
+      EXPECT_GE(p->entries.size(), 20u);
+      EXPECT_LE(p->entries.size(), 70u);
       auto begin = p->Long("sun.rt.createVmBeginTime");
       ASSERT_TRUE(begin.has_value());
       EXPECT_GT(*begin, 1'500'000'000'000);  // ms since the epoch
-      auto cmd = p->entries.find(std::string_view("sun.rt.javaCommand"));
-      ASSERT_NE(cmd, p->entries.end());
-      std::string expected_cmd =
-          std::string("Idle --ready-file ") + (std::string(gc) == "g1" ? "main" : gc) + ".ready";
-      EXPECT_EQ(std::get<std::string>(cmd->second), expected_cmd);
-      auto version = p->entries.find(std::string_view("java.property.java.version"));
-      ASSERT_NE(version, p->entries.end());
-      EXPECT_EQ(std::get<std::string>(version->second).substr(0, 2), jdk);
-      EXPECT_FALSE(p->Long("sun.rt.javaCommand").has_value());  // a string, not a long
+      EXPECT_EQ(p->String("sun.rt.jvmCapabilities").value_or("").size(), 64u);
+      EXPECT_TRUE(p->String("sun.gc.lastCause").has_value());
+      EXPECT_FALSE(p->Long("sun.gc.lastCause").has_value());  // a string, not a long
+      EXPECT_EQ(p->entries.count("sun.rt.javaCommand"), 0u);  // in the file, not read
+      EXPECT_EQ(p->entries.count("java.property.java.version"), 0u);
       EXPECT_FALSE(p->Long("no.such.counter").has_value());
     }
   }
@@ -887,11 +885,11 @@ void Put32(std::string& b, std::size_t at, int32_t v) {
 }
 
 TEST(PerfDataTest, SyntheticImage) {
+  // Checked whole, kept only by name: memtrimd reads neither of these two
+  // (perf_data_bounds_test reads values of the names it keeps).
   auto p = ParsePerfData(MakePerf());
   ASSERT_TRUE(p.ok()) << p.status().message();
-  EXPECT_EQ(p->Long("a.long"), 0x0102030405060708);
-  ASSERT_EQ(p->entries.count("b.str"), 1u);
-  EXPECT_EQ(std::get<std::string>(p->entries.at("b.str")), "hi");
+  EXPECT_TRUE(p->entries.empty());
 }
 
 TEST(PerfDataTest, RobustAgainstBadInput) {
@@ -1014,12 +1012,13 @@ TEST(PerfDataTest, AttachVerdictOfRecordedJvms) {
     auto on = ParsePerfData(ReadFixture(std::string(jdk) + "/hsperfdata_g1.bin"));
     ASSERT_TRUE(on.ok()) << on.status().message();
     EXPECT_EQ(AttachSupportedFromPerfData(*on), true);
-    auto off = ParsePerfData(
-        ReadFixture("options/hsperfdata_attach_disabled_" + std::string(jdk) + ".bin"));
+    const std::string off_bytes =
+        ReadFixture("options/hsperfdata_attach_disabled_" + std::string(jdk) + ".bin");
+    auto off = ParsePerfData(off_bytes);
     ASSERT_TRUE(off.ok()) << off.status().message();
     EXPECT_EQ(AttachSupportedFromPerfData(*off), false);
-    EXPECT_NE(off->String("java.rt.vmArgs")->find("-XX:+DisableAttachMechanism"),
-              std::string::npos);
+    // java.rt.vmArgs, which memtrimd does not keep, shows how it was set.
+    EXPECT_NE(off_bytes.find("-XX:+DisableAttachMechanism"), std::string::npos);
   }
   PerfData none;
   EXPECT_FALSE(AttachSupportedFromPerfData(none).has_value());

@@ -111,7 +111,7 @@ TEST(PerfMemory, RecordedCountersReadBackAsTheFileParses) {
     Result<PerfData> parsed = ParsePerfData(file);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(read->entries, parsed->entries) << jdk;
-    EXPECT_GT(read->entries.size(), 100u);
+    EXPECT_GT(read->entries.size(), 60u);  // the counters memtrimd reads (ParsePerfData)
   }
 }
 
