@@ -87,21 +87,28 @@ std::optional<JsonValue> Inspect(pid_t pid) {
 
 class MergedHeapsJvmTest : public ::testing::TestWithParam<Jdk> {
  protected:
+  // ZlibHolder on this JDK, holding 3000 Deflaters and Inflaters once told
+  // to (ready + ".go"); started and idle when this returns (ready + ".base").
+  Process StartZlibHolder(const std::string& ready, SpawnOptions o) {
+    o.stderr_path = dir_ / "zlib.err";
+    Process jvm({GetParam().home + "/bin/java", "-XX:NativeMemoryTracking=summary", "-Xms64m",
+                 "-Xmx64m", "-XX:+AlwaysPreTouch", "-cp", JAVA_WORKLOADS_CLASSPATH, "ZlibHolder",
+                 "--count", "3000", "--threads", "1", "--ready-file", ready},
+                o);
+    EXPECT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 90s) &&
+                jvm.running())
+        << ReadFile(dir_ / "zlib.err");
+    return jvm;
+  }
   TempDir dir_;
 };
 
 TEST_P(MergedHeapsJvmTest, ZlibMemoryInMergedHeapsIsCountedAndOutsideNmt) {
   const std::string ready = dir_ / "zlib.ready";
   SpawnOptions o;
-  o.stderr_path = dir_ / "zlib.err";
   if (GetParam().top_pad) o.env = {"MALLOC_TOP_PAD_=67108864"};
-  Process jvm({GetParam().home + "/bin/java", "-XX:NativeMemoryTracking=summary", "-Xms64m",
-               "-Xmx64m", "-XX:+AlwaysPreTouch", "-cp", JAVA_WORKLOADS_CLASSPATH, "ZlibHolder",
-               "--count", "3000", "--threads", "1", "--ready-file", ready},
-              o);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 90s) &&
-              jvm.running())
-      << ReadFile(dir_ / "zlib.err");
+  Process jvm = StartZlibHolder(ready, o);
+  ASSERT_TRUE(jvm.running());
 
   // Before: the JVM started and idle.
   std::optional<JsonValue> before = Inspect(jvm.pid());
@@ -174,17 +181,11 @@ TEST_P(MergedHeapsJvmTest, WithoutPtraceAccessOnlyHeapsOfTheirOwnMappingAreCount
   fs::permissions(dir_.path(), fs::perms::all);
   const std::string ready = dir_ / "zlib.ready";
   SpawnOptions o;
-  o.stderr_path = dir_ / "zlib.err";
   o.env = {"MALLOC_TOP_PAD_=67108864"};
   o.uid = kUid;
   o.gid = kUid;
-  Process jvm({GetParam().home + "/bin/java", "-XX:NativeMemoryTracking=summary", "-Xms64m",
-               "-Xmx64m", "-XX:+AlwaysPreTouch", "-cp", JAVA_WORKLOADS_CLASSPATH, "ZlibHolder",
-               "--count", "3000", "--threads", "1", "--ready-file", ready},
-              o);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 90s) &&
-              jvm.running())
-      << ReadFile(dir_ / "zlib.err");
+  Process jvm = StartZlibHolder(ready, o);
+  ASSERT_TRUE(jvm.running());
   WriteFile(ready + ".go", "");
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.running(); }, 120s) && jvm.running())
       << ReadFile(dir_ / "zlib.err");

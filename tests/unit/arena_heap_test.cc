@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 #include "tests/unit/fixtures.h"
+#include "tests/unit/mappings.h"
 
 #include <array>
 #include <cstdint>
@@ -46,20 +47,7 @@ std::map<std::string, uint64_t> ReadExpected(const std::string& dir) {
   return test::ReadProcExpected(dir);
 }
 
-// An anonymous private mapping; perms as in smaps ("rw-p", "---p", ...).
-Mapping Anon(uint64_t start, uint64_t end, const char* perms, uint64_t rss = 0) {
-  Mapping m;
-  m.start = start;
-  m.end = end;
-  std::string p = perms;
-  m.perms =
-      static_cast<uint8_t>((p[0] == 'r' ? procfs::kRead : 0) | (p[1] == 'w' ? procfs::kWrite : 0) |
-                           (p[2] == 'x' ? procfs::kExec : 0) | (p[3] == 's' ? procfs::kShared : 0));
-  m.kind = MappingKind::kAnonymous;
-  m.rss = rss;
-  m.anonymous = rss;
-  return m;
-}
+using test::Anon;
 
 Mapping File(uint64_t start, uint64_t end, const char* perms, uint64_t inode = 1234) {
   Mapping m = Anon(start, end, perms);

@@ -23,6 +23,7 @@
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/procfs/smaps.h"
 #include "tests/unit/fixtures.h"
+#include "tests/unit/mappings.h"
 
 namespace memtrimd::glibc {
 namespace {
@@ -34,19 +35,7 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kHeap = kDefaultHeapSize;
 constexpr uint64_t kBase = 0x7f0000000000ull;
 
-Mapping Anon(uint64_t start, uint64_t end, const char* perms, uint64_t rss = 0) {
-  Mapping m;
-  m.start = start;
-  m.end = end;
-  std::string p = perms;
-  m.perms =
-      static_cast<uint8_t>((p[0] == 'r' ? procfs::kRead : 0) | (p[1] == 'w' ? procfs::kWrite : 0) |
-                           (p[2] == 'x' ? procfs::kExec : 0) | (p[3] == 's' ? procfs::kShared : 0));
-  m.kind = MappingKind::kAnonymous;
-  m.rss = rss;
-  m.anonymous = rss;
-  return m;
-}
+using test::Anon;
 
 // A header as glibc writes it.
 HeapInfo Header(uint64_t ar_ptr, uint64_t prev, uint64_t size = kMiB, uint64_t mprotect = kMiB) {
