@@ -21,9 +21,15 @@ namespace memtrimd::jvm {
 
 class AttachTrigger {
  public:
-  // Creates the file (O_CREAT|O_EXCL|O_NOFOLLOW, 0600). A regular file that
-  // is already there (another client attaching) is used but not owned: it
-  // is left for its creator to remove. Errors: the last directory's failure.
+  // Follows HotSpot's rules (AttachListener::is_init_trigger): the working
+  // directory first, then /tmp resolved inside the target's root; the first
+  // place holding a file decides. A regular file already there (another
+  // client attaching) is used but not owned, and only when HotSpot would
+  // honour it (owned by the JVM's uid, or root in the JVM's user namespace);
+  // any other file there is an error: a SIGQUIT would print a thread dump.
+  // Creates the file (O_CREAT|O_EXCL|O_NOFOLLOW, 0600) only in a directory
+  // the target's uid may write, given to the JVM's uid when memtrimd's would
+  // not be honoured. Errors: that refusal, else the last directory's failure.
   static Result<AttachTrigger> Create(const Target& target);
 
   AttachTrigger(AttachTrigger&& o) noexcept

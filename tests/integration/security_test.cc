@@ -301,17 +301,20 @@ TEST_F(SecurityTest, TriggerSymlinkInTheJvmsWorkingDirectoryIsNotFollowed) {
   ScopedUnlink cleanup{tmp_trigger};
   ASSERT_FALSE(fs::exists(tmp_trigger));
 
-  // memtrimd will not open the symlink; it makes its trigger file in the
-  // JVM's /tmp instead, so the attach still works.
+  // memtrimd will not open the symlink. HotSpot would follow it, and stop
+  // there: what it finds decides whether a SIGQUIT starts the listener or
+  // prints a thread dump, so memtrimd does not signal, and makes no trigger
+  // file of its own in the JVM's /tmp, where HotSpot would not look.
   RunResult r = Jcmd(jvm.pid(), {"VM.version"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("JDK 17"), std::string::npos) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(name + " exists and is not a regular file"), std::string::npos) << r.err;
   ExpectUntouched(before, victim);
   std::error_code ec;
   EXPECT_EQ(fs::read_symlink(link, ec), fs::path(victim))
       << "the planted link is not memtrimd's to remove: " << ec.message();
-  EXPECT_FALSE(fs::exists(fs::symlink_status(tmp_trigger))) << "its own trigger is removed";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tmp_trigger)));
   EXPECT_TRUE(jvm.running());
+  EXPECT_FALSE(ThreadDumped(jvm_stdout_));
 }
 
 TEST_F(SecurityTest, DanglingTriggerSymlinksAreNotFollowedAndNothingIsSignalled) {
@@ -689,6 +692,146 @@ TEST_F(SecurityTest, MemtrimdStartsNoProcesses) {
       << ReadFile(trace);
   ExpectNoProcessStarted(trace, {"memtrimd", "memtrimd-daemon"}, jvm.pid());
   EXPECT_EQ(ReadTrace(trace).front().pid, daemon);
+}
+
+// A trigger file planted by another user where the JVM looks first. HotSpot
+// honours .attach_pid<pid> only when its owner is the JVM's effective uid or
+// root (AttachListener::is_init_trigger), and a SIGQUIT without one it
+// honours prints a thread dump: memtrimd must not take such a file as its
+// own, and must say why it did not signal.
+TEST_F(SecurityTest, TriggerPlantedByAnotherUserIsNotUsedAndNothingIsSignalled) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root to act as uid " << kNobody;
+  if (!Java17Present()) GTEST_SKIP() << "no JDK 17";
+  const std::string cwd = dir_ / "cwd";
+  fs::create_directory(cwd);
+  fs::permissions(cwd, fs::perms::all | fs::perms::sticky_bit);  // as /tmp is
+  SpawnOptions o;
+  o.cwd = cwd;
+  Process jvm = StartFreshJvm(o);  // the test's uid: root
+  ASSERT_TRUE(jvm.running());
+  const std::string name = ".attach_pid" + Str(NsPid(jvm.pid()));
+  const std::string planted = cwd + "/" + name;
+  SpawnOptions as_nobody;
+  as_nobody.uid = kNobody;
+  as_nobody.gid = kNobody;
+  RunResult touch = RunCommand({"touch", planted}, as_nobody);
+  ASSERT_EQ(touch.exit_code, 0) << touch.err;
+  struct stat st;
+  ASSERT_EQ(::stat(planted.c_str(), &st), 0);
+  ASSERT_EQ(st.st_uid, kNobody);
+
+  RunResult r = Jcmd(jvm.pid(), {"VM.version"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  ExpectOneLineError(r);
+  EXPECT_NE(r.err.find("not signalling"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(name + " exists, owned by uid 65534"), std::string::npos) << r.err;
+  EXPECT_TRUE(jvm.running());
+  EXPECT_FALSE(ThreadDumped(jvm_stdout_));
+  EXPECT_FALSE(fs::exists(AttachSocket(jvm.pid())));
+  EXPECT_TRUE(fs::exists(planted)) << "not memtrimd's file to remove";
+}
+
+// The same place holding a file of the JVM's own user: HotSpot honours it,
+// so memtrimd uses it (and leaves it to its owner).
+TEST_F(SecurityTest, TriggerOfTheJvmsOwnUserIsUsed) {
+  if (!Java17Present()) GTEST_SKIP() << "no JDK 17";
+  const std::string cwd = dir_ / "cwd";
+  fs::create_directory(cwd);
+  SpawnOptions o;
+  o.cwd = cwd;
+  Process jvm = StartFreshJvm(o);
+  ASSERT_TRUE(jvm.running());
+  const std::string planted = cwd + "/.attach_pid" + Str(NsPid(jvm.pid()));
+  WriteFile(planted, "");
+  RunResult r = Jcmd(jvm.pid(), {"VM.version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("JDK 17"), std::string::npos) << r.out;
+  EXPECT_FALSE(ThreadDumped(jvm_stdout_));
+  EXPECT_TRUE(fs::exists(planted));
+  fs::remove(planted);
+}
+
+// A fake JVM (a libjvm.so mapped, SIGQUIT caught, no attach socket) that
+// logs, on SIGQUIT, where HotSpot would find its trigger file.
+class FakeJvmWithoutListener {
+ public:
+  // `extra`: attach_server flags (--chroot, --cwd, --uid); `o`: how it runs.
+  FakeJvmWithoutListener(const TempDir& dir, std::vector<std::string> extra, SpawnOptions o) {
+    static int n = 0;
+    const std::string sub = dir / ("fake-jvm-nolistener." + Str(++n));
+    fs::create_directory(sub);
+    fs::permissions(sub, fs::perms::all);  // its uid writes libjvm.so and the ready file
+    log_ = sub + "/out";
+    o.stdout_path = log_;
+    std::vector<std::string> args = {"--fake-libjvm", sub, "--sigquit-log"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    process_ = StartAttachServer(args, sub, o);
+  }
+  Process& process() { return process_; }
+  std::string log() const { return ReadFile(log_); }
+
+ private:
+  Process process_;
+  std::string log_;
+};
+
+// A trigger file only where the target's uid could have made it: a fake JVM
+// of uid 65534 whose working directory is /etc gets it in its /tmp (sticky,
+// writable by all), never in /etc, which only root may write.
+TEST_F(SecurityTest, TriggerIsNotMadeInAWorkingDirectoryTheTargetCannotWrite) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root to act as uid " << kNobody;
+  SpawnOptions o;
+  o.uid = kNobody;
+  o.gid = kNobody;
+  o.cwd = "/etc";
+  FakeJvmWithoutListener fake(dir_, {}, o);
+  ASSERT_TRUE(fake.process().running());
+  const std::string name = ".attach_pid" + Str(fake.process().pid());
+  ASSERT_FALSE(fs::exists("/etc/" + name));
+  ScopedUnlink cleanup{"/etc/" + name};
+
+  RunResult r = Jcmd(fake.process().pid(), {"VM.version"});
+  // One SIGQUIT, the trigger where HotSpot looks next and honours it; the
+  // fake never listens, so the jcmd fails after its 3 s.
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(fake.log().find("sigquit trigger=/tmp/" + name + " uid=0 honoured=1"),
+            std::string::npos)
+      << fake.log() << r.err;
+  EXPECT_EQ(fake.log().find("trigger=" + name), std::string::npos) << fake.log();
+  EXPECT_FALSE(fs::exists("/etc/" + name));
+  EXPECT_FALSE(fs::exists("/tmp/" + name)) << "removed afterwards";
+}
+
+// A chrooted fake JVM whose /tmp is a symlink to /root: the trigger goes
+// where the JVM itself resolves /tmp (its own /root, inside its root), never
+// to memtrimd's /root. Its working directory is gone (removed after it
+// started there), so the trigger cannot go there.
+TEST_F(SecurityTest, TriggerDirectoryIsResolvedInsideTheTargetsRoot) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root to act as uid " << kNobody;
+  if (fs::exists("/root/.attach_pid1")) GTEST_SKIP() << "/root/.attach_pid1 exists already";
+  const std::string root = dir_ / "chroot";
+  fs::create_directories(root + "/work");
+  fs::create_directory(root + "/root");
+  ASSERT_EQ(::chown((root + "/root").c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(::chmod((root + "/root").c_str(), 0700), 0);
+  fs::create_directory_symlink("/root", root + "/tmp");  // absolute: resolves in its root
+  FakeJvmWithoutListener fake(
+      dir_, {"--chroot", root, "--cwd", "/work", "--uid", Str(static_cast<pid_t>(kNobody))}, {});
+  ASSERT_TRUE(fake.process().running());
+  fs::remove(root + "/work");
+  const pid_t pid = fake.process().pid();
+  ASSERT_EQ(fs::read_symlink("/proc/" + Str(pid) + "/root"), fs::path(root));
+  const std::string name = ".attach_pid" + Str(pid);
+  ASSERT_FALSE(fs::exists("/root/" + name));
+  ScopedUnlink cleanup{"/root/" + name};
+
+  RunResult r = Jcmd(pid, {"VM.version"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(fake.log().find("sigquit trigger=/tmp/" + name + " uid=0 honoured=1"),
+            std::string::npos)
+      << fake.log() << r.err;
+  EXPECT_FALSE(fs::exists("/root/" + name));
+  EXPECT_FALSE(fs::exists(root + "/root/" + name)) << "removed afterwards";
 }
 
 }  // namespace

@@ -17,6 +17,24 @@
  *     file named libjvm.so, which is how memtrimd tells a HotSpot JVM), with
  *     an answer larger than memtrimd's cap.
  *
+ * As a fake JVM for what memtrimd does before it signals one:
+ *
+ *   - --sigquit-log catches SIGQUIT (so the process looks like a JVM that
+ *     does) and on each one looks for its trigger file the way HotSpot does
+ *     (AttachListener::is_init_trigger: stat .attach_pid<pid> in its working
+ *     directory, else in /tmp; honoured only when owned by its effective uid
+ *     or root) and logs "sigquit trigger=<path|none> uid=<owner>
+ *     honoured=<0|1>": a SIGQUIT without an honoured trigger is what prints
+ *     a real JVM's thread dump;
+ *   - --stop-file PATH: once PATH exists it stops serving and removes its
+ *     socket (logs "stopped serving"), as a JVM that lets its listener go;
+ *   - --chroot DIR, --cwd DIR and --uid N: after mapping its libjvm.so, it
+ *     chroots into DIR (working directory its new root), changes to --cwd
+ *     (inside it) and becomes uid and gid N;
+ *   - arguments starting with '@' are ignored: they stand in its command line
+ *     for a java launcher's @argfiles;
+ *   - without --path it serves nothing.
+ *
  * The optional ready file is written once it listens; it runs until killed.
  * While the optional --pause-file exists it accepts nothing (it logs "paused"
  * once, after the answer it was sending): a test measures its client between
@@ -27,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,6 +56,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WORKLOAD_NAME "attach_server"
@@ -46,6 +66,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: attach_server --path PATH [--mode OCTAL] [--answer-bytes N] [--fake-libjvm DIR]\n"
           "                     [--ready-file PATH] [--pause-file PATH] [--tag STRING]\n"
+          "                     [--sigquit-log] [--stop-file PATH] [--chroot DIR] [--uid N] "
+          "[--cwd DIR] [@ARGFILE...]\n"
           "  --path PATH         socket to bind (\"%%p\" is replaced by this process's pid)\n"
           "  --mode OCTAL        file mode of the socket (default 600)\n"
           "  --answer-bytes N    body bytes after the \"0\\n\" status line; -1: endless "
@@ -53,7 +75,13 @@ static void usage(FILE *out) {
           "  --fake-libjvm DIR   create DIR/libjvm.so and map it, so the process looks like a JVM\n"
           "  --ready-file PATH   write \"<pid>\\n\" to PATH (atomically) once listening\n"
           "  --pause-file PATH   accept no connection while PATH exists\n"
-          "  --tag STRING        ignored; lets tests find this process by its command line\n");
+          "  --tag STRING        ignored; lets tests find this process by its command line\n"
+          "  --sigquit-log       catch SIGQUIT; log the trigger file HotSpot would look at\n"
+          "  --stop-file PATH    once PATH exists, stop serving and remove the socket\n"
+          "  --chroot DIR        chroot into DIR (after mapping libjvm.so)\n"
+          "  --cwd DIR           then change to DIR\n"
+          "  --uid N             then run as uid and gid N\n"
+          "  @ARGFILE            ignored (a java launcher's argfile, for option readers)\n");
 }
 
 /* PATH with every "%p" replaced by the pid. */
@@ -168,8 +196,88 @@ static long long answer(int fd, long long body_bytes) {
   return sent;
 }
 
+/* Decimal of v into buf (no NUL); returns the length. Async-signal-safe. */
+static size_t format_ulong(unsigned long v, char *buf) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; ++i) buf[i] = tmp[n - 1 - i];
+  return n;
+}
+
+static void append(char *line, size_t *len, const char *text) {
+  size_t n = strlen(text);
+  memcpy(line + *len, text, n);
+  *len += n;
+}
+
+/* HotSpot's check of its trigger file, in a signal handler: only stat,
+ * getpid, geteuid and write. */
+static void on_sigquit(int sig) {
+  (void)sig;
+  int saved = errno;
+  char pid[24];
+  size_t pid_len = format_ulong((unsigned long)getpid(), pid);
+  char cwd_name[64] = ".attach_pid";
+  memcpy(cwd_name + strlen(cwd_name), pid, pid_len);
+  cwd_name[11 + pid_len] = '\0';
+  char tmp_name[80] = "/tmp/";
+  memcpy(tmp_name + 5, cwd_name, 12 + pid_len);
+  struct stat st;
+  const char *found = NULL;
+  if (stat(cwd_name, &st) == 0) {
+    found = cwd_name;
+  } else if (stat(tmp_name, &st) == 0) {
+    found = tmp_name;
+  }
+  char line[256];
+  size_t len = 0;
+  append(line, &len, "sigquit trigger=");
+  if (found == NULL) {
+    append(line, &len, "none\n");
+  } else {
+    append(line, &len, found);
+    append(line, &len, " uid=");
+    len += format_ulong((unsigned long)st.st_uid, line + len);
+    append(line, &len,
+           st.st_uid == geteuid() || st.st_uid == 0 ? " honoured=1\n" : " honoured=0\n");
+  }
+  ssize_t w = write(STDOUT_FILENO, line, len);
+  (void)w;
+  errno = saved;
+}
+
+/* The ready file through a directory opened before a chroot. */
+static int write_ready_at(int dir_fd, const char *name) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", name) >= (int)sizeof tmp) return -1;
+  int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  char line[32];
+  int len = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  int ok = write(fd, line, (size_t)len) == len;
+  close(fd);
+  return ok && renameat(dir_fd, tmp, dir_fd, name) == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
-  enum { OPT_PATH = 1000, OPT_MODE, OPT_ANSWER, OPT_LIBJVM, OPT_READY, OPT_PAUSE, OPT_TAG };
+  enum {
+    OPT_PATH = 1000,
+    OPT_MODE,
+    OPT_ANSWER,
+    OPT_LIBJVM,
+    OPT_READY,
+    OPT_PAUSE,
+    OPT_TAG,
+    OPT_SIGQUIT,
+    OPT_SERVE,
+    OPT_CHROOT,
+    OPT_UID,
+    OPT_CWD
+  };
   static const struct option long_options[] = {
       {"path", required_argument, NULL, OPT_PATH},
       {"mode", required_argument, NULL, OPT_MODE},
@@ -178,6 +286,11 @@ int main(int argc, char **argv) {
       {"ready-file", required_argument, NULL, OPT_READY},
       {"pause-file", required_argument, NULL, OPT_PAUSE},
       {"tag", required_argument, NULL, OPT_TAG},
+      {"sigquit-log", no_argument, NULL, OPT_SIGQUIT},
+      {"stop-file", required_argument, NULL, OPT_SERVE},
+      {"chroot", required_argument, NULL, OPT_CHROOT},
+      {"uid", required_argument, NULL, OPT_UID},
+      {"cwd", required_argument, NULL, OPT_CWD},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -187,6 +300,11 @@ int main(int argc, char **argv) {
   const char *pause_file = NULL;
   long mode = 0600;
   long long answer_bytes = 0;
+  int sigquit_log = 0;
+  const char *stop_file = NULL;
+  const char *chroot_dir = NULL;
+  long uid = -1;
+  const char *cwd = NULL;
   for (;;) {
     int c = getopt_long(argc, argv, "h", long_options, NULL);
     if (c == -1) {
@@ -220,6 +338,21 @@ int main(int argc, char **argv) {
         break;
       case OPT_TAG:
         break;
+      case OPT_SIGQUIT:
+        sigquit_log = 1;
+        break;
+      case OPT_SERVE:
+        stop_file = optarg;
+        break;
+      case OPT_CHROOT:
+        chroot_dir = optarg;
+        break;
+      case OPT_CWD:
+        cwd = optarg;
+        break;
+      case OPT_UID:
+        uid = parse_long("--uid", optarg, 0, 4294967294L);
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -228,11 +361,62 @@ int main(int argc, char **argv) {
         return 2;
     }
   }
-  if (path_arg == NULL || optind != argc) {
-    usage(stderr);
-    return 2;
+  for (int i = optind; i < argc; ++i) {
+    if (argv[i][0] != '@') {
+      usage(stderr);
+      return 2;
+    }
   }
   signal(SIGPIPE, SIG_IGN);
+  if (sigquit_log) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigquit;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGQUIT, &sa, NULL);
+  }
+  if (libjvm_dir != NULL && map_fake_libjvm(libjvm_dir) != 0) {
+    return 1;
+  }
+  /* Where the ready file goes, opened before a chroot hides it. */
+  int ready_dir = -1;
+  const char *ready_name = NULL;
+  if (ready_file != NULL) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(ready_file, '/');
+    if (slash == NULL) {
+      strcpy(dir, ".");
+      ready_name = ready_file;
+    } else {
+      size_t n = (size_t)(slash - ready_file);
+      if (n >= sizeof dir) return 2;
+      memcpy(dir, ready_file, n);
+      dir[n] = '\0';
+      if (n == 0) strcpy(dir, "/");
+      ready_name = slash + 1;
+    }
+    ready_dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (ready_dir < 0) {
+      fprintf(stderr, "attach_server: open %s: %s\n", dir, strerror(errno));
+      return 1;
+    }
+  }
+  if (chroot_dir != NULL && (chroot(chroot_dir) != 0 || chdir("/") != 0)) {
+    fprintf(stderr, "attach_server: chroot %s: %s\n", chroot_dir, strerror(errno));
+    return 1;
+  }
+  if (cwd != NULL && chdir(cwd) != 0) {
+    fprintf(stderr, "attach_server: chdir %s: %s\n", cwd, strerror(errno));
+    return 1;
+  }
+  if (uid >= 0 && (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)) {
+    fprintf(stderr, "attach_server: setuid %ld: %s\n", uid, strerror(errno));
+    return 1;
+  }
+  if (path_arg == NULL) {
+    if (ready_dir >= 0 && write_ready_at(ready_dir, ready_name) != 0) return 1;
+    for (;;) pause();
+  }
 
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
@@ -240,9 +424,6 @@ int main(int argc, char **argv) {
   if (expand_path(path_arg, addr.sun_path, sizeof addr.sun_path) != 0) {
     fprintf(stderr, "attach_server: socket path too long\n");
     return 2;
-  }
-  if (libjvm_dir != NULL && map_fake_libjvm(libjvm_dir) != 0) {
-    return 1;
   }
   /* A socket nobody listens on is what a SIGKILLed process of the same pid
    * left behind; replace it, as HotSpot does with its own. */
@@ -264,11 +445,23 @@ int main(int argc, char **argv) {
     fprintf(stderr, "attach_server: chmod/listen %s: %s\n", addr.sun_path, strerror(errno));
     return 1;
   }
-  if (ready_file != NULL && write_ready_file(ready_file) != 0) {
+  if (ready_dir >= 0 && write_ready_at(ready_dir, ready_name) != 0) {
     return 1;
   }
-
   for (;;) {
+    if (stop_file != NULL) {
+      /* Looked at every 50 ms while no client comes. */
+      struct pollfd p = {s, POLLIN, 0};
+      int ready = access(stop_file, F_OK) == 0 ? 0 : poll(&p, 1, 50);
+      if (ready < 0 || (ready == 0 && access(stop_file, F_OK) != 0)) continue;
+      if (ready == 0) {
+        unlink(addr.sun_path);
+        close(s);
+        printf("stopped serving\n");
+        fflush(stdout);
+        for (;;) pause();
+      }
+    }
     if (pause_file != NULL && access(pause_file, F_OK) == 0) {
       printf("paused\n");
       fflush(stdout);
