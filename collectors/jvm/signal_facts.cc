@@ -43,22 +43,29 @@ Result<std::string> ReadFd(int fd, const std::string& what, std::size_t cap) {
 }  // namespace
 
 // Symlinks inside the target's root resolve there too, where the kernel
-// can (openat2 RESOLVE_IN_ROOT).
+// can (openat2). Never blocking: a FIFO or a device named as an option file
+// opens at once (O_NONBLOCK) and is refused by the caller's regular-file
+// check, so it cannot hold up the thread deciding on a signal.
 UniqueFd OpenAsTarget(const Target& t, const std::string& path) {
-  if (!path.empty() && path[0] == '/') {
-    UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (root.get() < 0) return root;
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC;
-    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-    long fd = ::syscall(SYS_openat2, root.get(), path.c_str(), &how, sizeof(how));
-    if (fd >= 0 || errno != ENOSYS) return UniqueFd(static_cast<int>(fd));
-    // Before Linux 5.6: through the magic link; absolute symlinks inside the
-    // target's tree then resolve in memtrimd's root (rare; and a wrong file
-    // makes the answer "unknown" at worst only if it cannot be read).
-    return UniqueFd(::open((t.proc_dir + "/root" + path).c_str(), O_RDONLY | O_CLOEXEC));
-  }
-  return UniqueFd(::open((t.proc_dir + "/cwd/" + path).c_str(), O_RDONLY | O_CLOEXEC));
+  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  const bool absolute = !path.empty() && path[0] == '/';
+  // An absolute name from the target's root; a relative one from its working
+  // directory, beneath it: openat2 has no "from here, inside that root", so
+  // a relative name that leaves the working directory (.., an absolute
+  // symlink) fails with EXDEV, and the options are then unknown.
+  UniqueFd base(::open((t.proc_dir + (absolute ? "/root" : "/cwd")).c_str(),
+                       O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (base.get() < 0) return base;
+  open_how how{};
+  how.flags = kFlags;
+  how.resolve = (absolute ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, base.get(), path.c_str(), &how, sizeof(how));
+  if (fd >= 0 || errno != ENOSYS) return UniqueFd(static_cast<int>(fd));
+  // Before Linux 5.6: through the magic link, no symlink at the end (one in
+  // the middle would resolve in memtrimd's root; the file must still be a
+  // regular one, and the answer is "unknown" when it cannot be read).
+  const std::string rel = absolute ? path.substr(1) : path;
+  return UniqueFd(::openat(base.get(), rel.c_str(), kFlags | O_NOFOLLOW));
 }
 
 namespace {

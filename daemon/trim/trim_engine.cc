@@ -1,7 +1,12 @@
 #include "daemon/trim/trim_engine.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "collectors/agent/agent_client.h"
 #include "daemon/analysis/findings.h"
@@ -17,13 +22,56 @@ using namespace std::chrono_literals;
 
 std::string Signed(int64_t v) { return std::to_string(v); }
 
+// Past --trim.timeout, the time a trim may take to measure before and after
+// (smaps reads of a large target) before the engine gives up on it.
+constexpr auto kTrimGrace = 10s;
+
+// How a trim call ended for the engine.
+struct TrimCallOutcome {
+  std::optional<Result<TrimResult>> result;  // set when the call returned in time
+  std::shared_ptr<std::atomic<bool>> ended;  // set when it was given up on
+};
+
 // A trim waits up to --trim.timeout on the target, all of it when the
-// target is stopped. It runs on a thread of its own, and at shutdown the
-// engine stops waiting for it (see shutdown.h): nullopt then.
-std::optional<Result<TrimResult>> TrimUnlessShutdown(const Target& target,
-                                                     const TrimOptions& options) {
-  return CallUnlessShutdown<Result<TrimResult>>(
-      [target, options] { return TrimNow(target, options); });
+// target is stopped, and a read it does before its deadlines start (an
+// option file on a FUSE mount) could wait longer. It runs on a thread of its
+// own, and the engine waits for it until its deadline or shutdown, then
+// leaves it to end on its own (it owns a copy of everything it touches): a
+// stuck target costs its own trims, never another target's.
+TrimCallOutcome TrimWithDeadline(const Target& target, const TrimOptions& options) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<TrimResult>> result;
+    std::shared_ptr<std::atomic<bool>> ended = std::make_shared<std::atomic<bool>>(false);
+  };
+  TrimCallOutcome out;
+  if (ShutdownRequested()) return out;
+  auto shared = std::make_shared<Shared>();
+  std::thread worker([shared, target, options] {
+    Result<TrimResult> r = TrimNow(target, options);
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->result.emplace(std::move(r));
+    shared->ended->store(true);
+    shared->cv.notify_all();
+  });
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout + kTrimGrace;
+  std::unique_lock<std::mutex> lock(shared->mu);
+  // Woken by the call; shutdown is polled (its own wait has no hook here).
+  while (!shared->result && !ShutdownRequested() && std::chrono::steady_clock::now() < deadline) {
+    shared->cv.wait_for(lock, 100ms);
+  }
+  if (shared->result) {
+    out.result = std::move(shared->result);
+    lock.unlock();
+    worker.join();
+    return out;
+  }
+  lock.unlock();
+  worker.detach();
+  CountAbandoned();
+  out.ended = shared->ended;
+  return out;
 }
 
 }  // namespace
@@ -208,6 +256,7 @@ void TrimEngine::Tick() {
       // jvm collector, which runs on its own thread: no decision before its
       // first run for this target (the trim is not due yet, not skipped).
       if (std::find(ts->pending.begin(), ts->pending.end(), "jvm") != ts->pending.end()) continue;
+      if (pt.StillStuck()) continue;  // its last trim, given up on, has not ended yet
       TrimInputs in = InputsFrom(*ts);
       ApplyBackend(pt, ts->sample, in);
       TrimDecision d = pt.policy.Decide(now, in);
@@ -247,21 +296,39 @@ Result<TrimResult> TrimEngine::RunTrim(const Key& key, const Target& target, con
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = TrimPolicy::Clock::now();
+    if (PerTarget* pt = Find(key); pt != nullptr && pt->StillStuck()) {
+      return Status(ErrorCode::kBusy, "the last trim of pid " + std::to_string(key.first) +
+                                          " was given up at its deadline and has not ended yet");
+    }
     if (PerTarget* pt = Find(key)) {
       if (scheduled) pt->policy.Begin(now);
       pt->stats.in_progress = true;
     }
     if (scheduled) started_.push_back(now);
   }
-  std::optional<Result<TrimResult>> done = TrimUnlessShutdown(target, options_.trim);
+  TrimCallOutcome call = TrimWithDeadline(target, options_.trim);
   std::unique_lock<std::mutex> lock(mu_);
   PerTarget* pt = Find(key);
   if (pt != nullptr) pt->stats.in_progress = false;
-  if (!done) {
+  if (!call.result && ShutdownRequested()) {
     log::Warn("trim abandoned at shutdown", {{"pid", std::to_string(target.pid)}});
     return Status(ErrorCode::kUnavailable, "memtrimd is shutting down");
   }
-  Result<TrimResult>& r = *done;
+  if (!call.result) {
+    // Given up at its deadline; the call ends on its own thread, and until
+    // it does this target is not trimmed again.
+    const std::string why = "trim of pid " + std::to_string(target.pid) + " did not end within " +
+                            std::to_string((options_.trim.timeout + kTrimGrace).count()) +
+                            " ms; given up on";
+    if (pt != nullptr) {
+      if (scheduled) pt->policy.Finish(TrimPolicy::Clock::now(), std::nullopt, std::nullopt);
+      pt->abandoned_call_ended = call.ended;
+      Count(*pt, "failure", "deadline");
+    }
+    log::Warn("trim failed", {{"pid", std::to_string(target.pid)}, {"err", why}});
+    return Status(ErrorCode::kUnavailable, why);
+  }
+  Result<TrimResult>& r = *call.result;
   if (!r.ok()) {
     // The target went away or lost its backend between the snapshot and now.
     if (pt != nullptr) {

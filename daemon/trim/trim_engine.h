@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -105,6 +106,10 @@ class TrimEngine {
     std::optional<Result<TrimBackendKind>> backend;  // resolved once
     std::optional<bool> has_agent;                   // libmemtrimd_agent.so mapped (read once)
     bool deferred = false;                           // due, held back by the node-wide rate cap
+    // Set while a trim given up at its deadline still runs on its own
+    // thread (true once it ended): no other trim of this target meanwhile.
+    std::shared_ptr<std::atomic<bool>> abandoned_call_ended;
+    bool StillStuck() const { return abandoned_call_ended && !abandoned_call_ended->load(); }
   };
 
   void NotifyTrimmed(const Target& target, const TrimResult& r) const;

@@ -4,12 +4,16 @@
 // due trim waits (counted once as deferred) instead of running; never two
 // trims at once; each target's skips counted under its own pid. And one
 // target's stall (a SIGSTOPped JVM whose attach waits out its deadline)
-// delays no other target's sample.
+// delays no other target's sample, and one target whose trim would block
+// (an opted-in fake JVM naming a FIFO as its @argfile) stops no other
+// target's trims.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -17,9 +21,12 @@
 #include <vector>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/web_fixtures.h"
 
 namespace memtrimd::testing {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string Pid(pid_t p) { return "pid=\"" + std::to_string(p) + "\""; }
 
@@ -261,6 +268,83 @@ TEST_F(NodeTrimsTest, ATrimRereadsTheTrimmedTargetOnly) {
       << " trims";
   EXPECT_GE(o.last, t.last - 1);
   EXPECT_EQ(Find(m.Scrape(), "memtrimd_target_up", {Pid(other.pid())}), 1.0);
+}
+
+// An opted-in fake JVM of another user answers attach until told to stop,
+// then removes its socket; its command line names a FIFO as a java launcher
+// @argfile. Its next trim finds no listener, and before a SIGQUIT memtrimd
+// reads the JVM's options, the argfile among them: opened without O_NONBLOCK
+// that open blocked the one trim thread for good. Now the FIFO is refused at
+// once (options unknown: no signal), and a trim that hangs anyway is given
+// up at its deadline: the other target's scheduled trims go on and a manual
+// trim of it is served, not 409.
+TEST_F(NodeTrimsTest, ATargetWhoseArgfileIsAFifoStopsNoOtherTargetsTrims) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root: the fake JVM runs as another user";
+  constexpr uid_t kNobody = 65534;
+  Process frag = StartTarget({});
+  ASSERT_TRUE(frag.running());
+  const std::string sub = dir_ / "fake-jvm";
+  fs::create_directory(sub);
+  fs::permissions(sub, fs::perms::all);
+  const std::string fifo = sub + "/jvm.args";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string stop = sub + "/stop";
+  const std::string ready = sub + "/ready";
+  const std::string out = sub + "/out";
+  SpawnOptions o;
+  o.uid = kNobody;
+  o.gid = kNobody;
+  o.stdout_path = out;
+  // The argfile first: the launcher expands @files only before the main class.
+  Process fake({WorkloadBin("attach_server"), "@" + fifo, "--path", "/tmp/.java_pid%p",
+                "--fake-libjvm", sub, "--sigquit-log", "--stop-file", stop, "--ready-file", ready},
+               o);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !fake.running(); }, 10s));
+  ASSERT_TRUE(fake.running());
+  ScopedUnlink socket{"/tmp/.java_pid" + std::to_string(fake.pid())};
+
+  TempDir web;
+  std::vector<std::string> flags = NodeFlags();
+  flags.insert(flags.end(),
+               {"--trim.targets=all", "--trim.max-per-minute=0", "--trim.max-interval=2s",
+                "--web.enable-trim-api", "--web.config.file=" + WriteBasicAuthConfig(web)});
+  Memtrimd m(flags);
+  ASSERT_TRUE(m.started()) << m.log();
+  const std::vector<std::string> alice = {"-u", "alice:secret"};
+  auto scrape = [&] { return ParseExposition(Curl(m.url(), alice).body); };
+  auto runs = [](const Series& s, pid_t pid, const std::string& result) {
+    return Find(s, "memtrimd_trim_runs_total", {Pid(pid), "result=\"" + result + "\""}).value_or(0);
+  };
+  // The jvm collector has attached once (so the engine will trim it), then
+  // the fake lets its listener go.
+  ASSERT_TRUE(WaitFor(
+      [&] { return Find(scrape(), "memtrimd_jvm_attachable", {Pid(fake.pid())}) == 1.0; }, 30s))
+      << m.log();
+  WriteFile(stop, "");
+  ASSERT_TRUE(
+      WaitFor([&] { return ReadFile(out).find("stopped serving") != std::string::npos; }, 10s));
+  const double fake_failures = runs(scrape(), fake.pid(), "failure");
+  // The fake's next trim reaches the argfile and fails at once, and the
+  // fragmenter's trims go on after it.
+  double frag_after = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Series s = scrape();
+        if (frag_after == 0 && runs(s, fake.pid(), "failure") > fake_failures) {
+          frag_after = runs(s, frag.pid(), "success") + 1;  // no 0: "not yet"
+        }
+        return frag_after != 0 && runs(s, frag.pid(), "success") + 1 >= frag_after + 2;
+      },
+      60s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"trim failed", std::to_string(fake.pid()), "not a regular file"}))
+      << m.log();
+  HttpResponse manual = Curl(m.url("/api/v1/trim?pid=" + std::to_string(frag.pid())),
+                             {"-X", "POST", "-u", "alice:secret"});
+  EXPECT_EQ(manual.status, 200) << manual.body;
+  // No SIGQUIT: options memtrimd cannot read mean no signal.
+  EXPECT_EQ(ReadFile(out).find("sigquit"), std::string::npos) << ReadFile(out);
+  EXPECT_TRUE(fake.running());
 }
 
 }  // namespace
