@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -298,6 +299,26 @@ std::map<std::string, std::string> ReadKeyValueFile(const std::string& path) {
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
+}
+
+std::vector<std::string> AsUidWithoutPtrace(uid_t ruid, uid_t uid, std::vector<std::string> argv) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string id = std::to_string(uid);
+  std::vector<std::string> out = {
+      "env",
+      std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":detect_leaks=0",
+      "setpriv",
+      "--ruid",
+      std::to_string(ruid),
+      "--euid",
+      id,
+      "--rgid",
+      id,
+      "--egid",
+      id,
+      "--clear-groups"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 RunResult RunCommand(std::vector<std::string> argv, SpawnOptions o) {

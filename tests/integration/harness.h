@@ -183,6 +183,13 @@ struct RunResult {
 };
 RunResult RunCommand(std::vector<std::string> argv, SpawnOptions options = {});
 
+// `argv` as another real and effective uid through setpriv (real `ruid`,
+// effective and filesystem `uid`, both gids `uid`, no supplementary groups):
+// readable /proc files but no ptrace access, as Yama's ptrace_scope=1 gives
+// a sidecar. Such a process is not dumpable, which LeakSanitizer needs: it is
+// told not to run there (the AddressSanitizer build).
+std::vector<std::string> AsUidWithoutPtrace(uid_t ruid, uid_t uid, std::vector<std::string> argv);
+
 // Starts the fragmenting workload and waits until it is ready (idle, arenas
 // populated). Returns a not-running Process on failure.
 Process StartFragmenter(const TempDir& dir, std::vector<std::string> args,

@@ -190,10 +190,8 @@ TEST_P(MergedHeapsJvmTest, WithoutPtraceAccessOnlyHeapsOfTheirOwnMappingAreCount
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.running(); }, 120s) && jvm.running())
       << ReadFile(dir_ / "zlib.err");
 
-  const std::string id = std::to_string(kUid);
-  RunResult r = RunCommand({"setpriv", "--ruid", std::to_string(kUid - 1), "--euid", id, "--rgid",
-                            id, "--egid", id, "--clear-groups", MemtrimdBin(), "inspect", "--pid",
-                            std::to_string(jvm.pid()), "--json"});
+  RunResult r = RunCommand(AsUidWithoutPtrace(
+      kUid - 1, kUid, {MemtrimdBin(), "inspect", "--pid", std::to_string(jvm.pid()), "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::optional<JsonValue> j = ParseJson(r.out);
   ASSERT_TRUE(j) << r.out;

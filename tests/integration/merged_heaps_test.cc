@@ -141,9 +141,10 @@ class MergedHeapsTest : public ::testing::Test {
   }
 
   // `memtrimd inspect --json`: the same count and resident bytes.
-  std::optional<JsonValue> Inspect(pid_t pid, std::vector<std::string> wrapper = {}) {
-    std::vector<std::string> argv = std::move(wrapper);
-    argv.insert(argv.end(), {MemtrimdBin(), "inspect", "--pid", std::to_string(pid), "--json"});
+  std::optional<JsonValue> Inspect(pid_t pid, std::optional<uid_t> without_ptrace = {}) {
+    std::vector<std::string> argv = {MemtrimdBin(), "inspect", "--pid", std::to_string(pid),
+                                     "--json"};
+    if (without_ptrace) argv = AsUidWithoutPtrace(*without_ptrace - 1, *without_ptrace, argv);
     RunResult r = RunCommand(argv);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::optional<JsonValue> j = ParseJson(r.out);
@@ -256,10 +257,7 @@ TEST_F(MergedHeapsTest, WithoutPtraceAccessMergedHeapsAreNotCountedAndTheReasonI
   const Truth truth = ReadTruth(truth_path());
   const std::size_t merged = CountMerged(truth, p.pid());
   ASSERT_GE(merged, 1u) << "the kernel merged no heaps here";
-  const std::string id = std::to_string(kTargetUid);
-  std::optional<JsonValue> j =
-      Inspect(p.pid(), {"setpriv", "--ruid", std::to_string(kTargetUid - 1), "--euid", id, "--rgid",
-                        id, "--egid", id, "--clear-groups"});
+  std::optional<JsonValue> j = Inspect(p.pid(), kTargetUid);
   ASSERT_TRUE(j);
   const JsonValue* why = j->Path({"glibc", "heap_headers_unread"});
   ASSERT_NE(why, nullptr);
