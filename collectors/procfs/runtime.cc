@@ -76,6 +76,7 @@ void MapsFacts::Fold(std::string_view line) {
     musl_ = true;
   }
   if (name == "libc.so.6" || StartsWith(name, "libc-2.")) glibc_ = true;
+  if (StartsWith(name, "ld-linux")) glibc_loader_ = true;
 }
 
 Allocator MapsFacts::allocator(std::string* source) const {

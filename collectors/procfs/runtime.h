@@ -32,6 +32,10 @@ class MapsFacts {
   // too), glibc for a glibc program or a JVM on glibc, else unknown.
   // `source`, when given, says how it was told.
   Allocator allocator(std::string* source = nullptr) const;
+  // glibc's dynamic loader is mapped but no C library yet: the process has
+  // just been exec'ed and ld.so is still mapping its libraries, so what it
+  // runs on cannot be told yet (a look a moment later can).
+  bool StillLoading() const { return glibc_loader_ && !glibc_ && !musl_; }
 
  private:
   Runtime runtime_ = Runtime::kUnknown;
@@ -39,6 +43,7 @@ class MapsFacts {
   std::string library_;
   bool musl_ = false;
   bool glibc_ = false;
+  bool glibc_loader_ = false;
 };
 
 MapsFacts MapsFactsFrom(std::string_view maps_text);

@@ -294,6 +294,17 @@ TEST(RuntimeFromMaps, Glibc) {
             Runtime::kGlibc);
 }
 
+// Right after exec only the executable and ld.so are mapped: not "unknown"
+// for good, but not yet known.
+TEST(RuntimeFromMaps, AProcessWhoseLoaderHasNotMappedLibcIsStillLoading) {
+  constexpr std::string_view kLoader =
+      "7f10-7f11 r-xp 00000000 08:01 98 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2";
+  EXPECT_TRUE(MapsFactsFrom(Join({kExe, kLoader, kStackLine})).StillLoading());
+  EXPECT_FALSE(MapsFactsFrom(Join({kExe, kLoader, kLibc, kStackLine})).StillLoading());
+  EXPECT_FALSE(MapsFactsFrom(Join({kExe, kMusl, kStackLine})).StillLoading());
+  EXPECT_FALSE(MapsFactsFrom(Join({kExe, kStackLine})).StillLoading());  // static
+}
+
 TEST(RuntimeFromMaps, MuslOnlyWithoutGlibc) {
   EXPECT_EQ(RuntimeFromMaps(Join({kExe, kHeapLine, kMusl, kAnonLine, kStackLine})), Runtime::kMusl);
   // gcompat and friends: glibc mapped as well means glibc.
