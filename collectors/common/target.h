@@ -27,6 +27,11 @@ struct Target {
   gid_t gid = 0;
   std::string comm;
   Runtime runtime = Runtime::kUnknown;
+  // Read right after exec, while glibc's loader had not mapped the C library:
+  // runtime and allocator are not known yet (MapsFacts::StillLoading). The
+  // selectors do not take such a target; they read it again at their next
+  // look.
+  bool still_loading = false;
   // Which allocator serves malloc, as told from outside (the shared objects
   // in maps, or the executable's own symbols), and how it was told (e.g.
   // "libjemalloc.so.2 mapped", "jemalloc linked into the executable").

@@ -141,13 +141,7 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   Status maps = ForEachLine(t.proc_dir + "/maps", 256u << 20,
                             [&](std::string_view line) { facts.Fold(line); });
   if (!maps.ok()) return maps;
-  // Read again at the next look: taken now, a glibc program or a JVM would
-  // stay "unknown" for its whole life.
-  if (facts.StillLoading()) {
-    return Status(ErrorCode::kUnavailable,
-                  "pid " + std::to_string(pid) +
-                      " is starting: the dynamic loader has not mapped its C library yet");
-  }
+  t.still_loading = facts.StillLoading();
   t.runtime = facts.runtime();
   t.allocator = facts.allocator(&t.allocator_source);
   // A glibc program whose maps show no allocator library may have one

@@ -159,7 +159,8 @@ Discovery NodeDiscovery::Discover() {
         // Kept (and counted every scan) rather than retried: a process's
         // owner does not change what memtrimd may read of it.
         k.unreadable = ExplainDenied(t.status(), "pid " + std::to_string(pid), proc_dir + "/maps");
-      } else if (!t.ok() || t->start_ticks != *ticks) {
+      } else if (!t.ok() || t->start_ticks != *ticks || t->still_loading) {
+        // Gone, another process, or not loaded yet: looked at again next scan.
         known_.erase(it);
         continue;
       } else {

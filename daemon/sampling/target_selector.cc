@@ -126,6 +126,13 @@ Result<Target> TargetSelector::Select() const {
   }
   if (!pid.ok()) return pid.status();
   Result<Target> t = procfs::ReadTarget(proc_root_, *pid);
+  // Taken now, a glibc program or a JVM would stay "unknown" for its whole
+  // life: looked at again at the next tick.
+  if (t.ok() && t->still_loading) {
+    return Status(ErrorCode::kUnavailable,
+                  "pid " + std::to_string(*pid) +
+                      " is starting: the dynamic loader has not mapped its C library yet");
+  }
   // The sidecar's target too may opt out of trims (MEMTRIMD_TRIM=0).
   if (t.ok()) t->trim_opt_in = ReadTrimOptIn(t->proc_dir);
   return t;

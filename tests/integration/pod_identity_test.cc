@@ -11,8 +11,10 @@
 // container sees the node's hierarchy. A pod's names below a user's
 // delegated subtree (/user.slice/.../user@UID.service/...) must name no pod.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -77,6 +79,16 @@ std::string OwnMemoryCgroup(int& version) {
 class Groups {
  public:
   explicit Groups(const std::string& rel) {
+    // The groups sit below this process's own group, which ctest's other
+    // test processes share, under the same names: one process at a time (a
+    // test may hold several Groups), or one test's removal pulls the groups
+    // from under another's target. Held until this process exits.
+    static const int lock = [] {
+      int fd = ::open("/tmp/memtrimd-pod-identity-groups.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd >= 0) ::flock(fd, LOCK_EX);
+      return fd;
+    }();
+    (void)lock;
     std::string dir = OwnMemoryCgroup(version_);
     if (dir.empty()) return;
     std::string path = rel;
