@@ -21,6 +21,16 @@ struct JsonValue {
   std::vector<JsonValue> items;
   std::vector<std::pair<std::string, JsonValue>> members;
 
+  // Out of line, where JsonValue is complete: a member that holds the type
+  // itself in a pair may not be instantiated inside the class (clang with
+  // libstdc++ refuses it; the fuzz build uses clang).
+  JsonValue();
+  JsonValue(const JsonValue&);
+  JsonValue(JsonValue&&) noexcept;
+  JsonValue& operator=(const JsonValue&);
+  JsonValue& operator=(JsonValue&&) noexcept;
+  ~JsonValue();
+
   // The member `key` of an object; nullptr when absent or not an object.
   const JsonValue* Get(std::string_view key) const;
   // Follows a path of keys: Path({"jvm", "buffer_pools", "direct"}).
