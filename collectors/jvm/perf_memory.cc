@@ -159,7 +159,9 @@ Result<std::vector<std::optional<uint64_t>>> FindStaticFields(
     if (!r->ok()) return r->status();
   }
   if (*table == 0) return Bad("gHotSpotVMStructs is null");
-  if (*stride == 0 || *stride > kMaxStride || *type_at > *stride - 8 || *field_at > *stride - 8 ||
+  // An entry must hold the three 8-byte words it is read at (and a stride
+  // under 8 would make stride - 8 wrap around).
+  if (*stride < 8 || *stride > kMaxStride || *type_at > *stride - 8 || *field_at > *stride - 8 ||
       *address_at > *stride - 8) {
     return Bad("the VMStructs entry layout is not one an entry could have");
   }
