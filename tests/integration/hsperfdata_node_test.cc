@@ -30,61 +30,15 @@
 
 #include "tests/integration/harness.h"
 #include "tests/integration/node_agent.h"
+#include "tests/support/perf_image.h"
 
 namespace memtrimd::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-void Put32(std::string& b, std::size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
-using Entry = std::pair<std::string, std::variant<int64_t, std::string>>;
-
-// hsperfdata as HotSpot lays it out (perfMemory.hpp): a 32-byte prologue,
-// then entries of a 20-byte header, a NUL-terminated name and the value,
-// each padded to 8 bytes.
-std::string PerfImage(const std::vector<Entry>& entries) {
-  std::string out(32, '\0');
-  out[0] = '\xCA';
-  out[1] = '\xFE';
-  out[2] = '\xC0';
-  out[3] = '\xC0';
-  out[4] = 1;
-  out[5] = 2;
-  out[7] = 1;
-  Put32(out, 24, 32);
-  Put32(out, 28, static_cast<uint32_t>(entries.size()));
-  for (const auto& [name, value] : entries) {
-    std::string data;
-    uint32_t vector_length = 0;
-    char type = 'J';
-    if (const int64_t* v = std::get_if<int64_t>(&value)) {
-      data.assign(8, '\0');
-      for (int i = 0; i < 8; ++i) {
-        data[i] = static_cast<char>((static_cast<uint64_t>(*v) >> (8 * i)) & 0xff);
-      }
-    } else {
-      type = 'B';
-      data = std::get<std::string>(value) + '\0';
-      vector_length = static_cast<uint32_t>(data.size());
-    }
-    const std::size_t data_offset = (20 + name.size() + 1 + 7) / 8 * 8;
-    const std::size_t length = (data_offset + data.size() + 7) / 8 * 8;
-    std::string entry(length, '\0');
-    Put32(entry, 0, static_cast<uint32_t>(length));
-    Put32(entry, 4, 20);
-    Put32(entry, 8, vector_length);
-    entry[12] = type;
-    Put32(entry, 16, static_cast<uint32_t>(data_offset));
-    entry.replace(20, name.size(), name);
-    entry.replace(data_offset, data.size(), data);
-    out += entry;
-  }
-  Put32(out, 8, static_cast<uint32_t>(out.size()));  // used
-  return out;
-}
+using Entry = test::PerfImageEntry;
+using test::PerfImage;
 
 // A heap of `committed` bytes, as the hsperfdata collector reads it.
 std::string HeapImage(int64_t committed) {
