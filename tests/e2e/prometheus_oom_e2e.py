@@ -394,11 +394,19 @@ def run(a, tree, parent, javas, tmp, procs, cgroups):
                   f"the push past the limit (seen firing by the test "
                   f"{killed[w.name] - seen:.1f} s before the kill was seen)")
         kills = samples(f'memtrimd_target_oom_kills_total{{instance="{inst}"}}', started, end)
-        while_alive = [v for labels, values in kills.items() if ("pid", str(pid)) in labels
-                       for _, v in values]
-        if not while_alive or any(v != 0 for v in while_alive):
-            problems.append(f"{w.name}: pid {pid} was not exported with 0 OOM kills while it "
-                            f"lived: {while_alive}")
+        # The old pid's series: 0 until the push past the limit. The kernel
+        # counts the kill when it sends SIGKILL; a large process takes a
+        # moment to exit after that, and memtrimd may read it (and the
+        # cgroup's count of 1, which is true) in that moment.
+        old_series = [(t, v) for labels, values in kills.items() if ("pid", str(pid)) in labels
+                      for t, v in values]
+        before_push = [v for t, v in old_series if t <= pushed[w.name]]
+        if not before_push or any(v != 0 for v in before_push):
+            problems.append(f"{w.name}: pid {pid} was not exported with 0 OOM kills before the "
+                            f"push past the limit: {before_push}")
+        if any(v not in (0, 1) for _, v in old_series):
+            problems.append(f"{w.name}: pid {pid} exported other than 0 or 1 OOM kills: "
+                            f"{[v for _, v in old_series]}")
         counted = [t for values in kills.values() for t, v in values if v >= 1]
         if not counted:
             problems.append(f"{w.name}: no OOM kill count in Prometheus's history")
