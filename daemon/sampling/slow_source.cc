@@ -1,5 +1,6 @@
 #include "daemon/sampling/slow_source.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -7,6 +8,21 @@
 #include "daemon/base/shutdown.h"
 
 namespace memtrimd {
+
+namespace {
+
+// How soon a failed run for a young process is tried again.
+constexpr std::chrono::seconds kYoungRetry{2};
+
+// Whether `t` started less than `age` ago.
+bool YoungerThan(const Target& t, std::chrono::milliseconds age) {
+  const double started = ProcessStartTimeSeconds(t.start_ticks);
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return started > 0 && now - started < std::chrono::duration<double>(age).count();
+}
+
+}  // namespace
 
 struct SlowSource::State {
   std::shared_ptr<Collector> collector;
@@ -123,6 +139,13 @@ void SlowSource::Run(const std::shared_ptr<State>& s) {
     // rather than run back to back.
     s->next_run = t0 + s->interval;
     if (s->next_run < t1) s->next_run = t1 + s->interval;
+    if (!st.ok() && YoungerThan(target, s->interval)) {
+      // A process that started moments ago (a JVM that cannot start its
+      // attach listener yet, a preload agent not yet listening) is asked
+      // again soon, not a whole interval later: a shell entrypoint that
+      // execs java is found while the JVM is starting.
+      s->next_run = std::min(s->next_run, t1 + kYoungRetry);
+    }
   }
   s->exited = true;
   s->cv.notify_all();
