@@ -22,6 +22,10 @@ struct Target {
   // Clock ticks since boot (field 22 of /proc/<pid>/stat). (pid, start_ticks)
   // is the identity: a restarted process with a recycled pid is a new target.
   uint64_t start_ticks = 0;
+  // The program image it runs (ProcStat::ExecMark): an exec keeps pid and
+  // start time but makes a new target (a shell entrypoint that execs java
+  // is a glibc program first and a JVM after).
+  uint64_t exec_mark = 0;
   pid_t nspid = 0;  // pid inside the target's own pid namespace
   uid_t uid = 0;    // effective ids
   gid_t gid = 0;
@@ -46,7 +50,10 @@ struct Target {
   // trims, false to opt out, nullopt when unset (or not readable).
   std::optional<bool> trim_opt_in;
 
-  bool SameProcess(const Target& o) const { return pid == o.pid && start_ticks == o.start_ticks; }
+  // The same process running the same program.
+  bool SameProcess(const Target& o) const {
+    return pid == o.pid && start_ticks == o.start_ticks && exec_mark == o.exec_mark;
+  }
 };
 
 // Why glibc's malloc figures (arena heaps, malloc_info, malloc_trim) do not

@@ -24,6 +24,17 @@ struct ProcStat {
   uint64_t stime_ticks = 0;
   uint64_t vsize_bytes = 0;  // field 23
   uint64_t rss_pages = 0;    // field 24
+  // Fields 26-28: where the program's text starts and ends and where its
+  // stack began. exec sets them anew (and ASLR moves them); pid and start
+  // time stay. 0 when memtrimd may not read the target's memory layout, or
+  // the task has no memory (a zombie).
+  uint64_t start_code = 0;
+  uint64_t end_code = 0;
+  uint64_t start_stack = 0;
+
+  // Which program image the process runs: differs after an exec (a shell
+  // entrypoint that execs java), 0 when not readable.
+  uint64_t ExecMark() const;
 
   // This task exited: a zombie ('Z', not yet reaped by its parent) or dead
   // ('X'; 'x' on kernels before 3.14). Its pid and start time stay until the

@@ -28,29 +28,35 @@ pid_t TaskOfDir(std::string_view dir) {
   return static_cast<pid_t>(*tid);
 }
 
-// A thread of the group at `group_dir` other than the leader that has not
-// exited: its task directory, or "" when there is none.
-std::string LiveThreadDir(const std::string& group_dir, pid_t leader) {
+// The leader's stat, and where a live process's files are read (with the
+// exec mark read there: a zombie leader has no memory to show it).
+struct GroupState {
+  ProcStat leader;
+  std::string read_dir;
+  uint64_t exec_mark = 0;
+};
+
+// A thread of the group at `g.leader`'s directory other than the leader
+// that has not exited, set as g's read_dir; false when there is none.
+bool UseLiveThread(const std::string& group_dir, GroupState& g) {
   const std::string tasks = group_dir + "/task";
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(tasks.c_str()), ::closedir);
-  if (!dir) return "";
+  if (!dir) return false;
   while (struct dirent* e = ::readdir(dir.get())) {
     std::optional<uint64_t> tid = text::ParseUint(e->d_name);
-    if (!tid || static_cast<pid_t>(*tid) == leader) continue;
+    if (!tid || static_cast<pid_t>(*tid) == g.leader.pid) continue;
     const std::string task_dir = tasks + "/" + e->d_name;
     Result<std::string> text = ReadSmallFile(task_dir + "/stat");
     if (!text.ok()) continue;  // ended while we looked
     Result<ProcStat> st = ParseProcStat(*text);
-    if (st.ok() && !st->Exited()) return task_dir;
+    if (st.ok() && !st->Exited()) {
+      g.read_dir = task_dir;
+      g.exec_mark = st->ExecMark();
+      return true;
+    }
   }
-  return "";
+  return false;
 }
-
-// The leader's stat, and where a live process's files are read.
-struct GroupState {
-  ProcStat leader;
-  std::string read_dir;
-};
 
 Result<GroupState> ReadGroup(const std::string& proc_dir) {
   const std::string group = GroupDir(proc_dir);
@@ -59,6 +65,7 @@ Result<GroupState> ReadGroup(const std::string& proc_dir) {
   Result<ProcStat> st = ParseProcStat(*text);
   if (!st.ok()) return st.status();
   GroupState g{std::move(st).value(), group};
+  g.exec_mark = g.leader.ExecMark();
   if (!g.leader.Exited()) return g;
   if (g.leader.LeaderOfLiveGroup()) {
     // Keep reading through the same thread while it lives.
@@ -69,12 +76,12 @@ Result<GroupState> ReadGroup(const std::string& proc_dir) {
         Result<ProcStat> own_st = ParseProcStat(*own);
         if (own_st.ok() && !own_st->Exited()) {
           g.read_dir = proc_dir;
+          g.exec_mark = own_st->ExecMark();
           return g;
         }
       }
     }
-    g.read_dir = LiveThreadDir(group, g.leader.pid);
-    if (!g.read_dir.empty()) return g;
+    if (UseLiveThread(group, g)) return g;
   }
   return Status(ErrorCode::kNotFound, "pid " + std::to_string(g.leader.pid) + " exited (zombie)");
 }
@@ -97,6 +104,19 @@ Result<uint64_t> ReadStartTicks(const std::string& proc_dir) {
   return g->leader.start_ticks;
 }
 
+Result<ProcessInstance> ReadInstance(const std::string& proc_dir) {
+  Result<GroupState> g = ReadGroup(proc_dir);
+  if (!g.ok()) return g.status();
+  return ProcessInstance{g->leader.start_ticks, g->exec_mark};
+}
+
+Liveness CheckStillRunning(const Target& t) {
+  Result<ProcessInstance> now = ReadInstance(t.proc_dir);
+  if (!now.ok() || now->start_ticks != t.start_ticks) return Liveness::kExited;
+  if (now->exec_mark != t.exec_mark) return Liveness::kExecd;
+  return Liveness::kRunning;
+}
+
 Result<std::string> ProcessReadDir(const std::string& proc_dir) {
   Result<GroupState> g = ReadGroup(proc_dir);
   if (!g.ok()) return g.status();
@@ -110,6 +130,7 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   if (!g.ok()) return g.status();
   t.proc_dir = std::move(g->read_dir);
   t.start_ticks = g->leader.start_ticks;
+  t.exec_mark = g->exec_mark;
   Result<std::string> status_text = ReadSmallFile(t.proc_dir + "/status");
   if (!status_text.ok()) return status_text.status();
   Result<ProcStatus> st = ParseProcStatus(*status_text);

@@ -24,6 +24,18 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid);
 // live thread (its main thread called pthread_exit) is a live process.
 Result<uint64_t> ReadStartTicks(const std::string& proc_dir);
 
+// The same, with the program image it runs now (Target::exec_mark).
+struct ProcessInstance {
+  uint64_t start_ticks = 0;
+  uint64_t exec_mark = 0;
+};
+Result<ProcessInstance> ReadInstance(const std::string& proc_dir);
+
+// Whether `t` still runs the program it was read running: exited (or pid
+// reused), or the same process now running another program after exec.
+enum class Liveness { kRunning, kExited, kExecd };
+Liveness CheckStillRunning(const Target& t);
+
 // Where to read the files of the live process at `proc_dir` (either form):
 // its /proc/<pid> while the leader runs; once the leader is a zombie of a
 // live group, a live thread's /proc/<pid>/task/<tid>, since the leader's

@@ -141,8 +141,9 @@ Discovery NodeDiscovery::Discover() {
     const pid_t pid = static_cast<pid_t>(*pid_number);
     const std::string proc_dir = proc_root_ + "/" + e->d_name;
     // Processes come and go while we scan: a failed read skips one.
-    Result<uint64_t> ticks = procfs::ReadStartTicks(proc_dir);
-    if (!ticks.ok()) continue;
+    Result<procfs::ProcessInstance> instance = procfs::ReadInstance(proc_dir);
+    if (!instance.ok()) continue;
+    const uint64_t* ticks = &instance->start_ticks;
     // A process whose main thread ended is read through a live thread.
     Result<std::string> read_dir = procfs::ProcessReadDir(proc_dir);
     if (!read_dir.ok()) continue;
@@ -152,6 +153,13 @@ Discovery NodeDiscovery::Discover() {
     if (!st.ok() || !st->has_memory || st->tgid != pid) continue;
     ++out.processes_seen;
     auto [it, inserted] = known_.try_emplace({pid, *ticks});
+    if (!inserted && !it->second.unreadable &&
+        it->second.candidate.target.exec_mark != instance->exec_mark) {
+      // The same process runs another program now (a shell entrypoint that
+      // exec'd java): read afresh, as what it is now.
+      it->second = Known{};
+      inserted = true;
+    }
     Known& k = it->second;
     if (inserted) {
       Result<Target> t = procfs::ReadTarget(proc_root_, pid);
@@ -159,7 +167,8 @@ Discovery NodeDiscovery::Discover() {
         // Kept (and counted every scan) rather than retried: a process's
         // owner does not change what memtrimd may read of it.
         k.unreadable = ExplainDenied(t.status(), "pid " + std::to_string(pid), proc_dir + "/maps");
-      } else if (!t.ok() || t->start_ticks != *ticks || t->still_loading) {
+      } else if (!t.ok() || t->start_ticks != *ticks || t->exec_mark != instance->exec_mark ||
+                 t->still_loading) {
         // Gone, another process, or not loaded yet: looked at again next scan.
         known_.erase(it);
         continue;

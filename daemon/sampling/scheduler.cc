@@ -81,7 +81,6 @@ void Scheduler::Drop(const Key& key, const char* why) {
   }
   const Target& t = gone->target();
   log::Info(why, {{"pid", std::to_string(t.pid)}, {"comm", t.comm}});
-  if (!options_.node && selector_.rule().mode == TargetRule::Mode::kPid) fixed_pid_gone_ = true;
   // Its socket collectors may be waiting out a deadline on the dead process:
   // let them end on their own rather than hold this tick.
   gone->Stop(std::chrono::milliseconds(0));
@@ -112,12 +111,23 @@ void Scheduler::Add(const Target& target) {
 }
 
 void Scheduler::DropExited() {
-  std::vector<Key> gone;
+  std::vector<std::pair<Key, procfs::Liveness>> gone;
   for (const auto& [key, watched] : targets_) {
-    Result<uint64_t> ticks = procfs::ReadStartTicks(watched->target().proc_dir);
-    if (!ticks.ok() || *ticks != key.second) gone.push_back(key);
+    procfs::Liveness l = procfs::CheckStillRunning(watched->target());
+    if (l != procfs::Liveness::kRunning) gone.emplace_back(key, l);
   }
-  for (const Key& key : gone) Drop(key, "target exited");
+  for (const auto& [key, l] : gone) DropEnded(key, l);
+}
+
+void Scheduler::DropEnded(const Key& key, procfs::Liveness why) {
+  // After an exec the process is read afresh at the next look (the sidecar's
+  // selector, node discovery), as the program it runs now: a fixed --pid is
+  // still there.
+  const bool execd = why == procfs::Liveness::kExecd;
+  Drop(key, execd ? "target ran another program (exec)" : "target exited");
+  if (!execd && !options_.node && selector_.rule().mode == TargetRule::Mode::kPid) {
+    fixed_pid_gone_ = true;
+  }
 }
 
 void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skipped,
@@ -246,7 +256,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
     }
     trim_notes_.clear();
   }
-  std::vector<Key> exited;
+  std::vector<std::pair<Key, procfs::Liveness>> exited;
   for (auto& [key, watched] : targets_) {
     const TargetSnapshot* prev = nullptr;
     if (previous_ && watched->previous_index &&
@@ -270,15 +280,15 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
     ts.sample.allocator_change = watched->allocator_change;
     // The target may have exited while we read it: then this sample is not
     // its, and the old series must go now rather than next tick.
-    Result<uint64_t> ticks = procfs::ReadStartTicks(watched->target().proc_dir);
-    if (!ticks.ok() || *ticks != key.second) {
-      exited.push_back(key);
+    procfs::Liveness l = procfs::CheckStillRunning(watched->target());
+    if (l != procfs::Liveness::kRunning) {
+      exited.emplace_back(key, l);
       continue;
     }
     watched->previous_index = snap->targets.size();
     snap->targets.push_back(std::move(ts));
   }
-  for (const Key& key : exited) Drop(key, "target exited");
+  for (const auto& [key, l] : exited) DropEnded(key, l);
   if (snap->targets.empty() && reason.empty()) reason = "target exited";
   snap->no_target_reason = snap->targets.empty() ? reason : "";
   snap->taken_at = std::chrono::system_clock::now();

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/procfs/target_reader.h"
 #include "daemon/sampling/allocator_history.h"
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
@@ -78,8 +79,10 @@ class Scheduler {
   // `only` set: an after-trim tick, which reads only the targets in it (and
   // any without a previous sample) and carries the others' last samples.
   void TickTargets(const std::set<Key>* only);
-  // Drops every target whose (pid, start time) no longer exists.
+  // Drops every target whose (pid, start time) no longer exists, or that
+  // ran another program since it was read.
   void DropExited();
+  void DropEnded(const Key& key, procfs::Liveness why);
   void Drop(const Key& key, const char* why);
   void Add(const Target& target);
   // Sidecar: selects a target when there is none. Node: re-discovers when due.

@@ -50,6 +50,35 @@ TEST(ParseProcStat, JvmFields) {
   EXPECT_EQ(st->start_ticks, 50994u);
   EXPECT_EQ(st->vsize_bytes, 2715873280u);
   EXPECT_EQ(st->rss_pages, 18687u);
+  // Fields 26-28, recorded with the process's memory readable.
+  EXPECT_EQ(st->start_code, 94192937050112u);
+  EXPECT_EQ(st->end_code, 94192937050997u);
+  EXPECT_EQ(st->start_stack, 140735804898672u);
+  EXPECT_NE(st->ExecMark(), 0u);
+}
+
+TEST(ParseProcStat, ExecMarkTellsProgramImagesApart) {
+  // Another program image differs in at least one of the three fields.
+  Result<ProcStat> a = ParseProcStat(ReadFixture("proc/jvm17/stat"));
+  ASSERT_TRUE(a.ok());
+  for (uint64_t ProcStat::*field :
+       {&ProcStat::start_code, &ProcStat::end_code, &ProcStat::start_stack}) {
+    ProcStat b = *a;
+    b.*field += 4096;
+    EXPECT_NE(a->ExecMark(), b.ExecMark());
+  }
+  // Without permission to read the layout the kernel shows zeros: all such
+  // reads agree (no exec can be seen, none is made up).
+  ProcStat hidden;
+  EXPECT_EQ(hidden.ExecMark(), ProcStat{}.ExecMark());
+}
+
+TEST(ParseProcStat, OwnExecMarkIsStableAndNotZero) {
+  Result<ProcStat> self1 = ParseProcStat(test::ReadWhole("/proc/self/stat"));
+  Result<ProcStat> self2 = ParseProcStat(test::ReadWhole("/proc/self/stat"));
+  ASSERT_TRUE(self1.ok() && self2.ok());
+  EXPECT_NE(self1->start_code, 0u);
+  EXPECT_EQ(self1->ExecMark(), self2->ExecMark());
 }
 
 TEST(ParseProcStat, SyntheticLineFields) {

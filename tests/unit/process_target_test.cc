@@ -239,7 +239,7 @@ TEST(ReadTarget, NonexistentPidIsNotFound) {
   EXPECT_EQ(t.status().code(), ErrorCode::kNotFound) << t.status().message();
 }
 
-TEST(Target, SameProcessComparesPidAndStartTime) {
+TEST(Target, SameProcessComparesPidStartTimeAndProgram) {
   Target a;
   a.pid = 10;
   a.start_ticks = 500;
@@ -250,6 +250,9 @@ TEST(Target, SameProcessComparesPidAndStartTime) {
   EXPECT_FALSE(a.SameProcess(b));
   b = a;
   b.pid = 11;
+  EXPECT_FALSE(a.SameProcess(b));
+  b = a;
+  b.exec_mark = a.exec_mark + 1;  // the same process after an exec
   EXPECT_FALSE(a.SameProcess(b));
 }
 
