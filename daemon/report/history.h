@@ -121,6 +121,7 @@ class SampleHistory {
     std::size_t count = 0;
     std::vector<TrimMark> trims;  // oldest first
     uint64_t seen = 0;            // the Record that last had the target
+    uint64_t exec_mark = 0;       // the program it ran (Target::exec_mark)
     const StoredPoint& At(std::size_t i) const { return ring[(head + i) % ring.size()]; }
     StoredPoint& At(std::size_t i) { return ring[(head + i) % ring.size()]; }
   };

@@ -145,6 +145,21 @@ TEST(SampleHistory, DropsTargetsThatLeaveTheSnapshot) {
   EXPECT_EQ(h.targets(), 0u);
 }
 
+TEST(SampleHistory, AnExecStartsTheProcessesHistoryAfresh) {
+  SampleHistory h(1h);
+  TargetSnapshot shell = TargetWith(10, kMiB);
+  shell.target.exec_mark = 1;
+  h.Record(At(1, kT0, {shell}));
+  h.Record(At(2, kT0 + 10s, {shell}));
+  TargetSnapshot jvm = TargetWith(10, 40 * kMiB);  // same pid and start ticks
+  jvm.target.exec_mark = 2;
+  h.Record(At(3, kT0 + 20s, {jvm}));
+  auto got = h.Of(jvm.target, 3);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->points.size(), 1u);
+  EXPECT_EQ(got->points.front().rss, 40 * kMiB);
+}
+
 TEST(SampleHistory, ACarriedSampleAddsNoPointAndKeepsTheTarget) {
   // After another target's trim the scheduler carries this target's last
   // sample into an extra snapshot without reading it.
