@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "collectors/common/text.h"
+#include "collectors/procfs/target_reader.h"
 #include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/allocator_view.h"
@@ -400,7 +401,11 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
 
   const auto& p = ts.sample.process;
   uint64_t rss = 0;
-  t.Heading("Resident memory (from /proc/" + std::to_string(tg.pid) + "/status)");
+  // Once the main thread has ended the figures come from a live thread's
+  // status: the heading names the file they were read from.
+  const pid_t task = procfs::ReadingTask(tg);
+  t.Heading("Resident memory (from /proc/" + std::to_string(tg.pid) +
+            (task != tg.pid ? "/task/" + std::to_string(task) : "") + "/status)");
   if (p) {
     rss = p->rss_anon + p->rss_file + p->rss_shmem;
     t.Row("RSS", Bytes(rss), "what the kernel counts against the process");

@@ -147,6 +147,9 @@ TEST_F(LeaderExitTest, InspectReadsItAndAnUnreapedGroupIsExited) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("leader_exit"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("40."), std::string::npos) << r.out;  // "anonymous 40.x MiB"
+  // Read from the live thread's status, and said so.
+  EXPECT_NE(r.out.find("Resident memory (from /proc/" + Str(pid) + "/task/"), std::string::npos)
+      << r.out;
 
   // Unreaped: the test does not wait for it until after the check.
   WriteFile(w.stop_file, "");
