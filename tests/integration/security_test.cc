@@ -128,17 +128,19 @@ class SecurityTest : public ::testing::Test {
     }
   }
 
-  Process StartJava(std::vector<std::string> flags, SpawnOptions o = {}) {
-    Process p = StartJvm(dir_, std::move(flags), "NativeChurn", {"--threads", "1", "--quiet"}, o);
+  Process StartJava(std::vector<std::string> flags, SpawnOptions o = {},
+                    const std::string& java_home = kJava17Home) {
+    Process p = StartJvm(dir_, std::move(flags), "NativeChurn", {"--threads", "1", "--quiet"}, o,
+                         java_home);
     jvms_.push_back(p.pid());
     return p;
   }
 
   // A fresh JVM: no attach listener yet (nothing has asked for one).
-  Process StartFreshJvm(SpawnOptions o = {}) {
+  Process StartFreshJvm(SpawnOptions o = {}, const std::string& java_home = kJava17Home) {
     if (o.stdout_path == "/dev/null") o.stdout_path = dir_ / ("jvm." + Str(++count_) + ".out");
     jvm_stdout_ = o.stdout_path;
-    return StartJava({}, o);
+    return StartJava({}, o, java_home);
   }
 
   TempDir dir_;
@@ -699,15 +701,18 @@ TEST_F(SecurityTest, MemtrimdStartsNoProcesses) {
 // root (AttachListener::is_init_trigger), and a SIGQUIT without one it
 // honours prints a thread dump: memtrimd must not take such a file as its
 // own, and must say why it did not signal.
-TEST_F(SecurityTest, TriggerPlantedByAnotherUserIsNotUsedAndNothingIsSignalled) {
+// The trigger-file tests run on every JDK found: which files HotSpot
+// honours is its rule, checked again on each.
+class TriggerFileTest : public SecurityTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(TriggerFileTest, PlantedByAnotherUserIsNotUsedAndNothingIsSignalled) {
   if (!IsRoot()) GTEST_SKIP() << "needs root to act as uid " << kNobody;
-  if (!Java17Present()) GTEST_SKIP() << "no JDK 17";
   const std::string cwd = dir_ / "cwd";
   fs::create_directory(cwd);
   fs::permissions(cwd, fs::perms::all | fs::perms::sticky_bit);  // as /tmp is
   SpawnOptions o;
   o.cwd = cwd;
-  Process jvm = StartFreshJvm(o);  // the test's uid: root
+  Process jvm = StartFreshJvm(o, GetParam());  // the test's uid: root
   ASSERT_TRUE(jvm.running());
   const std::string name = ".attach_pid" + Str(NsPid(jvm.pid()));
   const std::string planted = cwd + "/" + name;
@@ -733,23 +738,28 @@ TEST_F(SecurityTest, TriggerPlantedByAnotherUserIsNotUsedAndNothingIsSignalled) 
 
 // The same place holding a file of the JVM's own user: HotSpot honours it,
 // so memtrimd uses it (and leaves it to its owner).
-TEST_F(SecurityTest, TriggerOfTheJvmsOwnUserIsUsed) {
-  if (!Java17Present()) GTEST_SKIP() << "no JDK 17";
+TEST_P(TriggerFileTest, OneOfTheJvmsOwnUserIsUsed) {
   const std::string cwd = dir_ / "cwd";
   fs::create_directory(cwd);
   SpawnOptions o;
   o.cwd = cwd;
-  Process jvm = StartFreshJvm(o);
+  Process jvm = StartFreshJvm(o, GetParam());
   ASSERT_TRUE(jvm.running());
   const std::string planted = cwd + "/.attach_pid" + Str(NsPid(jvm.pid()));
   WriteFile(planted, "");
   RunResult r = Jcmd(jvm.pid(), {"VM.version"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("JDK 17"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("JDK " + std::to_string(JdkFeature(GetParam()))), std::string::npos)
+      << r.out;
   EXPECT_FALSE(ThreadDumped(jvm_stdout_));
   EXPECT_TRUE(fs::exists(planted));
   fs::remove(planted);
 }
+
+INSTANTIATE_TEST_SUITE_P(AllJdks, TriggerFileTest, ::testing::ValuesIn(FindJdkHomes()),
+                         [](const ::testing::TestParamInfo<std::string>& jdk) {
+                           return JdkTestName(jdk.param);
+                         });
 
 // A fake JVM (a libjvm.so mapped, SIGQUIT caught, no attach socket) that
 // logs, on SIGQUIT, where HotSpot would find its trigger file.
