@@ -201,10 +201,12 @@ Status CgroupCollector::Collect(const Target& target, TargetSample& out) {
   // CgroupMemory to hold it (and an empty one would read as "no limit").
   if (out.cgroup && text.ok()) {
     out.cgroup->pod = ParsePodIdentity(*text);
-    // Only for a pod: a host process's hostname is the node's.
-    if (out.cgroup->pod) {
+    // Only for a pod: a host process's hostname is the node's, a podman
+    // container's is its own (by default its short ID), not a pod's name.
+    auto in_pod = [](const std::optional<PodIdentity>& id) { return id && !id->pod_uid.empty(); };
+    if (in_pod(out.cgroup->pod)) {
       Result<std::string> node = ReadSmallFile(node_proc_dir_ + "/cgroup");
-      const bool node_is_host = node.ok() && !ParsePodIdentity(*node);
+      const bool node_is_host = node.ok() && !in_pod(ParsePodIdentity(*node));
       if (!(node_is_host && SameUtsNamespace(target.proc_dir, node_proc_dir_))) {
         out.cgroup->pod_name = ReadPodName(target);
       }

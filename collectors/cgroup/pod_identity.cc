@@ -68,8 +68,10 @@ struct NodeContainerForm {
   std::string_view suffix;
 };
 constexpr NodeContainerForm kNodeContainers[] = {
-    {"system.slice", "docker-", ".scope"},  // Docker, systemd driver (kind)
-    {"docker", "", ""},                     // Docker, cgroupfs driver (k3d)
+    {"system.slice", "docker-", ".scope"},   // Docker, systemd driver (kind)
+    {"docker", "", ""},                      // Docker, cgroupfs driver (k3d)
+    {"machine.slice", "libpod-", ".scope"},  // root podman, systemd (kind's podman provider)
+    {"libpod_parent", "libpod-", ""},        // root podman, cgroupfs
 };
 
 bool IsNodeContainer(std::string_view parent, std::string_view seg) {
@@ -82,14 +84,15 @@ bool IsNodeContainer(std::string_view parent, std::string_view seg) {
   return false;
 }
 
-// Where the kubelet's tree may start in a path: at the root of the reader's
-// view (a node agent with the host's cgroup namespace, or cgroup v1), after
-// a run of ".." (a reader in its own cgroup namespace: the first named group
-// is then a child of one of the reader's own ancestors, which belong to the
-// kubelet or to root), or right below a node container's group. Anywhere
-// else (a user's delegated subtree, a service's) anyone with a subtree could
-// name a pod's group: the identity would be borrowed.
-bool KubeletRootAt(const std::vector<std::string_view>& segs, std::size_t at) {
+// Where the kubelet's tree (or root podman's) may start in a path: at the
+// root of the reader's view (a node agent with the host's cgroup namespace,
+// or cgroup v1), after a run of ".." (a reader in its own cgroup namespace:
+// the first named group is then a child of one of the reader's own
+// ancestors, which belong to the kubelet or to root), or right below a node
+// container's group. Anywhere else (a user's delegated subtree, a service's)
+// anyone with a subtree could name a pod's group: the identity would be
+// borrowed.
+bool RuntimeRootAt(const std::vector<std::string_view>& segs, std::size_t at) {
   if (at == 0) return true;
   if (at == 2 && IsNodeContainer(segs[0], segs[1])) return true;
   return false;
@@ -101,10 +104,11 @@ std::size_t LeadingDotDots(const std::vector<std::string_view>& segs) {
   return n;
 }
 
-// `chain` (the kubelet's groups above the pod's, top first) ends right above
-// `pod_at`, and above it is a place the kubelet's tree may start; with a
-// ".." run instead, any top part of the chain may be hidden behind it.
-bool UnderKubeletRoot(const std::vector<std::string_view>& segs, std::size_t pod_at,
+// `chain` (the kubelet's or podman's groups above the pod's or container's,
+// top first) ends right above `pod_at`, and above it is a place such a tree
+// may start; with a ".." run instead, any top part of the chain may be
+// hidden behind it.
+bool UnderRuntimeRoot(const std::vector<std::string_view>& segs, std::size_t pod_at,
                       const std::vector<std::string>& chain) {
   const std::size_t dots = LeadingDotDots(segs);
   if (dots > 0) {
@@ -123,12 +127,12 @@ bool UnderKubeletRoot(const std::vector<std::string_view>& segs, std::size_t pod
   for (std::size_t k = 0; k < chain.size(); ++k) {
     if (segs[top + k] != chain[k]) return false;
   }
-  return KubeletRootAt(segs, top);
+  return RuntimeRootAt(segs, top);
 }
 
 // systemd driver: [<root>-]kubepods[-<qos>]-pod<uid_>.slice. systemd nests a
 // slice "a-b-c.slice" in "a-b.slice" in "a.slice", so the name spells out
-// the groups above it: they are checked by UnderKubeletRoot.
+// the groups above it: they are checked by UnderRuntimeRoot.
 std::optional<PodPart> SystemdPodSlice(const std::vector<std::string_view>& segs, std::size_t i) {
   std::string_view seg = segs[i];
   if (!EndsWith(seg, ".slice")) return std::nullopt;
@@ -166,7 +170,7 @@ std::optional<PodPart> SystemdPodSlice(const std::vector<std::string_view>& segs
     if (dash == std::string_view::npos) break;
     cut = dash + 1;
   }
-  if (!UnderKubeletRoot(segs, i, chain)) return std::nullopt;
+  if (!UnderRuntimeRoot(segs, i, chain)) return std::nullopt;
   return p;
 }
 
@@ -188,22 +192,27 @@ std::optional<PodPart> CgroupfsPodDir(const std::vector<std::string_view>& segs,
   } else {
     return std::nullopt;
   }
-  if (!UnderKubeletRoot(segs, i, chain)) return std::nullopt;
+  if (!UnderRuntimeRoot(segs, i, chain)) return std::nullopt;
   return p;
 }
 
 struct ContainerPart {
-  std::string id;  // empty: the CRI-O monitor
+  std::string id;  // empty: a runtime's monitor (conmon)
   std::string runtime;
 };
 
 // The container's group right below the pod's. systemd: runc names a scope
 // "<prefix>-<id>.scope" from the runtime's "slice:prefix:id". cgroupfs: the
-// bare ID (containerd, Docker) or "crio-<id>" (CRI-O).
+// bare ID (containerd, Docker), "crio-<id>" (CRI-O) or "libpod-<id>"
+// (podman, given the pod's group as --cgroup-parent). The monitors:
+// "crio-conmon-<id>", podman's "libpod-conmon-<id>.scope" and, under
+// cgroupfs, its one "conmon" group for every container of that parent.
 std::optional<ContainerPart> ContainerSegment(std::string_view seg, bool systemd) {
   if (systemd) {
     if (!EndsWith(seg, ".scope")) return std::nullopt;
     seg.remove_suffix(6);
+  } else if (seg == "conmon") {
+    return ContainerPart{"", "podman"};
   }
   struct Form {
     std::string_view prefix;
@@ -213,9 +222,13 @@ std::optional<ContainerPart> ContainerSegment(std::string_view seg, bool systemd
   static constexpr Form kSystemd[] = {{"cri-containerd-", "containerd", false},
                                       {"crio-conmon-", "cri-o", true},
                                       {"crio-", "cri-o", false},
-                                      {"docker-", "docker", false}};
-  static constexpr Form kCgroupfs[] = {
-      {"crio-conmon-", "cri-o", true}, {"crio-", "cri-o", false}, {"", "", false}};
+                                      {"docker-", "docker", false},
+                                      {"libpod-conmon-", "podman", true},
+                                      {"libpod-", "podman", false}};
+  static constexpr Form kCgroupfs[] = {{"crio-conmon-", "cri-o", true},
+                                       {"crio-", "cri-o", false},
+                                       {"libpod-", "podman", false},
+                                       {"", "", false}};
   auto try_forms = [&](const auto& forms) -> std::optional<ContainerPart> {
     for (const Form& f : forms) {
       if (!StartsWith(seg, f.prefix)) continue;
@@ -252,8 +265,50 @@ std::optional<std::vector<std::string_view>> Segments(std::string_view path) {
   return segs;
 }
 
+// Groups root's podman makes above a container's (libpod's defaults:
+// CgroupfsDefaultCgroupParent, SystemdDefaultCgroupParent), and those of a
+// podman pod below them: its 64-hex ID (cgroupfs) or the slice
+// machine-libpod_pod_<id>.slice (systemd).
+constexpr std::string_view kLibpodParent = "libpod_parent";
+constexpr std::string_view kMachineSlice = "machine.slice";
+
+bool IsPodmanPodGroup(std::string_view seg, bool systemd) {
+  if (!systemd) return IsContainerId(seg);
+  constexpr std::string_view kPrefix = "machine-libpod_pod_";
+  if (!StartsWith(seg, kPrefix) || !EndsWith(seg, ".slice")) return false;
+  seg.remove_prefix(kPrefix.size());
+  seg.remove_suffix(6);
+  return IsContainerId(seg);
+}
+
+// A podman container with no kubelet's pod above it: `libpod-<id>` (or
+// `libpod-<id>.scope`) in podman's own parent, alone or in a podman pod's
+// group, where only root's podman names groups. Groups below the
+// container's still belong to it. Its monitor (conmon) has no container:
+// no identity. No pod, no QoS.
+std::optional<PodIdentity> PodmanContainer(const std::vector<std::string_view>& segs) {
+  std::size_t at = 0;
+  while (at < segs.size() && !StartsWith(segs[at], "libpod-")) ++at;
+  if (at == segs.size()) return std::nullopt;
+  const bool systemd = EndsWith(segs[at], ".scope");
+  std::optional<ContainerPart> c = ContainerSegment(segs[at], systemd);
+  if (!c || c->runtime != "podman" || c->id.empty()) return std::nullopt;
+  // The chain above: podman's parent, then possibly the pod's group; with
+  // a ".." run in front, any of it may be hidden.
+  std::vector<std::string> chain = {std::string(systemd ? kMachineSlice : kLibpodParent)};
+  if (at > 0 && IsPodmanPodGroup(segs[at - 1], systemd)) chain.emplace_back(segs[at - 1]);
+  if (!UnderRuntimeRoot(segs, at, chain)) return std::nullopt;
+  PodIdentity id;
+  id.container_id = std::move(c->id);
+  id.runtime = std::move(c->runtime);
+  return id;
+}
+
+// Whether a /proc/<pid>/cgroup line's path may name a pod or a podman
+// container (the line that decides).
 bool MentionsPod(std::string_view path) {
   if (path.find("kubepods") != std::string_view::npos) return true;
+  if (path.find("libpod") != std::string_view::npos) return true;
   return path.find("/pod") != std::string_view::npos;
 }
 
@@ -272,7 +327,7 @@ std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
     if (!pod) return std::nullopt;
     pod_at = i;
   }
-  if (!pod) return std::nullopt;
+  if (!pod) return PodmanContainer(*segs);
   PodIdentity id;
   id.pod_uid = std::move(pod->uid);
   id.qos = pod->qos;

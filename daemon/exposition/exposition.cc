@@ -199,7 +199,7 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
   if (smp.cgroup && smp.cgroup->pod) {
     pod_uid = smp.cgroup->pod->pod_uid;
     container_id = smp.cgroup->pod->container_id;
-    qos = cgroup::QosClassName(smp.cgroup->pod->qos);
+    if (smp.cgroup->pod->qos) qos = cgroup::QosClassName(*smp.cgroup->pod->qos);
     pod_name = smp.cgroup->pod_name;
   }
   b.Add(kTargetUp, {pid}, 1);

@@ -16,7 +16,7 @@ std::optional<PodIdentity> FromFixture(const std::string& name) {
   return ParsePodIdentity(test::ReadFixture("cgroup/pod_paths/" + name));
 }
 
-PodIdentity Id(std::string uid, std::string cid, std::string runtime, QosClass qos) {
+PodIdentity Id(std::string uid, std::string cid, std::string runtime, std::optional<QosClass> qos) {
   return PodIdentity{std::move(uid), std::move(cid), std::move(runtime), qos};
 }
 
@@ -25,12 +25,13 @@ struct Case {
   const char* uid;
   const char* cid;
   const char* runtime;
-  QosClass qos;
+  std::optional<QosClass> qos;  // none: no pod (podman alone)
 };
 
 constexpr QosClass kG = QosClass::kGuaranteed;
 constexpr QosClass kBu = QosClass::kBurstable;
 constexpr QosClass kBe = QosClass::kBestEffort;
+constexpr std::optional<QosClass> kNoPod;
 
 // Expected values: record.sh derives each UID and container ID from the
 // fixture's name (md5 / sha256 of "pod:<name>" / "container:<name>").
@@ -74,6 +75,31 @@ const Case kCases[] = {
      "da8b1debdefdd15eb1b4f93d3d97a101c3980521efcebc52bc2ee96007c2f335", "containerd", kBe},
     {"private_ns_cgroupfs_v1", "effceabb-4bb4-6abe-7783-3dc8a0186c1b",
      "2fb57522c9787c288d7690c21142ea68391ea762953d479a879c25d9ecacec47", "", kBe},
+    // podman (record-podman.sh): its own container IDs, the pod UID it was
+    // given in --cgroup-parent.
+    {"podman_v1", "", "2c61793a7219857ba3e8c1721b0d144744885a5c1cd94eac57a7685e04674790", "podman",
+     kNoPod},
+    {"podman_inside_v1", "", "4dd10a18bf8343c11d38784af57738d1a965f6e5e877ba3e429b013ce050e4dc",
+     "podman", kNoPod},
+    {"podman_pod_v1", "", "12f44689691af3ba3b684292767a54527ee37c90128ad4b5c0e3e390b0b6af83",
+     "podman", kNoPod},
+    {"podman_pod_private_ns_v1", "",
+     "12f44689691af3ba3b684292767a54527ee37c90128ad4b5c0e3e390b0b6af83", "podman", kNoPod},
+    {"podman_kubepods_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+     "adc77de7fc84a5eb963c6493e369f9415b51cea4643991b3df1d009b11593ba7", "podman", kBu},
+    {"podman_kubepods_inside_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+     "30e2096e970df42db7bed96e221d5e974f831d1e55abb6bbd6acef356fbbafe2", "podman", kBu},
+    {"podman_kubepods_guaranteed_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+     "6f581d40143fcbb606c9536a983031c01d51873f719e0702566a2f4c5039343c", "podman", kG},
+    // podman's monitor in the pod's group: the pod, not a container.
+    {"podman_kubepods_conmon_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "", "podman", kBu},
+    // podman with systemd (record.sh, names from libpod's source).
+    {"podman_systemd_v2", "", "acf106d37376cd28bdfce1f1cc4349b24fd0070d62887ded579fabdf9090cb35",
+     "podman", kNoPod},
+    {"podman_systemd_pod_v2", "",
+     "a79b1c945df632c0984b324a362950b51e081ca3485d6bff8b22fadc96617e2c", "podman", kNoPod},
+    {"podman_systemd_kubepods_v2", "37ab3c87-88a7-94ed-058a-29856c834461",
+     "3df33dfccd63a63db99c23b633e125fd4232e8f82c4185f8a69a7bdcab9570cc", "podman", kBu},
 };
 
 TEST(PodIdentity, EveryRecordedShape) {
@@ -86,6 +112,118 @@ TEST(PodIdentity, EveryRecordedShape) {
 }
 
 TEST(PodIdentity, HostProcessHasNone) { EXPECT_EQ(FromFixture("host_process"), std::nullopt); }
+
+// A runtime's monitor outside a pod names no container: podman's conmon
+// (one group for all containers of its parent under cgroupfs, a scope per
+// container under systemd).
+TEST(PodIdentity, PodmansMonitorAloneHasNone) {
+  EXPECT_EQ(FromFixture("podman_conmon_v1"), std::nullopt);
+  EXPECT_EQ(FromFixture("podman_systemd_conmon_v2"), std::nullopt);
+}
+
+// Rootless podman's containers live in the user's delegated subtree, where
+// the same user could name any group libpod-<another container's id>:
+// no identity there, as for a user's imitation of root podman's groups.
+TEST(PodIdentity, PodmanNamesInAUsersSubtreeAreNotAContainer) {
+  EXPECT_EQ(FromFixture("podman_rootless_v2"), std::nullopt);
+  EXPECT_EQ(FromFixture("spoof_user_podman_v1"), std::nullopt);
+}
+
+// Every runtime's container group, below each driver's pod group and, for
+// podman, in its own parents: the ID without the runtime's prefix.
+TEST(PodIdentity, EveryContainerNameBelowEachDriversPod) {
+  const std::string uid = "36f5882d-0621-f60f-9ff2-04ff5fe547ba";
+  const std::string uid_ = "36f5882d_0621_f60f_9ff2_04ff5fe547ba";
+  const std::string cid = "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e";
+  const std::string pod = "7699dd8ff5421228f1e5b66bde23fabbe2b87c3ea1cf44492f357c85cc0917ca";
+  const std::string cgroupfs = "/kubepods/burstable/pod" + uid + "/";
+  const std::string systemd =
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ + ".slice/";
+  struct Shape {
+    std::string path;
+    std::string uid;
+    std::string cid;
+    std::string runtime;
+    std::optional<QosClass> qos;
+  };
+  const Shape shapes[] = {
+      {cgroupfs + cid, uid, cid, "", kBu},
+      {cgroupfs + "crio-" + cid, uid, cid, "cri-o", kBu},
+      {cgroupfs + "crio-conmon-" + cid, uid, "", "cri-o", kBu},
+      {cgroupfs + "libpod-" + cid, uid, cid, "podman", kBu},
+      {cgroupfs + "conmon", uid, "", "podman", kBu},
+      {systemd + "cri-containerd-" + cid + ".scope", uid, cid, "containerd", kBu},
+      {systemd + "crio-" + cid + ".scope", uid, cid, "cri-o", kBu},
+      {systemd + "crio-conmon-" + cid + ".scope", uid, "", "cri-o", kBu},
+      {systemd + "docker-" + cid + ".scope", uid, cid, "docker", kBu},
+      {systemd + "libpod-" + cid + ".scope", uid, cid, "podman", kBu},
+      {systemd + "libpod-conmon-" + cid + ".scope", uid, "", "podman", kBu},
+      {"/libpod_parent/libpod-" + cid, "", cid, "podman", kNoPod},
+      {"/libpod_parent/" + pod + "/libpod-" + cid, "", cid, "podman", kNoPod},
+      {"/libpod_parent/libpod-" + cid + "/container", "", cid, "podman", kNoPod},
+      {"/machine.slice/libpod-" + cid + ".scope", "", cid, "podman", kNoPod},
+      {"/machine.slice/machine-libpod_pod_" + pod + ".slice/libpod-" + cid + ".scope", "", cid,
+       "podman", kNoPod},
+      {"/../libpod-" + cid, "", cid, "podman", kNoPod},
+      {"/../" + pod + "/libpod-" + cid, "", cid, "podman", kNoPod},
+      {"/../../libpod_parent/" + pod + "/libpod-" + cid, "", cid, "podman", kNoPod},
+      // A kubelet in a root podman container (kind's podman provider).
+      {"/machine.slice/libpod-" + pod + ".scope" + systemd + "cri-containerd-" + cid + ".scope",
+       uid, cid, "containerd", kBu},
+      {"/libpod_parent/libpod-" + pod + cgroupfs + cid, uid, cid, "", kBu},
+  };
+  for (const Shape& sh : shapes) {
+    SCOPED_TRACE(sh.path);
+    std::optional<PodIdentity> id = ParsePodCgroupPath(sh.path);
+    ASSERT_TRUE(id.has_value());
+    EXPECT_EQ(*id, Id(sh.uid, sh.cid, sh.runtime, sh.qos));
+    // The same as the v2 line of a whole file.
+    EXPECT_EQ(ParsePodIdentity("0::" + sh.path + "\n"), id);
+  }
+}
+
+// Podman's names where root's podman does not put them, or not as it
+// spells them: no identity (never a container ID alone from a name anyone
+// could give a group).
+TEST(PodIdentity, PodmanShapesOnlyWherePodmanPutsThem) {
+  const std::string cid = "a2ea343028b83d9326af9677ef8b68ae18d114d84c69dbea09574c20bf15364e";
+  const std::string pod = "7699dd8ff5421228f1e5b66bde23fabbe2b87c3ea1cf44492f357c85cc0917ca";
+  const std::string bad[] = {
+      "/libpod-" + cid,                           // no parent
+      "/x/libpod_parent/libpod-" + cid,           // parent not at the top
+      "/user.slice/libpod_parent/libpod-" + cid,  // in a user's tree
+      "/system.slice/libpod-" + cid + ".scope",   // not podman's slice
+      "/machine.slice/libpod-" + cid,             // systemd's parent, cgroupfs name
+      "/libpod_parent/libpod-" + cid + ".scope",  // and the reverse
+      "/libpod_parent/x/libpod-" + cid,           // a pod group that is not an ID
+      "/libpod_parent/" + pod.substr(1) + "/libpod-" + cid,
+      "/machine.slice/machine-libpod_pod_x.slice/libpod-" + cid + ".scope",
+      "/machine.slice/libpod_pod_" + pod + ".slice/libpod-" + cid + ".scope",
+      "/libpod_parent/libpod-" + cid.substr(0, 63),  // truncated ID
+      "/libpod_parent/libpod-" + cid + "0",          // 65 digits
+      "/libpod_parent/libpod-" + cid.substr(0, 12),  // podman's short ID
+      "/libpod_parent/libpod-A2EA" + cid.substr(4),  // upper case
+      "/libpod_parent/libpod-g" + cid.substr(1),     // not hex
+      "/machine.slice/libpod-" + cid.substr(0, 63) + ".scope",
+      "/libpod_parent/libpod-conmon-" + cid,  // a monitor: no container
+      "/libpod_parent/conmon",
+      "/machine.slice/libpod-conmon-" + cid + ".scope",
+      "/../x/libpod-" + cid,  // after the dots, not podman's
+      "/../user.slice/libpod_parent/libpod-" + cid,
+  };
+  for (const std::string& p : bad) {
+    SCOPED_TRACE(p);
+    EXPECT_EQ(ParsePodCgroupPath(p), std::nullopt);
+    EXPECT_EQ(ParsePodIdentity("0::" + p + "\n"), std::nullopt);
+  }
+  // Below a kubelet's pod, an unknown or malformed name is no container.
+  const std::string in_pod = "/kubepods/burstable/pod36f5882d-0621-f60f-9ff2-04ff5fe547ba/";
+  for (const std::string& seg : {"libpod-" + cid.substr(0, 63), "libpod-" + cid + ".scope",
+                                 "conmon-" + cid, std::string("conmonx")}) {
+    SCOPED_TRACE(seg);
+    EXPECT_EQ(ParsePodCgroupPath(in_pod + seg), std::nullopt);
+  }
+}
 
 // A user's delegated subtree holding a pod's group names (the spoof): each
 // file's path has a well-formed pod and container segment, which were
