@@ -1,8 +1,9 @@
 // The cgroup collector's pod identity and pod name for real processes placed
 // in cgroups named the way a kubelet and containerd name them (systemd
-// driver), each in its own mount namespace with its own /etc/hostname bound
-// over the node's (as a container runtime does). Needs root and a memory
-// cgroup this process may create groups under; skipped otherwise.
+// driver), and the way podman names them (cgroupfs manager, alone or given
+// a kubelet pod's group as its parent), each in its own mount namespace with
+// its own /etc/hostname bound over the node's (as a container runtime does). Needs root and a
+// memory cgroup this process may create groups under; skipped otherwise.
 //
 // This process's own memory cgroup plays the node's hierarchy root: the
 // reader (the collector on a thread of its own, or memtrimd) runs in a cgroup
@@ -327,6 +328,92 @@ TEST_F(PodIdentityTest, NodeModeLabelsOnlyTheKubeletsTree) {
   EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, uid2}).has_value());
   EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, kContainer}).has_value());
   EXPECT_FALSE(Find(s, "memtrimd_target_info", {p2, "web-7d4b9c8f6-x2x9q"}).has_value());
+}
+
+// podman's cgroupfs names (as tests/fixtures/cgroup/pod_paths/podman_*
+// recorded them from real podman runs).
+constexpr const char* kPodmanAlone =
+    "1e4965092a86c3a7db8ce509e5b8932182d02403b61ee821f5fab1d66cf0a8b2";
+constexpr const char* kPodmanInPod =
+    "56412a45f8ea69df1618802acf3b6a1a68f8aabdfeac7c97733c76bd10c1279b";
+std::string PodmanGroup(const std::string& container) {
+  return "/libpod_parent/libpod-" + container;
+}
+std::string PodmanInKubePod(const std::string& container) {
+  return std::string("/kubepods/burstable/pod") + kUid + "/libpod-" + container;
+}
+
+// A podman container with no pod above it: its container ID, runtime
+// podman, no pod, no QoS, and its hostname (podman's default: the short
+// container ID) is not taken for a pod's name.
+TEST_F(PodIdentityTest, PodmanContainerAloneHasItsIdAndNoPod) {
+  Groups g(PodmanGroup(kPodmanAlone));
+  if (!g.ok()) GTEST_SKIP() << "no memory cgroup to create groups under";
+  TempDir dir;
+  WriteFile(dir / "hostname", "1e4965092a86\n");
+  Process target = StartInGroup(g, dir / "hostname", true);
+  ASSERT_TRUE(BecameSleep(target));
+  TargetSample s = Collect(target.pid(), Self());
+  if (!s.cgroup) GTEST_SKIP() << "no memory files in the groups made here";
+  ASSERT_TRUE(s.cgroup->pod.has_value());
+  EXPECT_EQ(*s.cgroup->pod, (PodIdentity{"", kPodmanAlone, "podman", std::nullopt}));
+  EXPECT_EQ(s.cgroup->pod_name, "");
+}
+
+// The same names through a node agent: memtrimd in node mode labels a
+// podman container alone (container ID only), one given a kubelet pod's
+// group as --cgroup-parent (pod, QoS, container), and nothing for a user's
+// imitation of podman's groups in its own subtree.
+TEST_F(PodIdentityTest, NodeModeLabelsPodmanContainers) {
+  const std::string spoof_id = "b92245761e2a56f72a4f6d1826457b66d27158feb4f360f2547b0a88de60e711";
+  Groups alone(PodmanGroup(kPodmanAlone));
+  Groups in_pod(PodmanInKubePod(kPodmanInPod));
+  Groups spoof(UserTree() + PodmanGroup(spoof_id));
+  if (!alone.ok() || !in_pod.ok() || !spoof.ok()) {
+    GTEST_SKIP() << "no memory cgroup to create groups under";
+  }
+  TempDir dir;
+  WriteFile(dir / "hostname", "web-7d4b9c8f6-x2x9q\n");
+  // Told apart by their arguments: "sleep 6011", "sleep 6012", "sleep 6013".
+  Process a = StartInGroup(alone, dir / "hostname", true, "6011");
+  Process b = StartInGroup(in_pod, dir / "hostname", true, "6012");
+  Process c = StartInGroup(spoof, dir / "hostname", true, "6013");
+  ASSERT_TRUE(BecameSleep(a));
+  ASSERT_TRUE(BecameSleep(b));
+  ASSERT_TRUE(BecameSleep(c));
+  Memtrimd m(WrapWith{{"unshare", "--cgroup"}},
+             {"--targets=node", "--targets.match=^sleep 601[123]$", "--targets.min-rss=0",
+              "--discovery.interval=500ms", "--sample.interval=200ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  const std::string pa = "pid=\"" + std::to_string(a.pid()) + "\"";
+  const std::string pb = "pid=\"" + std::to_string(b.pid()) + "\"";
+  const std::string pc = "pid=\"" + std::to_string(c.pid()) + "\"";
+  Series s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = m.Scrape();
+        return Find(s, "memtrimd_target_info",
+                    {pa, "container_id=\"" + std::string(kPodmanAlone) + "\""}) &&
+               Find(s, "memtrimd_target_info",
+                    {pb, "container_id=\"" + std::string(kPodmanInPod) + "\""}) &&
+               Find(s, "memtrimd_target_info", {pc});
+      },
+      30s))
+      << m.log();
+  // Alone: the container, no pod, no QoS, no pod name.
+  EXPECT_TRUE(
+      Find(s, "memtrimd_target_info", {pa, "pod_uid=\"\"", "qos_class=\"\"", "pod_name=\"\""})
+          .has_value());
+  // In a kubelet pod's group: all of it.
+  EXPECT_TRUE(Find(s, "memtrimd_target_info",
+                   {pb, "pod_uid=\"" + std::string(kUid) + "\"", "qos_class=\"burstable\"",
+                    "pod_name=\"web-7d4b9c8f6-x2x9q\""})
+                  .has_value());
+  // The user's imitation: nothing.
+  EXPECT_TRUE(
+      Find(s, "memtrimd_target_info", {pc, "pod_uid=\"\"", "container_id=\"\"", "qos_class=\"\""})
+          .has_value());
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {pc, spoof_id}).has_value());
 }
 
 TEST_F(PodIdentityTest, HostProcessHasNoPod) {
