@@ -64,7 +64,8 @@ const MetricDef kTargetInfo{
     "unknown), the allocator that serves its malloc (glibc, jemalloc, tcmalloc, mimalloc, musl, "
     "unknown), JVM version, and for a process in a Kubernetes pod its pod "
     "UID, container ID (64 hex, no runtime prefix), QoS class and pod name "
-    "(its hostname); empty outside a pod. Value is always 1."};
+    "(its hostname); empty outside a pod, but for a root podman container's ID. Value is "
+    "always 1."};
 const MetricDef kTargetStartTime{"memtrimd_target_start_time_seconds",
                                  MetricType::Gauge,
                                  {"pid"},
