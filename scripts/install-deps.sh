@@ -29,6 +29,10 @@ packages=(
   libmimalloc2.0 libmimalloc-dev musl-tools
   # the fuzz preset: clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
+  # container images without a registry (scripts/build-image.sh): Debian base
+  # images made by mmdebstrap, built and run by root podman with runc
+  # (deploy/docker/containers.conf says why runc)
+  podman mmdebstrap runc
 )
 
 # kubectl (for `kubectl kustomize`) and Node.js (for the offline schema
