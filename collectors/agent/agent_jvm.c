@@ -58,10 +58,9 @@
 #define _GNU_SOURCE
 
 #include "agent_jvm.h"
+#include "agent_sock.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <limits.h>
 #include <stdint.h>
@@ -237,26 +236,23 @@ static int vmstructs_perfdata(uintptr_t *start, size_t *size) {
   return 0;
 }
 
-/* Reads /proc/self/maps with a fixed buffer and finds the mapping of the
- * JVM's hsperfdata file (.../hsperfdata_<user>/<pid>). 0 when found. */
+/* Reads /proc/self/maps a buffer at a time and finds the mapping of the
+ * JVM's hsperfdata file (.../hsperfdata_<user>/<pid>). 0 when found. The
+ * agent thread opens no descriptor: the socket task reads each piece
+ * (agent_sock.c). */
 static int find_perfdata(uintptr_t *start, size_t *size) {
   char name[32];
   snprintf(name, sizeof name, "/%d", (int)getpid());
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return -1;
-  }
   char buf[8192];
   size_t have = 0;
+  uint64_t offset = 0;
   int found = -1;
   for (;;) {
-    ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
+    long n = agent_sock_read("/proc/self/maps", offset, buf + have, sizeof buf - have);
     if (n <= 0) {
       break;
     }
+    offset += (uint64_t)n;
     have += (size_t)n;
     buf[have] = '\0';
     char *line = buf;
@@ -283,7 +279,6 @@ static int find_perfdata(uintptr_t *start, size_t *size) {
       memmove(buf, line, have);
     }
   }
-  close(fd);
   return found;
 }
 
@@ -354,17 +349,10 @@ static int jdk_feature(void) {
     return 0;
   }
   strcat(path, "/release");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return 0;
-  }
   char buf[4096];
-  ssize_t got = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (got <= 0) {
+  if (agent_sock_read(path, 0, buf, sizeof buf) <= 0) { /* NUL-terminated */
     return 0;
   }
-  buf[got] = '\0';
   const char *v = strstr(buf, "JAVA_VERSION=\"");
   if (v == NULL) {
     return 0;

@@ -77,20 +77,25 @@
  * open themselves (closefrom(3), os.closerange) and then open their own; a
  * listening socket in the program's descriptor table would be closed under
  * the agent, and the agent would go on accepting on a number that is now the
- * program's (answering the program's own clients). So the agent thread, as
- * its first act, takes a private copy of the descriptor table
- * (unshare(CLONE_FILES)), closes every descriptor in that copy, and only then
- * opens anything (its socket, /proc/self/stat and statm). Nothing the agent
- * opens is in the program's table: the program's first pipe() still gets 3
- * and 4, closefrom() cannot close the agent's socket, the numbers the program
+ * program's (answering the program's own clients). So the agent starts two
+ * tasks: the agent thread (a pthread, "memtrimd-agent"), which runs the
+ * allocator's calls, malloc_info and JNI and never opens a descriptor, and
+ * the socket task ("memtrimd-sock"), cloned without CLONE_FILES, which has a
+ * private copy of the descriptor table from birth, closes every descriptor
+ * in that copy, and only then opens anything (its socket, and /proc/self
+ * files read for the agent thread). agent_sock.c says how the two hand work
+ * to each other and why this way. Nothing the agent opens is in the
+ * program's table: the program's first pipe() still gets 3 and 4,
+ * closefrom() cannot close the agent's socket, the numbers the program
  * reuses are never the agent's, and /proc/<pid>/fd (the main thread's table)
  * does not list them. Closing the copies does not release the program's
  * POSIX record locks: Linux ties those to the table that took them (the
- * lock owner is the files_struct), and the private copy never took any. If
- * unshare is refused (a seccomp filter: Docker's and Kubernetes'
- * RuntimeDefault profiles allow it only with CAP_SYS_ADMIN) the agent does
- * not start and says so once on stderr: serving from the program's own
- * table is exactly the harm above.
+ * lock owner is the files_struct), and the private copy never took any.
+ * It needs only clone() without namespace flags, which Docker's and
+ * Kubernetes' RuntimeDefault seccomp profiles allow (they refuse unshare
+ * without CAP_SYS_ADMIN, which the agent used before). Where even that clone
+ * is refused, the agent does not start and says so once on stderr: serving
+ * from the program's own table is exactly the harm above.
  *
  * Programs that drop privileges (started as root, then setuid to a service
  * user, like mariadbd --user, nginx, postgres). The socket file is created
@@ -101,8 +106,11 @@
  * when it takes root back the file goes back to root. A memtrimd running as
  * the program's final uid can then connect, and the program can remove the
  * file at exit. The agent accepts peers by the program's euid at the time of
- * each connection, not the one it started with. Only the process that made
- * the socket changes its owner: a forked worker that drops privileges (nginx
+ * each connection, not the one it started with (the agent thread, which
+ * glibc's setuid moves with the program's other threads, decides). The
+ * socket task, which glibc does not know of, keeps no privilege to lose: it
+ * drops to nobody (or to its effective ids) once it listens. Only the process
+ * that made the socket changes its owner: a forked worker that drops privileges (nginx
  * workers) has no agent thread and leaves the parent's file alone.
  *
  * After an abrupt exit (SIGKILL, _exit) the socket file stays. The start
@@ -113,8 +121,8 @@
  * one of our own image before an execve) is removed if nobody listens on it
  * and the sticky /tmp lets us.
  *
- * fork and exec: a forked child has no agent thread (threads are not
- * inherited) and never saw the agent's private table, so connections to the
+ * fork and exec: a forked child has neither of the agent's tasks (threads
+ * are not inherited) and never saw the socket task's private table, so connections to the
  * path only ever reach the parent. A child that execs with LD_PRELOAD
  * inherited runs this constructor again and serves its own socket named by
  * its own pid (use "%p" in MEMTRIMD_AGENT_SOCKET so children do not compete
@@ -140,12 +148,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
@@ -153,25 +158,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent_allocator.h"
 #include "agent_jvm.h"
 #include "agent_out.h"
+#include "agent_sock.h"
 
 /* 2: "allocator", and "trim" runs the allocator's own release call. */
 #define AGENT_VERSION 2
-/* A client gets this long to send its one line, so a silent client cannot
- * hold the agent (and every later client) up. */
-#define READ_DEADLINE_MS 2000
-/* And this long to read the answer (malloc_info can be hundreds of kB). */
-#define WRITE_DEADLINE_MS 10000
 /* malloc_info lists up to ~140 size classes per arena (~8 kB of XML) and a
  * program may have 8 arenas per CPU: 4 MiB (memtrimd's default answer cap)
  * covers hundreds of fragmented arenas. Untouched pages of the buffer never
@@ -179,30 +176,21 @@
 #ifndef INFO_BUFFER_BYTES
 #define INFO_BUFFER_BYTES (4u << 20)
 #endif
-/* How long the constructor waits for the agent thread to take its private
- * descriptor table and bind its socket (microseconds when all is well). */
+/* How long the constructor waits for the agent to set up its socket
+ * (microseconds when all is well). */
 #define SETUP_DEADLINE_MS 2000
-#ifndef SYS_close_range
-#define SYS_close_range 436 /* the same number on every architecture */
-#endif
 
 /* MEMTRIMD_AGENT_SOCKET as the constructor found it (getenv is only safe
- * before main), expanded by the agent thread into g_path. */
-static char g_template[sizeof(((struct sockaddr_un*)0)->sun_path)];
-static char g_path[sizeof(((struct sockaddr_un*)0)->sun_path)];
-/* A descriptor in the agent's private table, never in the program's. */
-static int g_listen_fd = -1;
+ * before main); "" for the default. */
+static char g_template[108]; /* sun_path's size */
 static pid_t g_pid;
 static unsigned long g_refused; /* only the agent thread touches it */
-/* The agent's copy of the program's stderr while it sets up (to say why it
- * did not start); -1 once setup is over, so the agent never holds the
- * program's pipe or terminal open. */
-static int g_err_fd = 2;
-/* Taken by the agent thread while it binds and by the setuid wrappers around
- * the uid change, so the socket file is either made before the change (and
- * given to the new uid) or after it (and made by the new uid). */
+/* Taken by the agent thread while the socket task binds and by the setuid
+ * wrappers around the uid change, so the socket file is either made before
+ * the change (and given to the new uid) or after it (and made by the new
+ * uid). */
 static pthread_mutex_t g_owner_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_serving; /* g_path is ours; under g_owner_lock */
+static int g_serving; /* the socket path is ours; under g_owner_lock */
 static sem_t g_setup_done;
 
 /* malloc_info() writes to a FILE, and stdio allocates a FILE and its buffer
@@ -214,11 +202,11 @@ static char g_info_buf[INFO_BUFFER_BYTES];
 static char g_info_stdio_buf[8192];
 static FILE* g_info;
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The answer being built for the socket task to send (agent_sock.h: head;
+ * malloc_info's XML is the tail). The unknown allocator's reason names a
+ * path. */
+static char g_reply_buf[PATH_MAX + 2048];
+static struct out g_reply;
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -226,73 +214,12 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits for `events` on a nonblocking fd until `deadline` (now_ms()). */
-static int wait_fd(int fd, short events, int64_t deadline) {
-  for (;;) {
-    int64_t left = deadline - now_ms();
-    if (left <= 0) {
-      return -1;
-    }
-    struct pollfd p = {.fd = fd, .events = events, .revents = 0};
-    int r = poll(&p, 1, (int)left);
-    if (r > 0) {
-      return 0;
-    }
-    if (r < 0 && errno != EINTR) {
-      return -1;
-    }
-  }
-}
-
-/* Sends all of buf, across partial writes and EINTR, before `deadline`.
- * MSG_NOSIGNAL: a client that went away must not SIGPIPE the program. */
-static int send_all(int fd, const char* buf, size_t n, int64_t deadline) {
-  while (n > 0) {
-    ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      buf += w;
-      n -= (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno != EINTR && errno != EAGAIN) {
-      return -1;
-    }
-    if (wait_fd(fd, POLLOUT, deadline) != 0) {
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* The client's time to take the answer, counted from when it is ready (a
- * trim of a large heap can itself take seconds). */
-static int64_t answer_deadline(void) { return now_ms() + WRITE_DEADLINE_MS; }
-
-/* Reads the start of a small /proc file into buf (at most size - 1 bytes,
- * NUL-terminated) with plain open/read: no stdio, no malloc. Returns the
- * bytes read, or -1. */
-static ssize_t read_self_file(const char* path, char* buf, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return -1;
-  }
-  ssize_t n;
-  do {
-    n = read(fd, buf, size - 1);
-  } while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n >= 0) {
-    buf[n] = '\0';
-  }
-  return n;
-}
-
-/* Resident bytes from /proc/self/statm (second field, in pages). Plain
- * open/read into the stack: no stdio, no malloc; the descriptor is in the
- * agent's private table. 0 if unreadable. */
+/* Resident bytes from /proc/self/statm (second field, in pages), read by the
+ * socket task into the stack: no stdio, no malloc, no descriptor here. 0 if
+ * unreadable. */
 static uint64_t rss_bytes(void) {
   char buf[256];
-  if (read_self_file("/proc/self/statm", buf, sizeof buf) <= 0) {
+  if (agent_sock_read("/proc/self/statm", 0, buf, sizeof buf) <= 0) {
     return 0;
   }
   const char* p = strchr(buf, ' ');
@@ -306,25 +233,24 @@ static uint64_t rss_bytes(void) {
   return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void answer_error(int fd, const char* why) {
-  char buf[PATH_MAX + 256]; /* the unknown allocator's reason names a path */
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "1\n");
-  put_str(&o, why);
-  put_str(&o, "\n");
-  send_all(fd, buf, o.len, answer_deadline());
+static void answer_error(const char* why) {
+  g_reply.len = 0;
+  g_reply.overflow = 0;
+  put_str(&g_reply, "1\n");
+  put_str(&g_reply, why);
+  put_str(&g_reply, "\n");
 }
 
 /* The allocator's own release call (malloc_trim(0) for glibc, exactly as
  * before other allocators were known), timed, with RSS around it and, where
  * the allocator reports one, its free-but-kept bytes (mimalloc: its
  * committed bytes) just before and after. */
-static void do_trim(int fd) {
+static void do_trim(void) {
   char why[PATH_MAX + 200];
   int result = 0;
   if (!agent_allocator_known()) {
     agent_allocator_release(&result, why, sizeof why); /* only says why not */
-    answer_error(fd, why);
+    answer_error(why);
     return;
   }
   uint64_t kept_before = 0, kept_after = 0, committed_before = 0, committed_after = 0;
@@ -336,68 +262,61 @@ static void do_trim(int fd) {
   uint64_t duration = now_ns() - t0;
   uint64_t after = rss_bytes();
   if (rc != 0) {
-    answer_error(fd, why);
+    answer_error(why);
     return;
   }
   const int has_after = agent_allocator_free_kept(&kept_after);
   const int has_committed_after = agent_allocator_committed(&committed_after);
-  char buf[512];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "0\n");
-  put_kv(&o, "duration_ns", duration);
-  put_kv(&o, "rss_before", before);
-  put_kv(&o, "rss_after", after);
-  put_kv(&o, "result", (uint64_t)(result < 0 ? 0 : result));
-  put_kv_str(&o, "allocator", agent_allocator_name());
-  put_kv_str(&o, "call", agent_allocator_call());
+  struct out* o = &g_reply;
+  put_str(o, "0\n");
+  put_kv(o, "duration_ns", duration);
+  put_kv(o, "rss_before", before);
+  put_kv(o, "rss_after", after);
+  put_kv(o, "result", (uint64_t)(result < 0 ? 0 : result));
+  put_kv_str(o, "allocator", agent_allocator_name());
+  put_kv_str(o, "call", agent_allocator_call());
   if (has_before) {
-    put_kv(&o, "free_kept_before", kept_before);
+    put_kv(o, "free_kept_before", kept_before);
   }
   if (has_after) {
-    put_kv(&o, "free_kept_after", kept_after);
+    put_kv(o, "free_kept_after", kept_after);
   }
   if (has_committed_before) {
-    put_kv(&o, "committed_before", committed_before);
+    put_kv(o, "committed_before", committed_before);
   }
   if (has_committed_after) {
-    put_kv(&o, "committed_after", committed_after);
+    put_kv(o, "committed_after", committed_after);
   }
-  send_all(fd, buf, o.len, answer_deadline());
 }
 
-static void do_allocator(int fd) {
-  char buf[PATH_MAX + 1024];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "0\n");
-  agent_allocator_stats(&o);
-  if (o.overflow) {
-    answer_error(fd, "allocator answer larger than buffer");
-    return;
+static void do_allocator(void) {
+  put_str(&g_reply, "0\n");
+  agent_allocator_stats(&g_reply);
+  if (g_reply.overflow) {
+    answer_error("allocator answer larger than buffer");
   }
-  send_all(fd, buf, o.len, answer_deadline());
 }
 
-static void do_mallinfo2(int fd) {
+static void do_mallinfo2(void) {
   struct mallinfo2 m = mallinfo2();
-  char buf[512];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "0\n");
-  put_kv(&o, "arena", m.arena);
-  put_kv(&o, "ordblks", m.ordblks);
-  put_kv(&o, "smblks", m.smblks);
-  put_kv(&o, "hblks", m.hblks);
-  put_kv(&o, "hblkhd", m.hblkhd);
-  put_kv(&o, "usmblks", m.usmblks);
-  put_kv(&o, "fsmblks", m.fsmblks);
-  put_kv(&o, "uordblks", m.uordblks);
-  put_kv(&o, "fordblks", m.fordblks);
-  put_kv(&o, "keepcost", m.keepcost);
-  send_all(fd, buf, o.len, answer_deadline());
+  struct out* o = &g_reply;
+  put_str(o, "0\n");
+  put_kv(o, "arena", m.arena);
+  put_kv(o, "ordblks", m.ordblks);
+  put_kv(o, "smblks", m.smblks);
+  put_kv(o, "hblks", m.hblks);
+  put_kv(o, "hblkhd", m.hblkhd);
+  put_kv(o, "usmblks", m.usmblks);
+  put_kv(o, "fsmblks", m.fsmblks);
+  put_kv(o, "uordblks", m.uordblks);
+  put_kv(o, "fordblks", m.fordblks);
+  put_kv(o, "keepcost", m.keepcost);
 }
 
-static void do_malloc_info(int fd) {
+/* The XML is the answer's tail, sent from g_info_buf itself. */
+static void do_malloc_info(struct agent_call* call) {
   if (g_info == NULL) {
-    answer_error(fd, "malloc_info unavailable (fmemopen failed at startup)");
+    answer_error("malloc_info unavailable (fmemopen failed at startup)");
     return;
   }
   rewind(g_info); /* also clears the error flag of an earlier overflow */
@@ -407,354 +326,87 @@ static void do_malloc_info(int fd) {
   /* fmemopen keeps one byte for a terminating NUL: a full buffer means the
    * XML did not fit. */
   if (rc != 0 || ferror(g_info) || len < 0 || (size_t)len >= sizeof g_info_buf - 1) {
-    answer_error(fd, "malloc_info larger than buffer");
+    answer_error("malloc_info larger than buffer");
     return;
   }
-  const int64_t deadline = answer_deadline();
-  if (send_all(fd, "0\n", 2, deadline) == 0) {
-    send_all(fd, g_info_buf, (size_t)len, deadline);
-  }
+  put_str(&g_reply, "0\n");
+  call->tail = g_info_buf;
+  call->tail_len = (size_t)len;
 }
 
-static void do_jvm_buffers(int fd) {
-  char body[512];
+static void do_jvm_buffers(void) {
+  char body[512 + 1]; /* and its NUL */
   char why[160];
-  long len = agent_jvm_buffers(body, sizeof body, why, sizeof why);
+  long len = agent_jvm_buffers(body, sizeof body - 1, why, sizeof why);
   if (len < 0) {
-    answer_error(fd, why);
+    answer_error(why);
     return;
   }
-  const int64_t deadline = answer_deadline();
-  if (send_all(fd, "0\n", 2, deadline) == 0) {
-    send_all(fd, body, (size_t)len, deadline);
-  }
+  body[len] = '\0';
+  put_str(&g_reply, "0\n");
+  put_str(&g_reply, body);
 }
 
-static void do_ping(int fd) {
-  char buf[128];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "0\n");
-  put_kv(&o, "pid", (uint64_t)g_pid);
-  put_kv(&o, "version", AGENT_VERSION);
-  put_kv(&o, "refused", g_refused);
-  send_all(fd, buf, o.len, answer_deadline());
+static void do_ping(void) {
+  struct out* o = &g_reply;
+  put_str(o, "0\n");
+  put_kv(o, "pid", (uint64_t)g_pid);
+  put_kv(o, "version", AGENT_VERSION);
+  put_kv(o, "refused", g_refused);
 }
 
-/* One connection: check the peer, read one line, answer. */
-static void serve(int fd) {
-  struct ucred cred;
-  socklen_t len = sizeof cred;
-  /* geteuid() now, not at start: a program that dropped privileges is
-   * reached by its new uid (glibc's setuid moves every thread, this one
-   * too). */
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-      (cred.uid != 0 && cred.uid != geteuid())) {
-    g_refused++;
-    return; /* no answer at all: a stranger learns nothing */
+/* Every call of the socket task, on the agent thread: one at a time, so
+ * trims never overlap. */
+static void handle(struct agent_call* call) {
+  if (call->op == AGENT_CALL_PEER) {
+    /* geteuid() now, not at start: a program that dropped privileges is
+     * reached by its new uid (glibc's setuid moves every pthread, this one
+     * too). */
+    call->allowed = call->uid == 0 || call->uid == geteuid();
+    if (!call->allowed) {
+      g_refused++;
+    }
+    return;
   }
-
-  char req[64];
-  size_t used = 0;
-  const int64_t read_deadline = now_ms() + READ_DEADLINE_MS;
-  for (;;) {
-    ssize_t n = recv(fd, req + used, sizeof req - used, 0);
-    if (n == 0) {
-      return; /* closed before a full line: nothing to answer */
-    }
-    if (n < 0) {
-      if (errno != EINTR && errno != EAGAIN) {
-        return;
-      }
-      if (wait_fd(fd, POLLIN, read_deadline) != 0) {
-        return; /* silent client: drop it */
-      }
-      continue;
-    }
-    used += (size_t)n;
-    if (memchr(req, '\n', used) != NULL) {
-      break;
-    }
-    if (used == sizeof req) {
-      answer_error(fd, "request too long");
-      return;
-    }
-  }
-  *(char*)memchr(req, '\n', used) = '\0';
-
+  g_reply = (struct out){g_reply_buf, 0, sizeof g_reply_buf, 0};
+  call->tail = NULL;
+  call->tail_len = 0;
+  const char* req = call->line;
   if (strcmp(req, "trim") == 0) {
-    do_trim(fd);
+    do_trim();
   } else if (strcmp(req, "allocator") == 0) {
-    do_allocator(fd);
+    do_allocator();
   } else if (strcmp(req, "malloc_info") == 0) {
-    do_malloc_info(fd);
+    do_malloc_info(call);
   } else if (strcmp(req, "mallinfo2") == 0) {
-    do_mallinfo2(fd);
+    do_mallinfo2();
   } else if (strcmp(req, "jvm_buffers") == 0) {
-    do_jvm_buffers(fd);
+    do_jvm_buffers();
   } else if (strcmp(req, "ping") == 0) {
-    do_ping(fd);
+    do_ping();
   } else {
-    answer_error(fd, "unknown command");
+    answer_error("unknown command");
   }
+  call->head = g_reply_buf;
+  call->head_len = g_reply.len;
 }
 
-static void complain(const char* what, int err) {
-  if (g_err_fd < 0) {
-    return;
-  }
-  char buf[256];
-  struct out o = {buf, 0, sizeof buf, 0};
-  put_str(&o, "memtrimd_agent: not started: ");
-  put_str(&o, what);
-  if (err != 0) {
-    put_str(&o, ": ");
-    /* Untranslated, from glibc's table: no locale lookup, no malloc. */
-    const char* desc = strerrordesc_np(err);
-    put_str(&o, desc != NULL ? desc : "unknown error");
-  }
-  put_str(&o, "\n");
-  ssize_t ignored = write(g_err_fd, buf, o.len);
-  (void)ignored;
-}
-
-/* Field 22 of /proc/self/stat: clock ticks from boot to this process's
- * start (the same number memtrimd reads from /proc/<pid>/stat). 0 if
- * unreadable. */
-static uint64_t start_ticks(void) {
-  char buf[1024];
-  if (read_self_file("/proc/self/stat", buf, sizeof buf) <= 0) {
-    return 0;
-  }
-  /* comm (field 2) may hold spaces and ')': count from the last ')'. */
-  const char* p = strrchr(buf, ')');
-  if (p == NULL) {
-    return 0;
-  }
-  ++p;
-  for (int field = 3; field < 22; ++field) {
-    while (*p == ' ') {
-      ++p;
-    }
-    while (*p != ' ' && *p != '\0') {
-      ++p;
-    }
-  }
-  while (*p == ' ') {
-    ++p;
-  }
-  uint64_t ticks = 0;
-  for (; *p >= '0' && *p <= '9'; ++p) {
-    ticks = ticks * 10 + (uint64_t)(*p - '0');
-  }
-  return ticks;
-}
-
-/* Builds the socket path into g_path from g_template; -1 if it does not fit
- * or is not absolute. */
-static int build_path(void) {
-  char pid[24];
-  struct out pid_text = {pid, 0, sizeof pid - 1, 0};
-  put_u64(&pid_text, (uint64_t)g_pid);
-  pid[pid_text.len] = '\0';
-  char start[24];
-  struct out start_text = {start, 0, sizeof start - 1, 0};
-  put_u64(&start_text, start_ticks());
-  start[start_text.len] = '\0';
-
-  struct out o = {g_path, 0, sizeof g_path - 1, 0};
-  const char* tmpl = g_template[0] != '\0' ? g_template : "/tmp/.memtrimd_agent.%p.%t";
-  if (tmpl[0] != '/') {
-    return -1;
-  }
-  for (const char* p = tmpl; *p != '\0' && !o.overflow; ++p) {
-    if (p[0] == '%' && p[1] == 'p') {
-      put_str(&o, pid);
-      ++p;
-    } else if (p[0] == '%' && p[1] == 't') {
-      put_str(&o, start);
-      ++p;
-    } else {
-      char c[2] = {*p, '\0'};
-      put_str(&o, c);
-    }
-  }
-  if (o.overflow) {
-    return -1;
-  }
-  g_path[o.len] = '\0';
-  return 0;
-}
-
-/* Whether a process is listening on the socket at `addr` now. Nonblocking:
- * a full backlog (EAGAIN) also means someone is there. */
-static int socket_is_live(const struct sockaddr_un* addr) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    return 0;
-  }
-  int r = connect(fd, (const struct sockaddr*)addr, sizeof *addr);
-  int live = r == 0 || errno == EAGAIN || errno == EINPROGRESS;
-  close(fd);
-  return live;
-}
-
-/* Creates, checks and listens on the socket; the listening fd, or -1.
- * Called with g_owner_lock held. */
-static int open_listener(void) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sun_family = AF_UNIX;
-  memcpy(addr.sun_path, g_path, strlen(g_path) + 1);
-
-  /* Whatever sits at the path: a socket nobody listens on is stale (a dead
-   * process, or our own pre-exec image) and is removed; a live socket or
-   * any other file is not ours to take. */
-  struct stat st;
-  if (lstat(g_path, &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      complain("the socket path exists and is not a socket", 0);
-      return -1;
-    }
-    if (socket_is_live(&addr)) {
-      complain("another process serves the socket path", 0);
-      return -1;
-    }
-    unlink(g_path); /* may fail (another user's file in /tmp): bind reports it */
-  }
-
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    complain("socket() failed", errno);
-    return -1;
-  }
-  /* Linux creates the socket file with the socket inode's mode (minus the
-   * umask): fchmod before bind gives 0600 from the start, without touching
-   * the process-wide umask under the program's other threads. */
-  if (fchmod(fd, 0600) != 0 || bind(fd, (struct sockaddr*)&addr, sizeof addr) != 0) {
-    complain("cannot bind the socket path", errno);
-    close(fd);
-    return -1;
-  }
-  if (lstat(g_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
-      (st.st_mode & 077) != 0 || listen(fd, 16) != 0) {
-    complain("the socket file is not private", 0);
-    unlink(g_path);
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-/* Closes every descriptor of the (private) table but stderr. close_range
- * (Linux 5.9+) in one call; before that, one close per possible number. */
-static void close_inherited(void) {
-  close(0);
-  close(1);
-  if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) {
-    return;
-  }
-  struct rlimit rl;
-  rlim_t max = 1u << 20; /* fs.nr_open's default */
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max > max) {
-    max = rl.rlim_max;
-  }
-  for (rlim_t fd = 3; fd < max; ++fd) {
-    close((int)fd);
-  }
-}
-
-/* Keeps 0, 1 and 2 of the private table taken by harmless descriptors so
- * that none of the agent's sockets ever gets one of those numbers: code that
- * runs on the agent thread and writes to stdout or stderr (a JVM's warnings
- * while the thread is attached for jvm_buffers, e.g. under -Xcheck:jni) must
- * not write into a client's connection. /dev/null, or where there is none
- * an unconnected datagram socket (writes to it fail with ENOTCONN). */
-static void hold_standard_fds(void) {
-  for (;;) {
-    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    }
-    if (fd < 0) {
-      return;
-    }
-    if (fd > 2) {
-      close(fd);
-      return;
-    }
-  }
-}
-
-/* Everything before serving, on the agent thread. 0 when listening. */
-static int setup(void) {
-  /* Before anything else: from here on this thread's descriptors are its
-   * own (see the top of this file). */
-  if (unshare(CLONE_FILES) != 0) {
-    /* Still the program's table: write to its stderr once, then never
-     * touch a descriptor again. */
-    complain(
-        "unshare(CLONE_FILES) refused, so the agent cannot keep its socket out of the "
-        "program's descriptors",
-        errno);
-    g_err_fd = -1;
-    return -1;
-  }
-  close_inherited();
-  if (fcntl(2, F_GETFD) < 0) {
-    g_err_fd = -1; /* the program started without a stderr */
-  }
-  hold_standard_fds();
-  int rc = -1;
-  if (build_path() != 0) {
-    complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
-  } else {
-    pthread_mutex_lock(&g_owner_lock);
-    g_listen_fd = open_listener();
-    g_serving = g_listen_fd >= 0;
-    pthread_mutex_unlock(&g_owner_lock);
-    rc = g_listen_fd >= 0 ? 0 : -1;
-  }
-  /* Setup said all it had to: drop the private copy of the program's
-   * stderr. */
-  if (g_err_fd >= 0) {
-    close(g_err_fd);
-    g_err_fd = -1;
-  }
-  hold_standard_fds();
-  return rc;
-}
-
-/* The only thread that serves: commands run one at a time, so trims never
- * overlap. All signals are blocked here (see the constructor). */
+/* The agent thread. All signals are blocked here (see the constructor), and
+ * so they are in the socket task it makes. */
 static void* agent_main(void* arg) {
   (void)arg;
   /* Named so that top -H, /proc/<pid>/task/<tid>/comm and a debugger show
    * what this thread is. */
   prctl(PR_SET_NAME, "memtrimd-agent", 0, 0, 0);
-  int ok = setup() == 0;
+  pthread_mutex_lock(&g_owner_lock);
+  int ok = agent_sock_start(g_template, g_pid, 2) == 0;
+  g_serving = ok;
+  pthread_mutex_unlock(&g_owner_lock);
   sem_post(&g_setup_done);
-  if (!ok) {
-    return NULL;
+  if (ok) {
+    agent_sock_serve(handle);
   }
-  for (;;) {
-    int fd = accept4(g_listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) {
-        continue;
-      }
-      if (errno == EBADF || errno == EINVAL || errno == ENOTSOCK) {
-        return NULL; /* cannot happen in a private table; never spin */
-      }
-      /* EMFILE, ENOBUFS, ...: the process is short of something; back off
-       * instead of spinning. */
-      struct timespec pause = {0, 100 * 1000 * 1000};
-      nanosleep(&pause, NULL);
-      continue;
-    }
-    serve(fd);
-    shutdown(fd, SHUT_RDWR);
-    close(fd);
-  }
+  return NULL;
 }
 
 /* ---- Programs that change uid (see the top of this file). ---- */
@@ -762,7 +414,7 @@ static void* agent_main(void* arg) {
 /* Gives the socket file to the uid the process is about to run as (or has
  * just taken back). Called with g_owner_lock held; lchown: never follow a
  * link, though only root could have replaced our file in a sticky /tmp. */
-static int give_socket_to(uid_t uid) { return lchown(g_path, uid, getegid()); }
+static int give_socket_to(uid_t uid) { return lchown(agent_sock_path(), uid, getegid()); }
 
 typedef int (*set1_fn)(uid_t);
 typedef int (*set2_fn)(uid_t, uid_t);
@@ -795,13 +447,13 @@ static int change_uid(const char* name, int nargs, uid_t a, uid_t b, uid_t c, ui
   struct stat st;
   int given = 0;
   if (ours && g_serving && before == 0 && new_euid != (uid_t)-1 && new_euid != 0 &&
-      lstat(g_path, &st) == 0) {
+      lstat(agent_sock_path(), &st) == 0) {
     given = give_socket_to(new_euid) == 0;
   }
   int rc = nargs == 1 ? ((set1_fn)f)(a) : nargs == 2 ? ((set2_fn)f)(a, b) : ((set3_fn)f)(a, b, c);
   const int err = errno;
   if (rc != 0 && given) {
-    lchown(g_path, st.st_uid, st.st_gid); /* still privileged: undo */
+    lchown(agent_sock_path(), st.st_uid, st.st_gid); /* still privileged: undo */
   } else if (rc == 0 && ours && g_serving && before != 0 && geteuid() == 0) {
     give_socket_to(0); /* root again: the file goes back to root */
   }
@@ -843,13 +495,13 @@ __attribute__((constructor)) static void agent_start(void) {
   if (env != NULL) {
     size_t n = strlen(env);
     if (n >= sizeof g_template) {
-      complain("MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
+      agent_complain(2, "MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
       return;
     }
     memcpy(g_template, env, n + 1);
   }
   if (sem_init(&g_setup_done, 0, 0) != 0) {
-    complain("sem_init failed", errno);
+    agent_complain(2, "sem_init failed", errno);
     return;
   }
 
@@ -861,9 +513,10 @@ __attribute__((constructor)) static void agent_start(void) {
     g_info = NULL;
   }
 
-  /* Block every signal before pthread_create so the new thread starts with
-   * all of them blocked and never takes a signal meant for the program;
-   * then give the loading thread its own mask back. */
+  /* Block every signal before pthread_create so the new thread (and the
+   * socket task it clones) starts with all of them blocked and never takes
+   * a signal meant for the program; then give the loading thread its own
+   * mask back. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -877,13 +530,13 @@ __attribute__((constructor)) static void agent_start(void) {
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
-    complain("pthread_create failed", rc);
+    agent_complain(2, "pthread_create failed", rc);
     return;
   }
-  /* Wait (bounded) until the thread has its private table and its socket:
-   * its copy of the table is then the one the program was started with,
-   * before main opened anything, and a setuid() early in main finds the
-   * socket file to hand over. */
+  /* Wait (bounded) until the socket task has its private table and its
+   * socket: its copy of the table is then the one the program was started
+   * with, before main opened anything, and a setuid() early in main finds
+   * the socket file to hand over. */
   struct timespec deadline;
   clock_gettime(CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += SETUP_DEADLINE_MS / 1000;
@@ -893,9 +546,9 @@ __attribute__((constructor)) static void agent_start(void) {
 
 /* At exit (best effort: not after _exit or a fatal signal; see the top of
  * this file for the file left behind). Only the process that created the
- * socket removes it, never a forked child that merely inherited g_path. */
+ * socket removes it, never a forked child that merely inherited the path. */
 __attribute__((destructor)) static void agent_stop(void) {
   if (g_serving && getpid() == g_pid) {
-    unlink(g_path);
+    unlink(agent_sock_path());
   }
 }

@@ -2,9 +2,11 @@
 // (C and Python) that close every inherited descriptor and then serve their
 // own socket, trimmed and read by memtrimd all the while, answer every one of
 // their own clients; the agent's descriptors never shift the program's
-// numbers; the program's record locks survive the agent's start; and where
-// a seccomp filter refuses the agent a private descriptor table it does not
-// start, says why once, and memtrimd says the agent is unreachable.
+// numbers; the program's record locks survive the agent's start. Each of
+// these runs twice: as is, and under Kubernetes' RuntimeDefault seccomp rules
+// (tests/workloads/runtime_default: unshare refused, clone only without
+// namespace flags, clone3 ENOSYS), where the agent used to refuse to start.
+// An agent loaded but not serving is reported unreachable by memtrimd.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -12,9 +14,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -67,12 +72,27 @@ std::string Ask(int port, int n) {
   return answer;
 }
 
+// "plain": no seccomp filter; "runtime_default": RuntimeDefault's rules.
+const std::vector<std::string> kProfiles = {"plain", "runtime_default"};
+
 class AgentIsolation : public ::testing::Test {
  protected:
   // Starts `argv` (its ready file is `ready`) with `env`, and waits for it.
+  // Under "runtime_default" the launcher installs the filter and execs
+  // `env` with the environment on its command line, so that the launcher
+  // itself does not load the agent (its own agent would die at the exec and
+  // leave its socket behind).
   Process Start(std::vector<std::string> argv, const std::string& ready,
                 std::vector<std::string> env, ServerInfo* info,
-                const std::string& stderr_path = "/dev/null") {
+                const std::string& stderr_path = "/dev/null",
+                const std::string& profile = "plain") {
+    if (profile == "runtime_default") {
+      std::vector<std::string> wrapped = {WorkloadBin("runtime_default"), "env"};
+      wrapped.insert(wrapped.end(), env.begin(), env.end());
+      wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+      argv = std::move(wrapped);
+      env.clear();
+    }
     SpawnOptions o;
     o.env = std::move(env);
     o.stderr_path = stderr_path;
@@ -98,10 +118,15 @@ class AgentIsolation : public ::testing::Test {
   std::vector<pid_t> started_;
 };
 
-// The same tests for the C server and the Python one.
-class AgentIsolationTest : public AgentIsolation,
-                           public ::testing::WithParamInterface<std::string> {
+// The same tests for the C server and the Python one, each with and without
+// the seccomp rules.
+class AgentIsolationTest
+    : public AgentIsolation,
+      public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
  protected:
+  static const std::string& Kind() { return std::get<0>(GetParam()); }
+  static const std::string& Profile() { return std::get<1>(GetParam()); }
+
   // argv of the server: the C workload or the Python one.
   static std::vector<std::string> ServerArgv(const std::string& kind, const std::string& ready) {
     if (kind == "python") return {"python3", CLOSING_SERVER_PY, ready};
@@ -113,11 +138,11 @@ class AgentIsolationTest : public AgentIsolation,
 // it: 3 and 4. (The old agent's socket took 3, and the pipe got 4 and 5.)
 TEST_P(AgentIsolationTest, AgentTakesNoDescriptorNumberFromTheProgram) {
   ServerInfo with, without;
-  Process a =
-      Start(ServerArgv(GetParam(), dir_ / "with.ready"), dir_ / "with.ready", {Preload()}, &with);
+  Process a = Start(ServerArgv(Kind(), dir_ / "with.ready"), dir_ / "with.ready", {Preload()},
+                    &with, "/dev/null", Profile());
   ASSERT_TRUE(a.running());
-  Process b =
-      Start(ServerArgv(GetParam(), dir_ / "without.ready"), dir_ / "without.ready", {}, &without);
+  Process b = Start(ServerArgv(Kind(), dir_ / "without.ready"), dir_ / "without.ready", {},
+                    &without, "/dev/null", Profile());
   ASSERT_TRUE(b.running());
   EXPECT_EQ(with.pipe, without.pipe);
   EXPECT_EQ(with.pipe, "3,4");
@@ -137,12 +162,15 @@ TEST_P(AgentIsolationTest, AgentTakesNoDescriptorNumberFromTheProgram) {
 // of 100 requests gets the program's answer, and the agent keeps serving.
 TEST_P(AgentIsolationTest, ProgramThatClosesEverythingAnswersAllItsClients) {
   ServerInfo info;
-  Process server = Start(ServerArgv(GetParam(), dir_ / "server.ready"), dir_ / "server.ready",
-                         {Preload()}, &info);
-  ASSERT_TRUE(server.running());
+  const std::string err = dir_ / "server.err";
+  Process server = Start(ServerArgv(Kind(), dir_ / "server.ready"), dir_ / "server.ready",
+                         {Preload()}, &info, err, Profile());
+  ASSERT_TRUE(server.running()) << ReadFile(err);
+  // The agent said nothing: it started.
+  EXPECT_EQ(ReadFile(err), "");
   const std::string pid = std::to_string(server.pid());
-  std::cout << GetParam() << " server: pipe " << info.pipe << ", listening on fd " << info.listen_fd
-            << "\n";
+  std::cout << Kind() << " server (" << Profile() << "): pipe " << info.pipe << ", listening on fd "
+            << info.listen_fd << "\n";
 
   Memtrimd m({"--target.pid=" + pid, "--sample.interval=100ms", "--smaps.interval=100ms",
               "--trim.interval=200ms", "--trim.jitter=0", "--trim.max-interval=200ms",
@@ -183,20 +211,28 @@ TEST_P(AgentIsolationTest, ProgramThatClosesEverythingAnswersAllItsClients) {
   EXPECT_TRUE(server.running());
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, AgentIsolationTest, ::testing::Values("c", "python"),
-                         [](const auto& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Servers, AgentIsolationTest,
+                         ::testing::Combine(::testing::Values("c", "python"),
+                                            ::testing::ValuesIn(kProfiles)),
+                         [](const auto& p) {
+                           return std::get<0>(p.param) + "_" + std::get<1>(p.param);
+                         });
+
+// Tests of one server, with and without the seccomp rules.
+class AgentIsolationProfileTest : public AgentIsolation,
+                                  public ::testing::WithParamInterface<std::string> {};
 
 // The agent's private table holds copies of the program's descriptors until
 // it closes them; POSIX record locks belong to the table that took them
 // (Linux: the lock owner is the files_struct), so closing the copies must not
 // release the program's lock. Here the agent is dlopen()ed while the program
 // holds a write lock, so its start closes a copy of the locked file.
-TEST_F(AgentIsolation, ProgramKeepsItsRecordLocksWhenTheAgentStarts) {
+TEST_P(AgentIsolationProfileTest, ProgramKeepsItsRecordLocksWhenTheAgentStarts) {
   const std::string lock = dir_ / "locked";
   ServerInfo info;
   Process server = Start({WorkloadBin("closing_server"), "--ready-file", dir_ / "lock.ready",
                           "--lock", lock, "--dlopen", AGENT_LIB},
-                         dir_ / "lock.ready", {}, &info);
+                         dir_ / "lock.ready", {}, &info, "/dev/null", GetParam());
   ASSERT_TRUE(server.running());
   int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
@@ -214,27 +250,83 @@ TEST_F(AgentIsolation, ProgramKeepsItsRecordLocksWhenTheAgentStarts) {
   EXPECT_EQ(Ask(info.port, 7), "program 7\n");
 }
 
-// A seccomp filter that refuses unshare (Docker's and Kubernetes'
-// RuntimeDefault without CAP_SYS_ADMIN): the agent must not fall back to the
-// program's table. It does not start, says why once on stderr, the program
-// is untouched, and memtrimd says plainly that the loaded agent cannot be
-// reached.
-TEST_F(AgentIsolation, AgentRefusedAPrivateTableDoesNotStartAndSaysWhy) {
+// The launcher's filter is real: under it unshare(1) is refused (the test
+// runs as root, whom nothing else stops), and the process reports a filter.
+// Under it the agent starts, says nothing, serves from a task of its own,
+// and the program's descriptors are its own.
+TEST_P(AgentIsolationProfileTest, AgentServesUnderTheProfileFromATaskOfItsOwn) {
+  if (GetParam() == "runtime_default") {
+    RunResult denied = RunCommand({WorkloadBin("runtime_default"), "unshare", "--ipc", "true"});
+    EXPECT_NE(denied.exit_code, 0) << "unshare was not refused";
+    if (IsRoot()) {
+      EXPECT_EQ(RunCommand({"unshare", "--ipc", "true"}).exit_code, 0);
+    }
+  }
   ServerInfo info;
   const std::string err = dir_ / "server.err";
-  // The agent is preloaded into closing_server only (env), not into the
-  // seccomp wrapper, whose own agent would leave its socket behind at exec.
-  Process server = Start({WorkloadBin("deny_unshare"), "env", Preload(),
-                          WorkloadBin("closing_server"), "--ready-file", dir_ / "denied.ready"},
-                         dir_ / "denied.ready", {}, &info, err);
+  Process server = Start({WorkloadBin("closing_server"), "--ready-file", dir_ / "p.ready"},
+                         dir_ / "p.ready", {Preload()}, &info, err, GetParam());
+  ASSERT_TRUE(server.running()) << ReadFile(err);
+  const std::string pid = std::to_string(server.pid());
+  const std::string status = ReadFile("/proc/" + pid + "/status");
+  EXPECT_NE(status.find(GetParam() == "runtime_default" ? "Seccomp:\t2\n" : "Seccomp:\t0\n"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(ReadFile(err), "");
+  EXPECT_EQ(info.pipe, "3,4");
+  EXPECT_TRUE(fs::exists(AgentSocketOf(server.pid())));
+
+  // The agent's two tasks: the pthread shares the program's table (the same
+  // descriptors as the main thread), the socket task has one of its own,
+  // which holds the agent's listening socket and nothing of the program's.
+  std::map<std::string, std::vector<std::string>> fds_of;
+  for (const auto& task : fs::directory_iterator("/proc/" + pid + "/task")) {
+    std::string comm = ReadFile(task.path() / "comm");
+    std::vector<std::string> open;
+    for (const auto& fd : fs::directory_iterator(task.path() / "fd")) {
+      open.push_back(fd.path().filename().string() + " " + fs::read_symlink(fd.path()).string());
+    }
+    std::sort(open.begin(), open.end());
+    fds_of[comm] = open;
+  }
+  ASSERT_EQ(fds_of.count("memtrimd-agent\n"), 1u);
+  ASSERT_EQ(fds_of.count("memtrimd-sock\n"), 1u);
+  ASSERT_EQ(fds_of.count("closing_server\n"), 1u);
+  EXPECT_EQ(fds_of["memtrimd-agent\n"], fds_of["closing_server\n"]);
+  const std::vector<std::string>& own = fds_of["memtrimd-sock\n"];
+  ASSERT_EQ(own.size(), 1u) << ::testing::PrintToString(own);
+  EXPECT_NE(own[0].find("socket:"), std::string::npos) << own[0];
+  for (const std::string& fd : fds_of["closing_server\n"]) {
+    EXPECT_NE(fd.substr(fd.find(' ')), own[0].substr(own[0].find(' ')))
+        << "the agent's socket is in the program's table";
+  }
+
+  RunResult r = RunCommand({MemtrimdBin(), "trim", "--pid", pid});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(Ask(info.port, 3), "program 3\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiles, AgentIsolationProfileTest, ::testing::ValuesIn(kProfiles),
+                         [](const auto& p) { return p.param; });
+
+// An agent that is loaded but cannot start (here its socket's directory does
+// not exist) says why once on the program's stderr, leaves the program
+// untouched, and memtrimd says plainly that the loaded agent cannot be
+// reached.
+TEST_F(AgentIsolation, LoadedAgentThatCannotStartSaysWhyAndIsReportedUnreachable) {
+  ServerInfo info;
+  const std::string err = dir_ / "server.err";
+  const std::string socket = dir_ / "missing/agent.sock";
+  Process server =
+      Start({WorkloadBin("closing_server"), "--ready-file", dir_ / "off.ready"}, dir_ / "off.ready",
+            {Preload(), "MEMTRIMD_AGENT_SOCKET=" + socket}, &info, err);
   ASSERT_TRUE(server.running()) << ReadFile(err);
   EXPECT_EQ(info.pipe, "3,4");
   const std::string text = ReadFile(err);
-  const std::string said = "memtrimd_agent: not started: unshare(CLONE_FILES) refused";
+  const std::string said = "memtrimd_agent: not started: cannot bind the socket path";
   std::size_t first = text.find(said);
   EXPECT_NE(first, std::string::npos) << text;
   EXPECT_EQ(text.find(said, first + 1), std::string::npos) << "said more than once: " << text;
-  EXPECT_FALSE(fs::exists(AgentSocketOf(server.pid())));
 
   const std::string pid = std::to_string(server.pid());
   RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", pid});

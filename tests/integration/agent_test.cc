@@ -2,7 +2,9 @@
 // memtrimd's client (collectors/agent/agent_client.h): a trim that gives
 // memory back (checked against the test's own reading of /proc), heap
 // reports, 1,000 trims under a malloc-heavy workload without corrupting it,
-// fork+exec, and sockets that must not be trusted or waited on.
+// fork+exec, and sockets that must not be trusted or waited on. Every test
+// runs twice: as is, and under Kubernetes' RuntimeDefault seccomp rules
+// (tests/workloads/runtime_default), where the agent must do all the same.
 
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -73,18 +75,28 @@ struct Unlinker {
   ~Unlinker() { ::unlink(path.c_str()); }
 };
 
-class AgentTest : public ::testing::Test {
+// The parameter: "plain" (no seccomp filter) or "runtime_default".
+class AgentTest : public ::testing::TestWithParam<std::string> {
  protected:
   // Runs `argv` with the agent preloaded (plus `env`) and waits for its ready
-  // file (the argument after "--ready-file").
+  // file (the argument after "--ready-file"). Under "runtime_default" the
+  // launcher installs the filter and execs `env` with the environment on its
+  // command line (the launcher itself does not load the agent).
   Process Start(std::vector<std::string> argv, std::vector<std::string> env = {},
                 bool preload = true, SpawnOptions o = {}) {
     if (preload) env.push_back(std::string("LD_PRELOAD=") + AGENT_LIB);
-    o.env = env;
     std::string ready;
     for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
       if (argv[i] == "--ready-file") ready = argv[i + 1];
     }
+    if (GetParam() == "runtime_default") {
+      std::vector<std::string> wrapped = {WorkloadBin("runtime_default"), "env"};
+      wrapped.insert(wrapped.end(), env.begin(), env.end());
+      wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+      argv = std::move(wrapped);
+      env.clear();
+    }
+    o.env = env;
     Process p(argv, o);
     started_.push_back(p.pid());
     bool ok = WaitFor([&] { return fs::exists(ready) || !p.running(); }, 60s) && fs::exists(ready);
@@ -130,7 +142,7 @@ class AgentTest : public ::testing::Test {
   std::vector<pid_t> started_;
 };
 
-TEST_F(AgentTest, TrimGivesBackWhatTheTestMeasures) {
+TEST_P(AgentTest, TrimGivesBackWhatTheTestMeasures) {
   Process frag = StartFragmenter({"--threads", "8", "--rounds", "2", "--burst-mib", "16"});
   ASSERT_TRUE(frag.running());
   Target t = TargetOf(frag.pid());
@@ -164,7 +176,7 @@ TEST_F(AgentTest, TrimGivesBackWhatTheTestMeasures) {
   EXPECT_LT(again->rss_before - std::min(again->rss_before, again->rss_after), 1ull << 20);
 }
 
-TEST_F(AgentTest, MallocInfoAndMallinfo2) {
+TEST_P(AgentTest, MallocInfoAndMallinfo2) {
   Process frag = StartFragmenter({"--threads", "3", "--rounds", "1", "--burst-mib", "4"});
   ASSERT_TRUE(frag.running());
   Target t = TargetOf(frag.pid());
@@ -190,12 +202,18 @@ TEST_F(AgentTest, MallocInfoAndMallinfo2) {
   ASSERT_TRUE(ping.ok()) << ping.status().message();
   EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=2\nrefused=0\n");
 
-  // The agent thread is named, and is the only extra thread.
-  int named = 0;
+  // The agent's two tasks are named, and are the only extra threads: the
+  // agent thread and the socket task.
+  int named = 0, socket_tasks = 0, tasks = 0;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(frag.pid()) + "/task")) {
-    named += ReadFile(task.path() / "comm") == "memtrimd-agent\n";
+    const std::string comm = ReadFile(task.path() / "comm");
+    named += comm == "memtrimd-agent\n";
+    socket_tasks += comm == "memtrimd-sock\n";
+    ++tasks;
   }
   EXPECT_EQ(named, 1);
+  EXPECT_EQ(socket_tasks, 1);
+  EXPECT_EQ(tasks, 1 + 3 + 2);  // main, the workload's 3 threads, the agent's 2
 
   // The client's cap holds.
   AgentOptions small;
@@ -211,7 +229,40 @@ TEST_F(AgentTest, MallocInfoAndMallinfo2) {
   EXPECT_NE(bogus.status().message().find("unknown command"), std::string::npos);
 }
 
-TEST_F(AgentTest, ThousandTrimsUnderMallocStressCorruptNothing) {
+// The socket task is a thread glibc does not know of, so the program's
+// setuid() would not move it: it keeps no privilege to lose. In a root
+// program it is nobody, with no groups and no capabilities; the agent thread
+// is the program's own identity (it decides whom to answer).
+TEST_P(AgentTest, SocketTaskKeepsNoPrivilege) {
+  if (!IsRoot()) GTEST_SKIP() << "needs a root program to drop from";
+  Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
+  ASSERT_TRUE(frag.running());
+  std::string sock, agent;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(frag.pid()) + "/task")) {
+    const std::string comm = ReadFile(task.path() / "comm");
+    if (comm == "memtrimd-sock\n") sock = ReadFile(task.path() / "status");
+    if (comm == "memtrimd-agent\n") agent = ReadFile(task.path() / "status");
+  }
+  ASSERT_FALSE(sock.empty());
+  ASSERT_FALSE(agent.empty());
+  auto line = [](const std::string& status, const std::string& key) {
+    std::size_t at = status.find("\n" + key + ":");
+    if (at == std::string::npos) return std::string("(none)");
+    std::size_t end = status.find('\n', at + 1);
+    return status.substr(at + key.size() + 2, end - at - key.size() - 2);
+  };
+  EXPECT_EQ(line(sock, "Uid"), "\t65534\t65534\t65534\t65534");
+  EXPECT_EQ(line(sock, "Gid"), "\t65534\t65534\t65534\t65534");
+  EXPECT_EQ(line(sock, "Groups"), "\t ");  // none (the kernel ends the list with a space)
+  EXPECT_EQ(line(sock, "CapPrm"), "\t0000000000000000");
+  EXPECT_EQ(line(sock, "CapEff"), "\t0000000000000000");
+  EXPECT_EQ(line(agent, "Uid"), "\t0\t0\t0\t0");
+  // And root is still answered: the agent thread decides, as root.
+  Result<std::string> ping = AgentCommand(TargetOf(frag.pid()), "ping");
+  EXPECT_TRUE(ping.ok()) << ping.status().message();
+}
+
+TEST_P(AgentTest, ThousandTrimsUnderMallocStressCorruptNothing) {
   const std::string out = dir_ / "stress.out";
   SpawnOptions o;
   o.stdout_path = out;
@@ -258,7 +309,7 @@ TEST_F(AgentTest, ThousandTrimsUnderMallocStressCorruptNothing) {
   EXPECT_GT(std::stoull(m[1]), 0u);
 }
 
-TEST_F(AgentTest, ExecedChildServesItsOwnSocket) {
+TEST_P(AgentTest, ExecedChildServesItsOwnSocket) {
   const std::string ready = dir_ / "parent.ready";
   SpawnOptions o;
   o.stdout_path = dir_ / "fork.out";
@@ -293,7 +344,7 @@ TEST_F(AgentTest, ExecedChildServesItsOwnSocket) {
   EXPECT_FALSE(fs::exists(DefaultSocket(parent.pid())));
 }
 
-TEST_F(AgentTest, SocketPathFromTheEnvironmentWithPid) {
+TEST_P(AgentTest, SocketPathFromTheEnvironmentWithPid) {
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, true,
                                  {"MEMTRIMD_AGENT_SOCKET=" + (dir_ / "agent.%p.sock")});
   ASSERT_TRUE(frag.running());
@@ -310,7 +361,7 @@ TEST_F(AgentTest, SocketPathFromTheEnvironmentWithPid) {
   EXPECT_TRUE(AgentCommand(t, "ping").ok());
 }
 
-TEST_F(AgentTest, OtherUidIsRefusedWithoutAnAnswer) {
+TEST_P(AgentTest, OtherUidIsRefusedWithoutAnAnswer) {
   if (!IsRoot()) GTEST_SKIP() << "needs root to switch to uid " << kNobody;
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
   ASSERT_TRUE(frag.running());
@@ -366,7 +417,7 @@ TEST_F(AgentTest, OtherUidIsRefusedWithoutAnAnswer) {
   EXPECT_NE(ping->find("refused=1\n"), std::string::npos) << *ping;
 }
 
-TEST_F(AgentTest, SilentClientDoesNotBlockTheAgent) {
+TEST_P(AgentTest, SilentClientDoesNotBlockTheAgent) {
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"});
   ASSERT_TRUE(frag.running());
   Target t = TargetOf(frag.pid());
@@ -387,7 +438,7 @@ TEST_F(AgentTest, SilentClientDoesNotBlockTheAgent) {
   EXPECT_LT(took, 4s);
 }
 
-TEST_F(AgentTest, StaleSocketIsUnavailableAtOnce) {
+TEST_P(AgentTest, StaleSocketIsUnavailableAtOnce) {
   // A process without the agent and a socket file nobody listens on at its path.
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, false);
   ASSERT_TRUE(frag.running());
@@ -403,7 +454,7 @@ TEST_F(AgentTest, StaleSocketIsUnavailableAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
 }
 
-TEST_F(AgentTest, AgentReplacesAStaleSocket) {
+TEST_P(AgentTest, AgentReplacesAStaleSocket) {
   const std::string path = dir_ / "fixed.sock";
   MakeSocketFile(path, 0600, getuid(), getgid(), false);
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, true,
@@ -413,7 +464,7 @@ TEST_F(AgentTest, AgentReplacesAStaleSocket) {
   EXPECT_TRUE(ping.ok()) << ping.status().message();
 }
 
-TEST_F(AgentTest, SquatterIsNotTrusted) {
+TEST_P(AgentTest, SquatterIsNotTrusted) {
   if (!IsRoot()) GTEST_SKIP() << "needs root to give a socket file to uid " << kNobody;
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, false);
   ASSERT_TRUE(frag.running());
@@ -451,7 +502,7 @@ TEST_F(AgentTest, SquatterIsNotTrusted) {
   EXPECT_EQ(r.status().code(), ErrorCode::kPermissionDenied) << r.status().message();
 }
 
-TEST_F(AgentTest, AgentDoesNotTakeALiveSquattersPath) {
+TEST_P(AgentTest, AgentDoesNotTakeALiveSquattersPath) {
   if (!IsRoot()) GTEST_SKIP() << "needs root to give a socket file to uid " << kNobody;
   const std::string path = dir_ / "squatted.sock";
   int squatter = MakeSocketFile(path, 0600, kNobody, kNobody, true);
@@ -468,7 +519,7 @@ TEST_F(AgentTest, AgentDoesNotTakeALiveSquattersPath) {
   EXPECT_NE(ReadFile(dir_ / "squatted.err").find("memtrimd_agent: not started"), std::string::npos);
 }
 
-TEST_F(AgentTest, ProgramWithoutTheAgent) {
+TEST_P(AgentTest, ProgramWithoutTheAgent) {
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, false);
   ASSERT_TRUE(frag.running());
   Target t = TargetOf(frag.pid());
@@ -481,7 +532,7 @@ TEST_F(AgentTest, ProgramWithoutTheAgent) {
   EXPECT_EQ(trim.status().code(), ErrorCode::kUnavailable);
 }
 
-TEST_F(AgentTest, DisabledAgentDoesNotListen) {
+TEST_P(AgentTest, DisabledAgentDoesNotListen) {
   Process frag = StartFragmenter({"--threads", "1", "--rounds", "1", "--burst-mib", "1"}, true,
                                  {"MEMTRIMD_AGENT_DISABLE=1"});
   ASSERT_TRUE(frag.running());
@@ -492,6 +543,9 @@ TEST_F(AgentTest, DisabledAgentDoesNotListen) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable) << r.status().message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Profiles, AgentTest, ::testing::Values("plain", "runtime_default"),
+                         [](const auto& p) { return p.param; });
 
 }  // namespace
 }  // namespace memtrimd::testing
