@@ -59,8 +59,11 @@
  * writing on sockets it holds need no privilege, and /proc/self is its own
  * process whatever its ids. Whom to answer is decided by the pthread, which
  * follows the program's setuid (AGENT_CALL_PEER). memtrimd reads a process
- * through its leader or another live thread; procfs/target_reader.cc passes
- * this task by, by its name, when the leader has exited.
+ * through its leader or, when the leader has exited, the first live thread
+ * /proc/<pid>/task lists (procfs/target_reader.cc: UseLiveThread). The
+ * kernel lists threads in the order they were made, and the agent thread,
+ * which makes this task and never ends, always comes before it: memtrimd
+ * never takes nobody's identity for the program's.
  *
  * Its name is "memtrimd-sock" (the pthread is "memtrimd-agent"): it is one of
  * the process's threads in /proc/<pid>/task and in the Threads count.

@@ -69,9 +69,11 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
   }
 
   // BufferPools with the agent preloaded (unless `preload` is false) and
-  // `env`; waits for its ready file.
+  // `env`; waits for its ready file. `runtime_default`: under Kubernetes'
+  // RuntimeDefault seccomp rules (tests/workloads/runtime_default, which
+  // execs env with the environment, so that only the JVM loads the agent).
   Process StartBufferPools(std::vector<std::string> env = {}, bool preload = true,
-                           std::vector<std::string> jvm_flags = {}) {
+                           std::vector<std::string> jvm_flags = {}, bool runtime_default = false) {
     if (preload) env.push_back(std::string("LD_PRELOAD=") + AGENT_LIB);
     ready_ = dir_ / ("BufferPools." + std::to_string(++count_) + ".ready");
     std::vector<std::string> argv = {GetParam() + "/bin/java"};
@@ -94,6 +96,13 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
                                      "--read-bytes",
                                      std::to_string(kReadBytes)};
     argv.insert(argv.end(), rest.begin(), rest.end());
+    if (runtime_default) {
+      std::vector<std::string> wrapped = {WorkloadBin("runtime_default"), "env"};
+      wrapped.insert(wrapped.end(), env.begin(), env.end());
+      wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+      argv = std::move(wrapped);
+      env.clear();
+    }
     SpawnOptions o;
     o.env = env;
     o.stderr_path = dir_ / ("stderr." + std::to_string(count_));
@@ -168,6 +177,30 @@ TEST_P(AgentJvmTest, PoolsAndCacheAreTheJvmsOwnFigures) {
 // attach itself logged by -Xlog:os+thread, and -Xcheck:jni's checks) goes to
 // the agent thread's stdout: never into memtrimd's connection, and -Xcheck:jni
 // finds nothing to warn about.
+// Under Kubernetes' RuntimeDefault seccomp rules (a restricted pod) the JVM
+// starts (clone3 refused, its threads made with clone) and the agent in it
+// reads the same figures: the agent needs no call that profile refuses.
+TEST_P(AgentJvmTest, PoolsUnderTheRuntimeDefaultProfile) {
+  Process jvm = StartBufferPools({}, true, {}, true);
+  ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
+  const std::string status = ReadFile("/proc/" + std::to_string(jvm.pid()) + "/status");
+  EXPECT_NE(status.find("Seccomp:\t2\n"), std::string::npos) << status;
+  std::map<std::string, uint64_t> truth = ReadKeyValues(ready_);
+  Target t = TargetOf(jvm.pid());
+  Result<std::string> body = AgentCommand(t, "jvm_buffers");
+  ASSERT_TRUE(body.ok()) << body.status().message();
+  Result<JvmBuffers> b = agent::ParseJvmBuffers(*body);
+  ASSERT_TRUE(b.ok()) << b.status().message() << "\n" << *body;
+  EXPECT_EQ(b->direct.count, truth["pool.direct.count"]);
+  EXPECT_EQ(b->direct.memory_used, truth["pool.direct.used"]);
+  EXPECT_EQ(b->mapped.total_capacity, static_cast<uint64_t>(kMapBytes));
+  ASSERT_TRUE(b->temp_cache_bytes.has_value()) << *body;
+  EXPECT_GE(*b->temp_cache_bytes, uint64_t{kReaders} * kReadBytes);
+  EXPECT_TRUE(AgentCommand(t, "malloc_info").ok());
+  // The agent said nothing (it started), nor did the JVM.
+  EXPECT_EQ(ReadFile(stderr_), "");
+}
+
 TEST_P(AgentJvmTest, JvmOutputOnTheAgentThreadStaysOutOfTheAnswer) {
   Process jvm = StartBufferPools({}, true, {"-Xcheck:jni", "-Xlog:os+thread=info"});
   ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
