@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (ctest).
 #
-#   scripts/test.sh              dev, then asan (AddressSanitizer and
+#   scripts/test.sh              dev (its ctest run includes the .deb built by
+#                                scripts/build-deb.sh and installed in a clean
+#                                Debian 12 chroot: label package), then
+#                                asan (AddressSanitizer and
 #                                UndefinedBehaviorSanitizer over the same
 #                                suite), then fuzz (every libFuzzer target
 #                                for a short time), then packaging (a plain
