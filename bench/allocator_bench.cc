@@ -22,8 +22,9 @@
 // clock_getcpuclockid in nanoseconds rather than /proc/<pid>/stat's clock
 // ticks). A target that is idle apart from the agent (the fragmenter once
 // ready) is needed for the second to mean "per request"; after each agent
-// request the target's clock is read only once the agent thread is back
-// asleep in accept(), so its close and return count to that request.
+// request the target's clock is read only once the agent's two tasks sleep
+// again (its socket task back in accept(), its thread waiting for the next
+// call), so their close and return count to that request.
 //
 // Then the releases: one "trim" on the heap as the target left it (the first
 // release does the real work: it is reported alone, with the RSS it gave
@@ -159,7 +160,7 @@ struct Series {
 };
 
 // The target: its identity for the agent client, its CPU clock, and the
-// agent thread's stat file (to see it back in accept()).
+// stat files of the agent's thread and socket task (to see them asleep).
 class Subject {
  public:
   bool Open(pid_t pid) {
@@ -174,13 +175,16 @@ class Subject {
         std::string dir = task_dir + "/" + e->d_name;
         std::array<char, 32> comm{};
         if (ReadSmall(dir + "/comm", comm.data(), comm.size()) > 0 &&
-            std::string_view(comm.data()).starts_with("memtrimd-agent")) {
-          agent_stat_ = dir + "/stat";
+            (std::string_view(comm.data()).starts_with("memtrimd-agent") ||
+             std::string_view(comm.data()).starts_with("memtrimd-sock"))) {
+          agent_stats_.push_back(dir + "/stat");
         }
       }
       ::closedir(d);
     }
-    if (agent_stat_.empty()) return Fail("no memtrimd-agent thread: is the agent preloaded?");
+    if (agent_stats_.size() != 2) {
+      return Fail("no memtrimd-agent and memtrimd-sock tasks: is the agent preloaded?");
+    }
     statm_ = "/proc/" + std::to_string(pid) + "/statm";
     rollup_ = "/proc/" + std::to_string(pid) + "/smaps_rollup";
     return true;
@@ -192,19 +196,22 @@ class Subject {
   const std::string& error() const { return error_; }
   int64_t TargetCpu() const { return Nanos(cpu_clock_); }
 
-  // Polls (bounded: 1 s) until the agent thread sleeps again: after the
-  // answer it still closes the connection and returns to accept().
+  // Polls (bounded: 1 s) until both agent tasks sleep again: after the
+  // answer the socket task still closes the connection and returns to
+  // accept().
   void WaitAgentIdle() const {
     const auto deadline = Clock::now() + std::chrono::seconds(1);
     std::array<char, 512> buf{};
-    while (Clock::now() < deadline) {
-      ssize_t n = ReadSmall(agent_stat_, buf.data(), buf.size());
-      if (n <= 0) return;
-      // "tid (comm) S ...": the state follows the last ')'.
-      std::string_view s(buf.data(), static_cast<std::size_t>(n));
-      std::size_t close = s.rfind(')');
-      if (close == std::string_view::npos || close + 2 >= s.size()) return;
-      if (s[close + 2] != 'R') return;
+    for (const std::string& stat : agent_stats_) {
+      while (Clock::now() < deadline) {
+        ssize_t n = ReadSmall(stat, buf.data(), buf.size());
+        if (n <= 0) break;
+        // "tid (comm) S ...": the state follows the last ')'.
+        std::string_view s(buf.data(), static_cast<std::size_t>(n));
+        std::size_t close = s.rfind(')');
+        if (close == std::string_view::npos || close + 2 >= s.size()) break;
+        if (s[close + 2] != 'R') break;
+      }
     }
   }
 
@@ -247,7 +254,8 @@ class Subject {
 
   Target target_;
   clockid_t cpu_clock_ = CLOCK_REALTIME;
-  std::string agent_stat_, statm_, rollup_, error_;
+  std::vector<std::string> agent_stats_;  // the agent's thread and socket task
+  std::string statm_, rollup_, error_;
 };
 
 enum class Kind { kStatm, kRollup, kPing, kAllocator, kMallocInfo };
