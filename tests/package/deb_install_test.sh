@@ -261,4 +261,17 @@ $in_agent"
 echo "inspect: $(grep '^Allocator:' <<< "$in_agent")"
 phase "watching"
 
+# Enabled as an administrator would (systemctl works on the files in a
+# chroot), then purged: the maintainer scripts must run without a running
+# systemd and leave no file, conffile or enable link behind.
+in_root systemctl enable memtrimd.service > "$tmp/enable.log" 2>&1 || fail "systemctl enable in the chroot"
+link=/etc/systemd/system/multi-user.target.wants/memtrimd.service
+[[ -L $root$link ]] || fail "systemctl enable made no $link"
+in_root apt-get purge -y memtrimd > "$tmp/apt-purge.log" 2>&1 || fail "apt-get purge memtrimd"
+for f in /usr/bin/memtrimd /usr/lib/libmemtrimd_agent.so /lib/systemd/system/memtrimd.service \
+  /etc/default/memtrimd "$link"; do
+  [[ -e $root$f || -L $root$f ]] && fail "$f is left after apt-get purge"
+done
+phase "purge"
+
 echo "PASS: $suite chroot: apt install ./${deb##*/}, the installed memtrimd watches pid $plain and reads pid $preloaded through the installed agent ($((SECONDS - started)) s)"
