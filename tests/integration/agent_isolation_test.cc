@@ -250,6 +250,27 @@ TEST_P(AgentIsolationProfileTest, ProgramKeepsItsRecordLocksWhenTheAgentStarts) 
   EXPECT_EQ(Ask(info.port, 7), "program 7\n");
 }
 
+// dlclose() does not unload the agent (-z nodelete): its two tasks never
+// end, so their code and the socket task's stack stay mapped, and it goes on
+// serving after the program unloaded it.
+TEST_P(AgentIsolationProfileTest, DlclosedAgentStaysAndServes) {
+  ServerInfo info;
+  const std::string err = dir_ / "dlclose.err";
+  Process server = Start({WorkloadBin("closing_server"), "--ready-file", dir_ / "dlclose.ready",
+                          "--dlopen", AGENT_LIB, "--dlclose"},
+                         dir_ / "dlclose.ready", {}, &info, err, GetParam());
+  ASSERT_TRUE(server.running()) << ReadFile(err);
+  EXPECT_EQ(ReadFile(err), "");
+  const std::string pid = std::to_string(server.pid());
+  EXPECT_NE(ReadFile("/proc/" + pid + "/maps").find("libmemtrimd_agent.so"), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    RunResult r = RunCommand({MemtrimdBin(), "trim", "--pid", pid});
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  }
+  EXPECT_TRUE(server.running());
+  EXPECT_EQ(Ask(info.port, 5), "program 5\n");
+}
+
 // The launcher's filter is real: under it unshare(1) is refused (the test
 // runs as root, whom nothing else stops), and the process reports a filter.
 // Under it the agent starts, says nothing, serves from a task of its own,

@@ -6,7 +6,7 @@
  * its uid.
  *
  *   closing_server --ready-file PATH [--setuid UID --setgid GID] [--raw]
- *                  [--dumpable] [--lock FILE] [--dlopen LIB]
+ *                  [--dumpable] [--lock FILE] [--dlopen LIB [--dlclose]]
  *
  * In order:
  *   1. pipe(): the numbers it got are reported (a preloaded library that
@@ -14,7 +14,9 @@
  *   2. --lock FILE: opens FILE and takes a POSIX write lock on all of it
  *      (fcntl F_SETLK), kept until exit.
  *   3. --dlopen LIB: loads LIB now (its constructor runs while the lock is
- *      held); the lock descriptor is the only one above 2.
+ *      held); the lock descriptor is the only one above 2. --dlclose then
+ *      unloads it again at once (what a program that dlclose()s a library
+ *      it loaded does to the preload agent).
  *   4. Closes every descriptor >= 3 but the lock's (close_range, or a loop).
  *   5. Listens on 127.0.0.1 (a kernel-chosen port) and writes the ready
  *      file: "port=P pipe=R,W listen_fd=F\n".
@@ -96,7 +98,7 @@ static int read_line(int fd, char *buf, size_t cap) {
 int main(int argc, char **argv) {
   const char *ready = NULL, *lock_path = NULL, *lib = NULL;
   long uid = -1, gid = -1;
-  int dumpable = 0, raw = 0;
+  int dumpable = 0, raw = 0, unload = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--ready-file") == 0 && i + 1 < argc) {
       ready = argv[++i];
@@ -112,10 +114,12 @@ int main(int argc, char **argv) {
       lock_path = argv[++i];
     } else if (strcmp(argv[i], "--dlopen") == 0 && i + 1 < argc) {
       lib = argv[++i];
+    } else if (strcmp(argv[i], "--dlclose") == 0) {
+      unload = 1;
     } else {
       fprintf(stderr,
               "usage: closing_server --ready-file PATH [--setuid UID --setgid GID] [--raw] "
-              "[--dumpable] [--lock FILE] [--dlopen LIB]\n");
+              "[--dumpable] [--lock FILE] [--dlopen LIB [--dlclose]]\n");
       return 2;
     }
   }
@@ -141,8 +145,13 @@ int main(int argc, char **argv) {
   if (lib != NULL) {
     close(pipe_r);
     close(pipe_w);
-    if (dlopen(lib, RTLD_NOW) == NULL) {
+    void *handle = dlopen(lib, RTLD_NOW);
+    if (handle == NULL) {
       fprintf(stderr, "closing_server: dlopen: %s\n", dlerror());
+      return 1;
+    }
+    if (unload && dlclose(handle) != 0) {
+      fprintf(stderr, "closing_server: dlclose: %s\n", dlerror());
       return 1;
     }
   }
