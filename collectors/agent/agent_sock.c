@@ -34,10 +34,12 @@
  * the pthread's errno, its rseq area, its cancellation state. Both tasks run
  * at once, so this task never writes thread-local state: it calls the kernel
  * with raw system calls (agent_sys.h: errors come back as -errno) and, of
- * glibc, only memcpy, memset, strlen, strchr, strrchr, memchr, strcmp and
- * strerrordesc_np, which touch nothing but their arguments and constant
- * tables. No malloc, no stdio, no lock: a lock another thread holds when the
- * program forks or stops must never stand between memtrimd and an answer.
+ * glibc, only memcpy, memset, strlen, strrchr, memchr and strerrordesc_np,
+ * which touch nothing but their arguments and constant tables (the stack
+ * protector's canary, which it reads through the shared thread pointer, is
+ * the same in every thread). No malloc, no stdio, no lock: a lock another
+ * thread holds when the program forks or stops must never stand between
+ * memtrimd and an answer.
  * (Its own thread-local state, with CLONE_SETTLS, would need a thread
  * control block glibc knows nothing of; glibc's functions would then read
  * a made-up one.)
