@@ -366,8 +366,8 @@ void RenderMissing(Table& t, const TargetSnapshot& ts) {
 // What to do about an unreachable agent, from the client's reason.
 std::string AgentHint(std::string_view why) {
   if (why.find("no socket at") != std::string_view::npos) {
-    return " (the agent did not start; it says why on the program's stderr, e.g. a seccomp "
-           "profile that refuses unshare)";
+    return " (the agent did not start; it says why on the program's stderr, e.g. a socket path "
+           "it cannot bind)";
   }
   // The reason already names the capability memtrimd lacks (a node agent
   // without CAP_DAC_OVERRIDE): nothing to add.

@@ -355,6 +355,9 @@ TEST_F(AgentIsolation, LoadedAgentThatCannotStartSaysWhyAndIsReportedUnreachable
   EXPECT_NE(inspect.out.find("backend: agent loaded but unreachable: agent: no socket at"),
             std::string::npos)
       << inspect.out;
+  EXPECT_NE(inspect.out.find("(the agent did not start; it says why on the program's stderr"),
+            std::string::npos)
+      << inspect.out;
   RunResult json = RunCommand({MemtrimdBin(), "inspect", "--pid", pid, "--json"});
   EXPECT_NE(json.out.find("\"agent\":{\"reachable\":false,\"unreachable_reason\":\"agent: no "
                           "socket at"),
