@@ -122,14 +122,14 @@
  * and the sticky /tmp lets us.
  *
  * fork and exec: a forked child has neither of the agent's tasks (threads
- * are not inherited) and never saw the socket task's private table, so connections to the
- * path only ever reach the parent. A child that execs with LD_PRELOAD
+ * are not inherited) and never saw the socket task's private table, so
+ * connections to the path only ever reach the parent. A child that execs with LD_PRELOAD
  * inherited runs this constructor again and serves its own socket named by
  * its own pid (use "%p" in MEMTRIMD_AGENT_SOCKET so children do not compete
  * for one path; without it the first live owner keeps the path and later
  * processes run without an agent).
  *
- * The agent thread never calls malloc: its first malloc would attach it to
+ * Neither task calls malloc. The agent thread's first malloc would attach it to
  * an arena (creating one, with up to 64 MiB of address space) and a trim must
  * not add to the heap it is trimming. Everything it needs is static or on its
  * stack; the one stdio stream (for malloc_info) is set up by the constructor,
