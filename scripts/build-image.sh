@@ -21,8 +21,8 @@
 # deploy/docker/containers.conf unless CONTAINERS_CONF is set (that file says
 # why each setting is there); CONTAINERS_STORAGE_CONF picks another image
 # store, as the container tests do. Base images that exist are reused, so a
-# second run rebuilds only the project's layers. Takes about 6 minutes on 2
-# cores the first time (docs/benchmarks.md, "The container image").
+# second run rebuilds only the project's layers. The first run took 14 minutes
+# on 2 busy cores (docs/benchmarks.md, section 16).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

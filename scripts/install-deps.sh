@@ -34,8 +34,9 @@ packages=(
   clang libclang-rt-14-dev
   # container images without a registry (scripts/build-image.sh): Debian base
   # images made by mmdebstrap, built and run by root podman with runc
-  # (deploy/docker/containers.conf says why runc)
-  podman mmdebstrap runc
+  # (deploy/docker/containers.conf says why runc); catatonit is the init of
+  # the pause image podman builds for a pod (tests/container/pod_test.py)
+  podman mmdebstrap runc catatonit
 )
 
 # kubectl (for `kubectl kustomize`) and Node.js (for the offline schema

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""memtrimd as a sidecar in a real pod: podman, the image container_image
+built (scripts/build-image.sh), and an app container beside it.
+
+Each pod shares PID, network, IPC and UTS namespaces
+(`shareProcessNamespace: true`). Both containers get the pod's settings of
+deploy/kubernetes/overlays/sidecar, translated to podman's flags: uid and
+gid 10001, every capability dropped, no privilege escalation, and the
+RuntimeDefault-like seccomp profile (tests/container/seccomp); memtrimd also
+a read-only root with a tmpfs /tmp (the emptyDir) and its 32 MiB limit, the
+app a memory limit. The apps run in the Debian slim base image with what
+they need bind-mounted: tests/workloads' fragmenter (a glibc program), and
+BufferPools on each JDK of this machine, as a uid without a user name
+(--passwd=false, as Kubernetes' runAsUser), so HotSpot makes no perf data
+file.
+
+Asserted against the host's /proc: memtrimd picks the app by itself
+(MEMTRIMD_TARGET_MATCH, as the overlay) and names it by its pid in the pod;
+its resident memory is what the host reads for that process (by kind and to
+the byte for the idle glibc program, to 2 % for a JVM); the limit is the
+app's; for the JVM, NMT and the heap figures without perf data.
+
+Needs root and a podman that answers `podman info` (else 77) and the image
+in the test's store (ctest runs container_image first). Pods and containers
+are named memtrimd-pod-test-<pid>-* and removed by name.
+"""
+
+import argparse
+import glob
+import os
+import re
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_support import die, free_port  # noqa: E402
+from podman_support import Names, jdk_homes, podman, project_version, use_store  # noqa: E402
+
+APP_UID = 10001  # deploy/kubernetes/base: runAsUser and runAsGroup
+APP_LIMIT = 256 << 20
+JVM_LIMIT = 512 << 20
+BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
+DEADLINE = 90
+
+names = Names("pod-test")
+
+
+def pod_settings(profile):
+    """The pod-level securityContext and each container's, as podman flags."""
+    return ["--user", f"{APP_UID}:{APP_UID}", "--cap-drop", "ALL",
+            "--security-opt", "no-new-privileges", "--security-opt", f"seccomp={profile}"]
+
+
+def sidecar_settings():
+    """The memtrimd container's own: readOnlyRootFilesystem with the
+    memtrimd-tmp emptyDir (8Mi) on /tmp, and its memory limit."""
+    return ["--read-only", "--read-only-tmpfs=false", "--tmpfs", "/tmp:size=8m",
+            "--memory", "32m"]
+
+
+def metrics(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    series = []
+    for line in text.splitlines():
+        m = re.match(r"^([a-z_]+)(?:\{(.*)\})? (\S+)$", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+            series.append((m.group(1), labels, float(m.group(3))))
+    return series
+
+
+def host_status(pid):
+    """/proc/<pid>/status as the host reads it: the resident kinds in bytes
+    and the pid in each namespace."""
+    out = {}
+    for line in open(f"/proc/{pid}/status"):
+        k, _, v = line.partition(":")
+        if k in ("RssAnon", "RssFile", "RssShmem"):
+            out[k] = int(v.split()[0]) * 1024
+        elif k == "NSpid":
+            out[k] = [int(x) for x in v.split()]
+    return out
+
+
+def glibc_app_in_pod(image, profile, fragmenter):
+    port = free_port()
+    pod = names.pod("glibc")
+    podman("pod", "create", "--name", pod, "--share", "pid,net,ipc,uts",
+           "-p", f"127.0.0.1:{port}:8486")
+    app = names.container("glibc-app")
+    podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile),
+           "--memory", str(APP_LIMIT), "-v", f"{fragmenter}:/usr/local/bin/fragmenter:ro",
+           BASE_IMAGE, "/usr/local/bin/fragmenter", "--threads", "4", "--rounds", "2",
+           "--burst-mib", "16", "--quiet")
+    sidecar = names.container("glibc-memtrimd")
+    podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
+           *sidecar_settings(), "-e", "MEMTRIMD_TARGET_MATCH=(^|/)fragmenter( |$)", image)
+    app_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
+    if app_pid <= 0:
+        die(f"the app container has no process: {podman('logs', app, check=False).stderr}")
+
+    # The fragmenter's RSS stops changing once its rounds are done; until
+    # then memtrimd's last sample and the host's read now may differ.
+    deadline = time.monotonic() + DEADLINE
+    last = None
+    while time.monotonic() < deadline:
+        series = metrics(port)
+        host = host_status(app_pid)
+        if series:
+            up = [v for n, _, v in series if n == "memtrimd_target_up"]
+            rss = {l["kind"]: v for n, l, v in series
+                   if n == "memtrimd_target_resident_memory_bytes"}
+            pids = {l["pid"] for n, l, _ in series
+                    if n == "memtrimd_target_resident_memory_bytes"}
+            limit = [v for n, _, v in series if n == "memtrimd_target_memory_limit_bytes"]
+            want = {"anon": host["RssAnon"], "file": host["RssFile"], "shmem": host["RssShmem"]}
+            last = (up, rss, pids, limit, want, host["NSpid"])
+            if up == [1.0] and rss and {k: int(v) for k, v in rss.items()} == want:
+                break
+        time.sleep(0.5)
+    else:
+        logs = podman("logs", sidecar, check=False)
+        die(f"memtrimd in the pod never reported the app's RSS as the host reads it "
+            f"(up, rss, pid, limit, host, NSpid): {last}\n{logs.stdout}{logs.stderr}")
+    up, rss, pids, limit, want, nspid = last
+    # NSpid: the host's pid, then the pid inside the pod's PID namespace.
+    if pids != {str(nspid[-1])}:
+        die(f"memtrimd watches pid {pids}; the app is {nspid[-1]} in the pod (host {nspid[0]})")
+    if limit != [float(APP_LIMIT)]:
+        die(f"memtrimd reports a memory limit {limit}, the app's is {APP_LIMIT}")
+    print(f"pod_test: glibc app (host pid {nspid[0]}, pod pid {nspid[-1]}): memtrimd reads "
+          f"RSS anon {want['anon']} file {want['file']} shmem {want['shmem']} B, as the host; "
+          f"limit {APP_LIMIT}")
+
+
+def jdk_mounts(home):
+    """Bind mounts that run the host's JDK `home` in the Debian slim image:
+    the JDK itself and what its symlinks reach under /etc (Debian's
+    openjdk keeps its configuration in /etc/java-17-openjdk)."""
+    etc = set()
+    for d, dirs, files in os.walk(home):
+        for f in dirs + files:
+            target = os.readlink(os.path.join(d, f)) if os.path.islink(os.path.join(d, f)) else ""
+            if target.startswith("/etc/") and os.path.exists(target):
+                etc.add("/".join(target.split("/")[:3]))
+    mounts = ["-v", f"{os.path.realpath(home)}:{home}:ro"]
+    for e in sorted(etc):
+        mounts += ["-v", f"{e}:{e}:ro"]
+    return mounts
+
+
+def jvm_app_in_pod(image, profile, home, classpath, n):
+    """A JVM of the host's JDK `home` as the app, under a uid its image has
+    no user name for (--passwd=false: Kubernetes adds no passwd entry for
+    runAsUser), with NMT and a memory limit."""
+    port = free_port()
+    pod = names.pod(f"jvm{n}")
+    podman("pod", "create", "--name", pod, "--share", "pid,net,ipc,uts",
+           "-p", f"127.0.0.1:{port}:8486")
+    app = names.container(f"jvm{n}-app")
+    podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile), "--passwd=false",
+           "--memory", str(JVM_LIMIT), *jdk_mounts(home), "-v", f"{classpath}:/opt/workloads:ro",
+           BASE_IMAGE, f"{home}/bin/java", "-XX:NativeMemoryTracking=summary",
+           "-cp", "/opt/workloads", "BufferPools", "--ready-file", "/tmp/ready", "--dir", "/tmp")
+    sidecar = names.container(f"jvm{n}-memtrimd")
+    podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
+           *sidecar_settings(), "-e", "MEMTRIMD_TARGET_MATCH=(^|/)java( |$)", image)
+    app_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
+    if app_pid <= 0:
+        die(f"{home}: the app container has no process: {podman('logs', app, check=False)}")
+    deadline = time.monotonic() + DEADLINE
+    while not os.path.exists(f"/proc/{app_pid}/root/tmp/ready"):
+        if time.monotonic() > deadline or not os.path.exists(f"/proc/{app_pid}"):
+            logs = podman("logs", app, check=False)
+            die(f"{home}: BufferPools never got ready: {logs.stdout}{logs.stderr}")
+        time.sleep(0.2)
+
+    # A JVM's RSS moves a little all the time (GC, JIT): memtrimd's last
+    # sample and the host's read now agree to 2 %, not to the byte.
+    last = None
+    while time.monotonic() < deadline:
+        series = metrics(port) or []
+        host = host_status(app_pid)
+        up = [v for nm, _, v in series if nm == "memtrimd_target_up"]
+        rss = sum(v for nm, _, v in series if nm == "memtrimd_target_resident_memory_bytes")
+        pids = {lb["pid"] for nm, lb, _ in series if nm == "memtrimd_target_resident_memory_bytes"}
+        nmt = [v for nm, lb, v in series if nm == "memtrimd_jvm_nmt_committed_bytes"]
+        limit = [v for nm, _, v in series if nm == "memtrimd_target_memory_limit_bytes"]
+        want = host["RssAnon"] + host["RssFile"] + host["RssShmem"]
+        last = (up, rss, pids, len(nmt), limit, want, host["NSpid"])
+        if up == [1.0] and nmt and abs(rss - want) <= 0.02 * want:
+            break
+        time.sleep(0.5)
+    else:
+        logs = podman("logs", sidecar, check=False)
+        die(f"{home}: memtrimd in the pod never reported the JVM with NMT and its RSS as the "
+            f"host reads it (up, rss, pid, NMT series, limit, host RSS, NSpid): {last}\n"
+            f"{logs.stdout}{logs.stderr}")
+    up, rss, pids, nmt, limit, want, nspid = last
+    if pids != {str(nspid[-1])}:
+        die(f"{home}: memtrimd watches pid {pids}; the JVM is {nspid[-1]} in the pod")
+    # Nameless indeed: HotSpot made no perf data file, yet memtrimd has the
+    # heap figures (read from the JVM's memory instead).
+    perf = glob.glob(f"/proc/{app_pid}/root/tmp/hsperfdata_*/{nspid[-1]}")
+    if perf:
+        die(f"{home}: the JVM has a perf data file {perf}: its uid has a user name")
+    heap = [v for nm, _, v in series if nm == "memtrimd_jvm_heap_committed_bytes"]
+    if not heap or heap[0] <= 0:
+        die(f"{home}: no heap figures for a JVM without a perf data file: {heap}")
+    if limit != [float(JVM_LIMIT)]:
+        die(f"{home}: memtrimd reports a memory limit {limit}, the JVM's is {JVM_LIMIT}")
+    print(f"pod_test: {home} as uid {APP_UID} without a user name (host pid {nspid[0]}, pod pid "
+          f"{nspid[-1]}): RSS {int(rss)} B by memtrimd, {want} B by the host; {nmt} NMT series; "
+          f"heap committed {int(heap[0])} B without perf data; limit {JVM_LIMIT}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--store", required=True, help="the image store container_image built into")
+    ap.add_argument("--fragmenter", required=True)
+    ap.add_argument("--classpath", required=True, help="tests/workloads' Java classes")
+    args = ap.parse_args()
+
+    use_store(args.store, args.source)
+    image = f"localhost/memtrimd:{project_version(args.source)}"
+    for needed in (image, BASE_IMAGE):
+        if podman("image", "exists", needed, check=False).returncode != 0:
+            die(f"{needed} is not in {args.store}: the container_image test builds it")
+    profile = os.path.join(args.source, "tests", "container", "seccomp",
+                           "runtime-default-like.json")
+    try:
+        glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter))
+        homes = jdk_homes()
+        if not homes:
+            die("no JDK under /usr/lib/jvm for the JVM app")
+        for n, home in enumerate(homes):
+            jvm_app_in_pod(image, profile, home, os.path.realpath(args.classpath), n)
+        print("pod_test: PASS")
+    finally:
+        names.remove_all()
+
+
+if __name__ == "__main__":
+    main()
