@@ -214,6 +214,18 @@ def jvm_app_in_pod(image, profile, home, classpath, n):
         die(f"{home}: no heap figures for a JVM without a perf data file: {heap}")
     if limit != [float(JVM_LIMIT)]:
         die(f"{home}: memtrimd reports a memory limit {limit}, the JVM's is {JVM_LIMIT}")
+    # What a user runs during an incident, through podman exec (kubectl exec
+    # in a cluster): inspect names the JVM, jcmd reaches it over attach.
+    r = podman("exec", sidecar, "memtrimd", "inspect", "--pid", str(nspid[-1]), "--json",
+               check=False, timeout=120)
+    if r.returncode != 0 or f'"pid":{nspid[-1]}' not in r.stdout.replace(" ", ""):
+        die(f"{home}: memtrimd inspect through podman exec: exit {r.returncode}: "
+            f"{r.stdout[:2000]} {r.stderr}")
+    r = podman("exec", sidecar, "memtrimd", "jcmd", "--pid", str(nspid[-1]),
+               "VM.native_memory", "summary", check=False, timeout=120)
+    if r.returncode != 0 or "Native Memory Tracking" not in r.stdout:
+        die(f"{home}: memtrimd jcmd through podman exec: exit {r.returncode}: "
+            f"{r.stdout[:2000]} {r.stderr}")
     print(f"pod_test: {home} as uid {APP_UID} without a user name (host pid {nspid[0]}, pod pid "
           f"{nspid[-1]}): RSS {int(rss)} B by memtrimd, {want} B by the host; {nmt} NMT series; "
           f"heap committed {int(heap[0])} B without perf data; limit {JVM_LIMIT}")
