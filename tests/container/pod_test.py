@@ -9,16 +9,19 @@ gid 10001, every capability dropped, no privilege escalation, and the
 RuntimeDefault-like seccomp profile (tests/container/seccomp); memtrimd also
 a read-only root with a tmpfs /tmp (the emptyDir) and its 32 MiB limit, the
 app a memory limit. The apps run in the Debian slim base image with what
-they need bind-mounted: tests/workloads' fragmenter (a glibc program), and
-BufferPools on each JDK of this machine, as a uid without a user name
-(--passwd=false, as Kubernetes' runAsUser), so HotSpot makes no perf data
-file.
+they need bind-mounted: tests/workloads' fragmenter (a glibc program) with
+the image's agent preloaded, and BufferPools on each JDK of this machine, as
+a uid without a user name (--passwd=false, as Kubernetes' runAsUser), so
+HotSpot makes no perf data file.
 
 Asserted against the host's /proc: memtrimd picks the app by itself
 (MEMTRIMD_TARGET_MATCH, as the overlay) and names it by its pid in the pod;
 its resident memory is what the host reads for that process (by kind and to
 the byte for the idle glibc program, to 2 % for a JVM); the limit is the
-app's; for the JVM, NMT and the heap figures without perf data.
+app's. For the glibc program, the agent started under the profile and
+memtrimd's malloc statistics come from it; for the JVM, NMT, the heap
+figures without perf data, and `memtrimd inspect` and `memtrimd jcmd`
+through `podman exec`.
 
 Needs root and a podman that answers `podman info` (else 77) and the image
 in the test's store (ctest runs container_image first). Pods and containers
@@ -27,9 +30,12 @@ are named memtrimd-pod-test-<pid>-* and removed by name.
 
 import argparse
 import glob
+import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -87,7 +93,18 @@ def host_status(pid):
     return out
 
 
-def glibc_app_in_pod(image, profile, fragmenter):
+def image_agent(image, tmp):
+    """The image's libmemtrimd_agent.so, copied out to be preloaded into the
+    app (which the README tells users to do in their app's image)."""
+    name = names.container("agent-copy")
+    podman("create", "--name", name, image)
+    podman("cp", f"{name}:/usr/local/lib/libmemtrimd_agent.so", tmp)
+    podman("rm", name)
+    os.chmod(tmp, 0o755)
+    return os.path.join(tmp, "libmemtrimd_agent.so")
+
+
+def glibc_app_in_pod(image, profile, fragmenter, agent):
     port = free_port()
     pod = names.pod("glibc")
     podman("pod", "create", "--name", pod, "--share", "pid,net,ipc,uts",
@@ -95,7 +112,8 @@ def glibc_app_in_pod(image, profile, fragmenter):
     app = names.container("glibc-app")
     podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile),
            "--memory", str(APP_LIMIT), "-v", f"{fragmenter}:/usr/local/bin/fragmenter:ro",
-           BASE_IMAGE, "/usr/local/bin/fragmenter", "--threads", "4", "--rounds", "2",
+           "-v", f"{agent}:/usr/local/lib/libmemtrimd_agent.so:ro",
+           "-e", "LD_PRELOAD=/usr/local/lib/libmemtrimd_agent.so", BASE_IMAGE, "/usr/local/bin/fragmenter", "--threads", "4", "--rounds", "2",
            "--burst-mib", "16", "--quiet")
     sidecar = names.container("glibc-memtrimd")
     podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
@@ -133,9 +151,33 @@ def glibc_app_in_pod(image, profile, fragmenter):
         die(f"memtrimd watches pid {pids}; the app is {nspid[-1]} in the pod (host {nspid[0]})")
     if limit != [float(APP_LIMIT)]:
         die(f"memtrimd reports a memory limit {limit}, the app's is {APP_LIMIT}")
+    # The agent started under the RuntimeDefault-like profile and memtrimd
+    # reaches it from its own container: malloc statistics come from it.
+    r = podman("exec", sidecar, "memtrimd", "inspect", "--pid", str(nspid[-1]), "--json",
+               check=False, timeout=120)
+    report = json.loads(r.stdout) if r.returncode == 0 else {}
+    agent_state = find_key(report, "agent")
+    malloc = find_key(report, "malloc")
+    if agent_state != {"reachable": True} or not malloc or malloc.get("source") != "agent":
+        die(f"the agent in the glibc app under the RuntimeDefault-like profile: agent "
+            f"{agent_state}, malloc {malloc} (inspect exit {r.returncode}: {r.stderr})")
     print(f"pod_test: glibc app (host pid {nspid[0]}, pod pid {nspid[-1]}): memtrimd reads "
           f"RSS anon {want['anon']} file {want['file']} shmem {want['shmem']} B, as the host; "
-          f"limit {APP_LIMIT}")
+          f"limit {APP_LIMIT}; the preloaded agent reachable, {malloc['arenas']} arenas from it")
+
+
+def find_key(value, key):
+    """The first value under `key` anywhere in a JSON document."""
+    if isinstance(value, dict):
+        if key in value:
+            return value[key]
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            found = find_key(v, key)
+            if found is not None:
+                return found
+    return None
 
 
 def jdk_mounts(home):
@@ -246,8 +288,10 @@ def main():
             die(f"{needed} is not in {args.store}: the container_image test builds it")
     profile = os.path.join(args.source, "tests", "container", "seccomp",
                            "runtime-default-like.json")
+    tmp = tempfile.mkdtemp(prefix=f"{names.prefix}-")
     try:
-        glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter))
+        glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter),
+                         image_agent(image, tmp))
         homes = jdk_homes()
         if not homes:
             die("no JDK under /usr/lib/jvm for the JVM app")
@@ -256,6 +300,7 @@ def main():
         print("pod_test: PASS")
     finally:
         names.remove_all()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
