@@ -32,7 +32,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from e2e_support import Processes, die, wait_for  # noqa: E402
-from podman_support import Names, jdk_homes, podman, project_version, use_store  # noqa: E402
+from podman_support import (Names, find_key, jdk_homes, podman,  # noqa: E402
+                            project_version, use_store)
 
 IMAGE_UID = 65532  # the Dockerfile's USER
 MAX_IMAGE_BYTES = 100 * 1000 * 1000
@@ -40,20 +41,6 @@ MAX_IMAGE_BYTES = 100 * 1000 * 1000
 DIRECT, DIRECT_BYTES, MAP_BYTES, READERS, READ_BYTES = 3, 100000, 4 << 20, 4, 3000000
 
 names = Names("image-test")
-
-
-def find_key(value, key):
-    """The first value under `key` anywhere in a JSON document."""
-    if isinstance(value, dict):
-        if key in value:
-            return value[key]
-        value = list(value.values())
-    if isinstance(value, list):
-        for v in value:
-            found = find_key(v, key)
-            if found is not None:
-                return found
-    return None
 
 
 def check_layers(image, tmp):

@@ -41,7 +41,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from e2e_support import die, free_port  # noqa: E402
-from podman_support import Names, jdk_homes, podman, project_version, use_store  # noqa: E402
+from podman_support import (Names, find_key, jdk_homes, podman,  # noqa: E402
+                            project_version, use_store)
 
 APP_UID = 10001  # deploy/kubernetes/base: runAsUser and runAsGroup
 APP_LIMIT = 256 << 20
@@ -164,20 +165,6 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     print(f"pod_test: glibc app (host pid {nspid[0]}, pod pid {nspid[-1]}): memtrimd reads "
           f"RSS anon {want['anon']} file {want['file']} shmem {want['shmem']} B, as the host; "
           f"limit {APP_LIMIT}; the preloaded agent reachable, {malloc['arenas']} arenas from it")
-
-
-def find_key(value, key):
-    """The first value under `key` anywhere in a JSON document."""
-    if isinstance(value, dict):
-        if key in value:
-            return value[key]
-        value = list(value.values())
-    if isinstance(value, list):
-        for v in value:
-            found = find_key(v, key)
-            if found is not None:
-                return found
-    return None
 
 
 def jdk_mounts(home):

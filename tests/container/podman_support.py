@@ -79,6 +79,20 @@ class Names:
             podman("pod", "rm", "--force", "--ignore", name, check=False)
 
 
+def find_key(value, key):
+    """The first value under `key` anywhere in a JSON document."""
+    if isinstance(value, dict):
+        if key in value:
+            return value[key]
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            found = find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
 def jdk_homes():
     """Every distinct JDK with a bin/java under /usr/lib/jvm, Debian's 17
     first (as the C++ tests' FindJdkHomes)."""
