@@ -19,7 +19,10 @@ Asserted against the host's /proc: memtrimd picks the app by itself
 its resident memory is what the host reads for that process (by kind and to
 the byte for the idle glibc program, to 2 % for a JVM); the limit is the
 app's. For the glibc program, the agent started under the profile and
-memtrimd's malloc statistics come from it; for the JVM, NMT, the heap
+memtrimd's malloc statistics come from it, a trim through it (memtrimd
+trim by podman exec) gives back what the host sees RSS drop by, the app's
+restart is picked up, and memtrimd's own RSS stays inside its limit; for
+the JVM, NMT, the heap
 figures without perf data, and `memtrimd inspect` and `memtrimd jcmd`
 through `podman exec`.
 
@@ -165,6 +168,50 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     print(f"pod_test: glibc app (host pid {nspid[0]}, pod pid {nspid[-1]}): memtrimd reads "
           f"RSS anon {want['anon']} file {want['file']} shmem {want['shmem']} B, as the host; "
           f"limit {APP_LIMIT}; the preloaded agent reachable, {malloc['arenas']} arenas from it")
+
+    # A trim through the sidecar (the agent under the profile): what memtrimd
+    # says it gave back is the drop the host reads. The fragmenter is idle
+    # and holds the freed blocks of its rounds.
+    before = host_status(app_pid)
+    r = podman("exec", sidecar, "memtrimd", "trim", "--pid", str(nspid[-1]), "--json",
+               check=False, timeout=120)
+    after = host_status(app_pid)
+    trim = json.loads(r.stdout) if r.returncode == 0 else {}
+    if not trim.get("success") or trim.get("backend") != "agent":
+        die(f"memtrimd trim through podman exec: exit {r.returncode}: {r.stdout} {r.stderr}")
+    dropped = before["RssAnon"] - after["RssAnon"]
+    reclaimed = trim["reclaimed_rss_swap_bytes"]
+    if dropped < (8 << 20) or abs(reclaimed - dropped) > max(256 << 10, 0.01 * dropped):
+        die(f"the trim gave back {reclaimed} B by memtrimd, the host's RssAnon dropped "
+            f"{dropped} B (at least 8 MiB expected): {trim}")
+    print(f"pod_test: trim in the pod through the agent: {reclaimed} B reclaimed by memtrimd, "
+          f"{dropped} B dropped by the host")
+
+    # The app restarts (its container's process ends and a new one starts):
+    # memtrimd picks the new process by its command line.
+    podman("restart", "--time", "1", app)
+    new_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
+    new_nspid = host_status(new_pid)["NSpid"][-1]
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        series = metrics(port) or []
+        watched = {l["pid"] for n, l, v in series if n == "memtrimd_target_up" and v == 1.0}
+        if watched == {str(new_nspid)}:
+            break
+        if time.monotonic() > deadline:
+            logs = podman("logs", sidecar, check=False)
+            die(f"after the app's restart memtrimd watches {watched}, not pod pid {new_nspid}:"
+                f"\n{logs.stdout}{logs.stderr}")
+        time.sleep(0.5)
+
+    # memtrimd's own memory, as the host reads it, inside the overlay's limit.
+    own_pid = int(podman("inspect", "--format", "{{.State.Pid}}", sidecar).stdout)
+    own = host_status(own_pid)
+    own_rss = own["RssAnon"] + own["RssFile"] + own["RssShmem"]
+    if own_rss >= 32 << 20:
+        die(f"memtrimd's own RSS in the pod is {own_rss} B, at its 32 MiB limit")
+    print(f"pod_test: the app's restart picked up (pod pid {nspid[-1]} -> {new_nspid}); "
+          f"memtrimd's own RSS {own_rss} B")
 
 
 def jdk_mounts(home):
