@@ -24,7 +24,9 @@ trim by podman exec) gives back what the host sees RSS drop by, the app's
 restart is picked up, and memtrimd's own RSS stays inside its limit; for
 the JVM, NMT, the heap
 figures without perf data, and `memtrimd inspect` and `memtrimd jcmd`
-through `podman exec`.
+through `podman exec`. Then memtrimd as the node-agent overlay runs it
+(--pid=host, root with three capabilities) sees every app by its host pid,
+labelled with its container's ID.
 
 Needs root and a podman that answers `podman info` (else 77) and the image
 in the test's store (ctest runs container_image first). Pods and containers
@@ -212,6 +214,7 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
         die(f"memtrimd's own RSS in the pod is {own_rss} B, at its 32 MiB limit")
     print(f"pod_test: the app's restart picked up (pod pid {nspid[-1]} -> {new_nspid}); "
           f"memtrimd's own RSS {own_rss} B")
+    return app, new_pid
 
 
 def jdk_mounts(home):
@@ -305,6 +308,38 @@ def jvm_app_in_pod(image, profile, home, classpath, n):
     print(f"pod_test: {home} as uid {APP_UID} without a user name (host pid {nspid[0]}, pod pid "
           f"{nspid[-1]}): RSS {int(rss)} B by memtrimd, {want} B by the host; {nmt} NMT series; "
           f"heap committed {int(heap[0])} B without perf data; limit {JVM_LIMIT}")
+    return app, app_pid
+
+
+def node_agent_beside(image, profile, apps):
+    """memtrimd as deploy/kubernetes/overlays/node-agent runs it: the host's
+    PID namespace, root with SYS_PTRACE, DAC_OVERRIDE and KILL alone, no
+    privilege escalation, a read-only root, the RuntimeDefault-like profile,
+    --targets=node. It sees the apps of the other pods by their host pids,
+    each labelled with its podman container's ID."""
+    port = free_port()
+    node = names.container("node-agent")
+    podman("run", "-d", "--name", node, "--pid=host", "--user", "0:0", "--cap-drop", "ALL",
+           "--cap-add", "SYS_PTRACE,DAC_OVERRIDE,KILL", "--security-opt", "no-new-privileges",
+           "--security-opt", f"seccomp={profile}", "--read-only", "--read-only-tmpfs=false",
+           "--memory", "64m", "-p", f"127.0.0.1:{port}:8486", image, "--targets=node",
+           "--sample.interval=1s", "--discovery.interval=2s")
+    want = {str(pid): podman("inspect", "--format", "{{.Id}}", app).stdout.strip()
+            for app, pid in apps}
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        series = metrics(port) or []
+        seen = {l["pid"]: l.get("container_id", "") for n, l, _ in series
+                if n == "memtrimd_target_info" and l.get("pid") in want}
+        if seen == want:
+            break
+        if time.monotonic() > deadline:
+            logs = podman("logs", node, check=False)
+            die(f"the node agent sees {seen}, want every app by host pid with its container "
+                f"ID {want}:\n{logs.stdout}{logs.stderr}")
+        time.sleep(0.5)
+    print(f"pod_test: the node agent (--pid=host) sees {len(want)} apps in other pods by their "
+          f"host pids, each with its container ID")
 
 
 def main():
@@ -324,13 +359,14 @@ def main():
                            "runtime-default-like.json")
     tmp = tempfile.mkdtemp(prefix=f"{names.prefix}-")
     try:
-        glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter),
-                         image_agent(image, tmp))
+        apps = [glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter),
+                                 image_agent(image, tmp))]
         homes = jdk_homes()
         if not homes:
             die("no JDK under /usr/lib/jvm for the JVM app")
         for n, home in enumerate(homes):
-            jvm_app_in_pod(image, profile, home, os.path.realpath(args.classpath), n)
+            apps.append(jvm_app_in_pod(image, profile, home, os.path.realpath(args.classpath), n))
+        node_agent_beside(image, profile, apps)
         print("pod_test: PASS")
     finally:
         names.remove_all()
