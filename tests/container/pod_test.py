@@ -233,22 +233,38 @@ def jdk_mounts(home):
     return mounts
 
 
-def jvm_app_in_pod(image, profile, home, classpath, n):
-    """A JVM of the host's JDK `home` as the app, under a uid its image has
-    no user name for (--passwd=false: Kubernetes adds no passwd entry for
-    runAsUser), with NMT and a memory limit."""
+def jvm_app_in_pod(image, profile, home, classpath, n, named=False, agent=None):
+    """A JVM of the host's JDK `home` as the app, with NMT and a memory
+    limit, under a uid its image has no user name for (--passwd=false:
+    Kubernetes adds no passwd entry for runAsUser), or with `named` one
+    (podman's entry, as an image that creates its user). memtrimd starts
+    first, in the native-sidecar order (overlays/native-sidecar: an init
+    container that keeps running), and finds the JVM when it comes. With
+    `agent`, the image's agent is preloaded into the JVM."""
     port = free_port()
     pod = names.pod(f"jvm{n}")
     podman("pod", "create", "--name", pod, "--share", "pid,net,ipc,uts",
            "-p", f"127.0.0.1:{port}:8486")
-    app = names.container(f"jvm{n}-app")
-    podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile), "--passwd=false",
-           "--memory", str(JVM_LIMIT), *jdk_mounts(home), "-v", f"{classpath}:/opt/workloads:ro",
-           BASE_IMAGE, f"{home}/bin/java", "-XX:NativeMemoryTracking=summary",
-           "-cp", "/opt/workloads", "BufferPools", "--ready-file", "/tmp/ready", "--dir", "/tmp")
     sidecar = names.container(f"jvm{n}-memtrimd")
     podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
            *sidecar_settings(), "-e", "MEMTRIMD_TARGET_MATCH=(^|/)java( |$)", image)
+    # Up before the app, serving with no target yet.
+    deadline = time.monotonic() + DEADLINE
+    while not any(n_ == "memtrimd_build_info" for n_, _, _ in (metrics(port) or [])):
+        if time.monotonic() > deadline:
+            die(f"{home}: the sidecar started first never served /metrics")
+        time.sleep(0.2)
+    app = names.container(f"jvm{n}-app")
+    preload = []
+    if agent:
+        preload = ["-v", f"{agent}:/usr/local/lib/libmemtrimd_agent.so:ro",
+                   "-e", "LD_PRELOAD=/usr/local/lib/libmemtrimd_agent.so"]
+    podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile),
+           *([] if named else ["--passwd=false"]), *preload,
+           "--memory", str(JVM_LIMIT), *jdk_mounts(home), "-v", f"{classpath}:/opt/workloads:ro",
+           BASE_IMAGE, f"{home}/bin/java", "-XX:NativeMemoryTracking=summary",
+           "-cp", "/opt/workloads", "BufferPools", "--ready-file", "/tmp/ready", "--dir", "/tmp",
+           "--direct", "3", "--direct-bytes", "100000")
     app_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
     if app_pid <= 0:
         die(f"{home}: the app container has no process: {podman('logs', app, check=False)}")
@@ -283,11 +299,12 @@ def jvm_app_in_pod(image, profile, home, classpath, n):
     up, rss, pids, nmt, limit, want, nspid = last
     if pids != {str(nspid[-1])}:
         die(f"{home}: memtrimd watches pid {pids}; the JVM is {nspid[-1]} in the pod")
-    # Nameless indeed: HotSpot made no perf data file, yet memtrimd has the
-    # heap figures (read from the JVM's memory instead).
+    # Nameless: HotSpot made no perf data file, yet memtrimd has the heap
+    # figures (read from the JVM's memory instead). Named: it made one.
     perf = glob.glob(f"/proc/{app_pid}/root/tmp/hsperfdata_*/{nspid[-1]}")
-    if perf:
-        die(f"{home}: the JVM has a perf data file {perf}: its uid has a user name")
+    if bool(perf) != named:
+        die(f"{home}: perf data files {perf} for a uid {'with' if named else 'without'} a "
+            f"user name")
     heap = [v for nm, _, v in series if nm == "memtrimd_jvm_heap_committed_bytes"]
     if not heap or heap[0] <= 0:
         die(f"{home}: no heap figures for a JVM without a perf data file: {heap}")
@@ -305,9 +322,29 @@ def jvm_app_in_pod(image, profile, home, classpath, n):
     if r.returncode != 0 or "Native Memory Tracking" not in r.stdout:
         die(f"{home}: memtrimd jcmd through podman exec: exit {r.returncode}: "
             f"{r.stdout[:2000]} {r.stderr}")
-    print(f"pod_test: {home} as uid {APP_UID} without a user name (host pid {nspid[0]}, pod pid "
-          f"{nspid[-1]}): RSS {int(rss)} B by memtrimd, {want} B by the host; {nmt} NMT series; "
-          f"heap committed {int(heap[0])} B without perf data; limit {JVM_LIMIT}")
+    pools = ""
+    if agent:
+        # The agent in the JVM, under the profile: the direct pool the
+        # workload wrote (BufferPoolMXBean) is what memtrimd reads.
+        ready = dict(line.split("=", 1) for line in
+                     open(f"/proc/{app_pid}/root/tmp/ready").read().split() if "=" in line)
+        want_direct = float(ready["pool.direct.capacity"])
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            series = metrics(port) or []
+            direct = [v for nm, lb, v in series
+                      if nm == "memtrimd_jvm_buffer_pool_capacity_bytes" and lb.get("pool") == "direct"]
+            if direct == [want_direct]:
+                break
+            if time.monotonic() > deadline:
+                die(f"{home}: memtrimd reads the direct pool {direct} through the agent, the "
+                    f"JVM's BufferPoolMXBean says {want_direct}")
+            time.sleep(0.5)
+        pools = f"; direct pool {int(want_direct)} B through the agent, as the JVM says"
+    print(f"pod_test: {home} as uid {APP_UID} {'with' if named else 'without'} a user name (host "
+          f"pid {nspid[0]}, pod pid {nspid[-1]}), memtrimd started first: RSS {int(rss)} B by "
+          f"memtrimd, {want} B by the host; {nmt} NMT series; heap committed {int(heap[0])} B; "
+          f"limit {JVM_LIMIT}{pools}")
     return app, app_pid
 
 
@@ -359,13 +396,17 @@ def main():
                            "runtime-default-like.json")
     tmp = tempfile.mkdtemp(prefix=f"{names.prefix}-")
     try:
-        apps = [glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter),
-                                 image_agent(image, tmp))]
+        agent = image_agent(image, tmp)
+        apps = [glibc_app_in_pod(image, profile, os.path.realpath(args.fragmenter), agent)]
         homes = jdk_homes()
         if not homes:
             die("no JDK under /usr/lib/jvm for the JVM app")
+        classpath = os.path.realpath(args.classpath)
         for n, home in enumerate(homes):
-            apps.append(jvm_app_in_pod(image, profile, home, os.path.realpath(args.classpath), n))
+            apps.append(jvm_app_in_pod(image, profile, home, classpath, n))
+        # The first JDK again, as a uid with a user name and with the agent.
+        apps.append(jvm_app_in_pod(image, profile, homes[0], classpath, len(homes), named=True,
+                                   agent=agent))
         node_agent_beside(image, profile, apps)
         print("pod_test: PASS")
     finally:
