@@ -1,5 +1,7 @@
 #include "collectors/agent/agent_client.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -9,7 +11,9 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "collectors/agent/key_values.h"
 #include "collectors/common/access.h"
@@ -23,6 +27,50 @@ namespace {
 using Clock = SocketClock;
 
 constexpr std::string_view kLibraryName = "libmemtrimd_agent.so";
+
+// When someone else holds the agent's default name (files planted at the
+// next pids and start times in a shared /tmp), the agent listens at that
+// name plus "." and 16 random hex digits (agent_sock.c). The paths of that
+// form beside `default_path`, at most kMaxFallbacks. The directory is
+// opened without following a symlink in its last component (a target's
+// "tmp" pointing elsewhere), and read to a bounded number of entries: a
+// /tmp full of planted names costs one bounded listing, and every path
+// found must still pass ConnectPrivateSocket's owner and peer checks.
+constexpr std::size_t kMaxFallbacks = 8;
+constexpr std::size_t kMaxEntriesRead = 200000;
+
+bool IsRandomSuffix(std::string_view s) {
+  if (s.size() != 16) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> FallbackSocketPaths(const std::string& default_path) {
+  std::vector<std::string> out;
+  const std::size_t slash = default_path.rfind('/');
+  if (slash == std::string::npos) return out;
+  const std::string dir = default_path.substr(0, slash);
+  const std::string prefix = default_path.substr(slash + 1) + ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd), ::closedir);
+  if (!d) {
+    ::close(fd);
+    return out;
+  }
+  std::size_t read = 0;
+  while (struct dirent* e = ::readdir(d.get())) {
+    if (++read > kMaxEntriesRead || out.size() >= kMaxFallbacks) break;
+    std::string_view name(e->d_name);
+    if (name.size() == prefix.size() + 16 && name.substr(0, prefix.size()) == prefix &&
+        IsRandomSuffix(name.substr(prefix.size()))) {
+      out.push_back(dir + "/" + std::string(name));
+    }
+  }
+  return out;
+}
 
 // "<status>\n<body>" -> body.
 Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
@@ -52,6 +100,12 @@ Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
 }  // namespace
 
 Result<std::string> AgentSocketPath(const Target& t) {
+  Result<AgentSocket> s = FindAgentSocket(t);
+  if (!s.ok()) return s.status();
+  return std::move(s->path);
+}
+
+Result<AgentSocket> FindAgentSocket(const Target& t) {
   const std::string environ_path = t.proc_dir + "/environ";
   Result<std::string> environ = ReadSmallFile(environ_path, 1u << 20);
   // environ is mode 0400: another user's needs CAP_DAC_OVERRIDE as well as
@@ -70,7 +124,8 @@ Result<std::string> AgentSocketPath(const Target& t) {
   // instance, so a file left by a killed process with the same pid is never
   // taken for this one's.
   std::string_view pattern = "/tmp/.memtrimd_agent.%p.%t";
-  if (custom && !custom->empty()) {
+  const bool default_name = !custom || custom->empty();
+  if (!default_name) {
     if (custom->front() != '/') {
       return Status(ErrorCode::kInvalidArgument,
                     "agent: MEMTRIMD_AGENT_SOCKET is not absolute: " + std::string(*custom));
@@ -89,7 +144,7 @@ Result<std::string> AgentSocketPath(const Target& t) {
       inner += pattern[i];
     }
   }
-  return t.proc_dir + "/root" + inner;
+  return AgentSocket{t.proc_dir + "/root" + inner, default_name};
 }
 
 bool HasAgent(const Target& t) {
@@ -120,10 +175,22 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
     }
   }
   const auto deadline = Clock::now() + o.timeout;
-  Result<std::string> path = AgentSocketPath(t);
-  if (!path.ok()) return path.status();
-  Result<UniqueFd> sock =
-      ConnectPrivateSocket(t, *path, deadline, "agent", nullptr, SocketOwner::kTargetOrRoot);
+  Result<AgentSocket> where_to = FindAgentSocket(t);
+  if (!where_to.ok()) return where_to.status();
+  Result<UniqueFd> sock = ConnectPrivateSocket(t, where_to->path, deadline, "agent", nullptr,
+                                               SocketOwner::kTargetOrRoot);
+  if (!sock.ok() && where_to->default_name) {
+    // The default name may be someone else's: the agent is then at a
+    // random variant of it. The first error stays the one reported.
+    for (const std::string& alt : FallbackSocketPaths(where_to->path)) {
+      Result<UniqueFd> again =
+          ConnectPrivateSocket(t, alt, deadline, "agent", nullptr, SocketOwner::kTargetOrRoot);
+      if (again.ok()) {
+        sock = std::move(again);
+        break;
+      }
+    }
+  }
   if (!sock.ok()) {
     // No socket at all means no agent listening: the same as a stale one.
     if (sock.status().code() == ErrorCode::kNotFound) {

@@ -70,6 +70,15 @@ struct Mallinfo2 {
 // set MEMTRIMD_AGENT_DISABLE=1, kInvalidArgument for a relative override.
 Result<std::string> AgentSocketPath(const Target& t);
 
+// The same, and whether it is the default name: when someone else holds
+// that name, the agent listens at it plus "." and 16 random hex digits,
+// which AgentCommand then looks for beside it.
+struct AgentSocket {
+  std::string path;
+  bool default_name = true;
+};
+Result<AgentSocket> FindAgentSocket(const Target& t);
+
 // Where a failed AgentCommand stopped.
 enum class AgentFailure {
   kNone,

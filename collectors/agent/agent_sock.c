@@ -88,6 +88,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -279,8 +280,10 @@ static int socket_is_live(const struct sockaddr_un* addr) {
   return r == 0 || r == -EAGAIN || r == -EINPROGRESS;
 }
 
-/* Creates, checks and listens on the socket; the listening fd, or -1. */
-static int open_listener(void) {
+/* Creates, checks and listens on the socket at g_path; the listening fd,
+ * or -1. *taken is set when the path is someone else's: another file, a
+ * socket another process serves, or one we may not remove. */
+static int open_listener(int* taken) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof addr);
   addr.sun_family = AF_UNIX;
@@ -290,13 +293,14 @@ static int open_listener(void) {
    * process, or our own pre-exec image) and is removed; a live socket or
    * any other file is not ours to take. */
   struct stat st;
+  *taken = 0;
   if (lstat_path(g_path, &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      agent_complain(g_err_fd, "the socket path exists and is not a socket", 0);
+      *taken = 1;
       return -1;
     }
     if (socket_is_live(&addr)) {
-      agent_complain(g_err_fd, "another process serves the socket path", 0);
+      *taken = 1;
       return -1;
     }
     /* May fail (another user's file in /tmp): bind reports it. */
@@ -316,7 +320,12 @@ static int open_listener(void) {
     r = SYS3(SYS_bind, fd, &addr, sizeof addr);
   }
   if (r != 0) {
-    agent_complain(g_err_fd, "cannot bind the socket path", (int)-r);
+    /* A stale socket of another user that the sticky /tmp kept us from
+     * removing is someone else's too. */
+    *taken = r == -EADDRINUSE;
+    if (!*taken) {
+      agent_complain(g_err_fd, "cannot bind the socket path", (int)-r);
+    }
     sys_close((int)fd);
     return -1;
   }
@@ -329,6 +338,61 @@ static int open_listener(void) {
     return -1;
   }
   return (int)fd;
+}
+
+/* Appends ".<16 hex digits>" from the kernel's random pool to g_path; -1
+ * if it does not fit. */
+static int add_random_suffix(void) {
+  uint64_t r = 0;
+  if (SYS3(SYS_getrandom, &r, sizeof r, GRND_NONBLOCK) != (long)sizeof r) {
+    /* Early boot without entropy: the clock's nanoseconds and this task's
+     * stack address still make a name nobody can plant in advance at scale. */
+    struct timespec ts;
+    SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    r = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&ts;
+  }
+  size_t len = strlen(g_path);
+  if (len + 18 > sizeof g_path) {
+    return -1;
+  }
+  g_path[len++] = '.';
+  for (int i = 15; i >= 0; --i) {
+    g_path[len++] = "0123456789abcdef"[(r >> (4 * i)) & 0xf];
+  }
+  g_path[len] = '\0';
+  return 0;
+}
+
+/* Listens at the default path, or, when someone else holds that name (a
+ * user who planted files at the next pids and start times in the shared
+ * /tmp), at the same name with a random suffix that nobody can guess in
+ * advance; memtrimd looks for those when the default name is not the
+ * target's (agent_client.cc). A path set with MEMTRIMD_AGENT_SOCKET is the
+ * user's choice and is not changed. */
+static int listen_somewhere(void) {
+  int taken = 0;
+  int fd = open_listener(&taken);
+  if (fd >= 0 || !taken) {
+    return fd;
+  }
+  if (g_template[0] != '\0') {
+    agent_complain(g_err_fd, "the socket path is another file or another process's socket", 0);
+    return -1;
+  }
+  char base[sizeof g_path];
+  memcpy(base, g_path, sizeof base);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    memcpy(g_path, base, sizeof g_path);
+    if (add_random_suffix() != 0) {
+      break;
+    }
+    fd = open_listener(&taken);
+    if (fd >= 0 || !taken) {
+      return fd;
+    }
+  }
+  agent_complain(g_err_fd, "the socket path and its random variants are taken", 0);
+  return -1;
 }
 
 /* Closes every descriptor of the (private) table but stderr. close_range
@@ -378,7 +442,7 @@ static int setup(void) {
     agent_complain(g_err_fd,
                    "MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
   } else {
-    g_listen_fd = open_listener();
+    g_listen_fd = listen_somewhere();
     rc = g_listen_fd >= 0 ? 0 : -1;
   }
   /* Setup said all it had to: drop the private copy of the program's

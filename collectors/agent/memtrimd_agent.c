@@ -12,8 +12,10 @@
  *          every "%t" the process's start time), or
  *          /tmp/.memtrimd_agent.<pid>.<start>. The pid is getpid(), i.e. the
  *          pid in the program's own pid namespace; the start time is field
- *          22 of /proc/self/stat (clock ticks since boot). Mode 0600,
- *          removed at exit.
+ *          22 of /proc/self/stat (clock ticks since boot). When someone
+ *          else holds the default name (files planted in the shared /tmp
+ *          at the next pids), the same name plus "." and 16 random hex
+ *          digits (agent_sock.c). Mode 0600, removed at exit.
  *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").
