@@ -73,13 +73,19 @@ Result<ProcStat> ParseProcStat(std::string_view text) {
 }
 
 uint64_t ProcStat::ExecMark() const {
+  // All zero: no memory to show (a task exiting has released its mm before
+  // it becomes a zombie) or no permission to see it. Unknown, not another
+  // program.
+  if (start_code == 0 && end_code == 0 && start_stack == 0) return 0;
   // Not a hash for security: a process can always exec what it likes. Two
   // images tell apart when any of the three differs.
   uint64_t h = start_code;
   h = h * 0x9E3779B97F4A7C15ull ^ end_code;
   h = h * 0x9E3779B97F4A7C15ull ^ start_stack;
-  return h;
+  return h != 0 ? h : 1;
 }
+
+bool ExecMarksDiffer(uint64_t a, uint64_t b) { return a != 0 && b != 0 && a != b; }
 
 double StartTimeSeconds(uint64_t start_ticks, uint64_t boot_time_seconds, long ticks_per_second) {
   if (ticks_per_second <= 0) return 0;

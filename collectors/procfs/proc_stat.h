@@ -33,7 +33,8 @@ struct ProcStat {
   uint64_t start_stack = 0;
 
   // Which program image the process runs: differs after an exec (a shell
-  // entrypoint that execs java), 0 when not readable.
+  // entrypoint that execs java); 0 when unknown (not readable, or the task
+  // is exiting and has no memory left).
   uint64_t ExecMark() const;
 
   // This task exited: a zombie ('Z', not yet reaped by its parent) or dead
@@ -47,6 +48,10 @@ struct ProcStat {
 };
 
 Result<ProcStat> ParseProcStat(std::string_view text);
+
+// Whether two exec marks say the process runs another program: both known
+// and different.
+bool ExecMarksDiffer(uint64_t a, uint64_t b);
 
 // Seconds since the epoch of a start time in ticks, given btime from
 // /proc/stat and the clock tick rate.

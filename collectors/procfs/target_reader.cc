@@ -113,7 +113,7 @@ Result<ProcessInstance> ReadInstance(const std::string& proc_dir) {
 Liveness CheckStillRunning(const Target& t) {
   Result<ProcessInstance> now = ReadInstance(t.proc_dir);
   if (!now.ok() || now->start_ticks != t.start_ticks) return Liveness::kExited;
-  if (now->exec_mark != t.exec_mark) return Liveness::kExecd;
+  if (ExecMarksDiffer(now->exec_mark, t.exec_mark)) return Liveness::kExecd;
   return Liveness::kRunning;
 }
 

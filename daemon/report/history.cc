@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/procfs/proc_stat.h"
 #include "daemon/analysis/findings.h"
 
 namespace memtrimd {
@@ -126,12 +127,12 @@ void SampleHistory::Record(const Snapshot& snap) {
   ++records_;
   for (const TargetSnapshot& ts : snap.targets) {
     PerTarget& pt = targets_[Key{ts.target.pid, ts.target.start_ticks}];
-    if (pt.exec_mark != ts.target.exec_mark) {
+    if (procfs::ExecMarksDiffer(pt.exec_mark, ts.target.exec_mark)) {
       // The process runs another program since its last point (exec): the
       // shell's few hundred KiB are not the start of the JVM's history.
       pt = PerTarget{};
-      pt.exec_mark = ts.target.exec_mark;
     }
+    if (ts.target.exec_mark != 0) pt.exec_mark = ts.target.exec_mark;
     pt.seen = records_;
     if (ts.carried) continue;  // no read, no point
     Push(pt, Store(PointOf(ts.sample, now, snap.sequence)));

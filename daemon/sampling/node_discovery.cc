@@ -10,6 +10,7 @@
 #include "collectors/common/file_reader.h"
 #include "collectors/common/text.h"
 #include "collectors/procfs/cmdline.h"
+#include "collectors/procfs/proc_stat.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
 
@@ -154,7 +155,7 @@ Discovery NodeDiscovery::Discover() {
     ++out.processes_seen;
     auto [it, inserted] = known_.try_emplace({pid, *ticks});
     if (!inserted && !it->second.unreadable &&
-        it->second.candidate.target.exec_mark != instance->exec_mark) {
+        procfs::ExecMarksDiffer(it->second.candidate.target.exec_mark, instance->exec_mark)) {
       // The same process runs another program now (a shell entrypoint that
       // exec'd java): read afresh, as what it is now.
       it->second = Known{};
@@ -167,8 +168,8 @@ Discovery NodeDiscovery::Discover() {
         // Kept (and counted every scan) rather than retried: a process's
         // owner does not change what memtrimd may read of it.
         k.unreadable = ExplainDenied(t.status(), "pid " + std::to_string(pid), proc_dir + "/maps");
-      } else if (!t.ok() || t->start_ticks != *ticks || t->exec_mark != instance->exec_mark ||
-                 t->still_loading) {
+      } else if (!t.ok() || t->start_ticks != *ticks ||
+                 procfs::ExecMarksDiffer(t->exec_mark, instance->exec_mark) || t->still_loading) {
         // Gone, another process, or not loaded yet: looked at again next scan.
         known_.erase(it);
         continue;

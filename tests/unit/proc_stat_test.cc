@@ -70,7 +70,23 @@ TEST(ParseProcStat, ExecMarkTellsProgramImagesApart) {
   // Without permission to read the layout the kernel shows zeros: all such
   // reads agree (no exec can be seen, none is made up).
   ProcStat hidden;
-  EXPECT_EQ(hidden.ExecMark(), ProcStat{}.ExecMark());
+  EXPECT_EQ(hidden.ExecMark(), 0u);
+}
+
+// A task that is exiting has released its memory before it becomes a
+// zombie: its stat shows zeros for a moment. That is not another program.
+TEST(ParseProcStat, AnUnknownExecMarkNeverSaysExec) {
+  Result<ProcStat> a = ParseProcStat(ReadFixture("proc/jvm17/stat"));
+  ASSERT_TRUE(a.ok());
+  ProcStat exiting = *a;
+  exiting.start_code = exiting.end_code = exiting.start_stack = 0;
+  EXPECT_EQ(exiting.ExecMark(), 0u);
+  EXPECT_FALSE(ExecMarksDiffer(a->ExecMark(), exiting.ExecMark()));
+  EXPECT_FALSE(ExecMarksDiffer(0, a->ExecMark()));
+  EXPECT_FALSE(ExecMarksDiffer(a->ExecMark(), a->ExecMark()));
+  ProcStat other = *a;
+  other.start_code += 4096;
+  EXPECT_TRUE(ExecMarksDiffer(a->ExecMark(), other.ExecMark()));
 }
 
 TEST(ParseProcStat, OwnExecMarkIsStableAndNotZero) {
