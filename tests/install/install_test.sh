@@ -6,6 +6,8 @@
 #
 #   tests/install/install_test.sh BUILD_DIR
 set -euo pipefail
+# shellcheck source=tests/support/listen_port.sh
+source "$(dirname "$0")/../support/listen_port.sh"
 build=${1:?usage: $0 BUILD_DIR}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memtrimd_install_test.XXXXXX")
 pids=()
@@ -42,14 +44,8 @@ pids+=("$target")
   --target.pid="$target" > "$tmp/memtrimd.log" 2>&1 &
 pids+=("$!")
 
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*memtrimd started.*ports=\([0-9]*\).*/\1/p' "$tmp/memtrimd.log")
-  [[ -n $port ]] && break
-  kill -0 "${pids[1]}" 2> /dev/null || fail "memtrimd exited"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "memtrimd did not start within 10 s"
+port=$(listen_port "$tmp/memtrimd.log" "${pids[1]}") ||
+  fail "memtrimd exited or did not start within 10 s"
 
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$tmp/cert.pem" \
   -u alice:secret "https://127.0.0.1:$port/metrics")

@@ -18,6 +18,8 @@
 # namespace, so no mount outlives the test.
 set -euo pipefail
 src=$(cd "${1:?usage: $0 SOURCE_DIR [DEB]}" && pwd)
+# shellcheck source=tests/support/listen_port.sh
+source "$src/tests/support/listen_port.sh"
 deb=${2:-}
 suite=bookworm
 
@@ -218,14 +220,8 @@ grep -q " $root/usr/lib/libmemtrimd_agent.so$" "/proc/$preloaded/maps" \
 daemon=$!
 pids+=("$daemon")
 
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*memtrimd started.*ports=\([0-9]*\).*/\1/p' "$tmp/daemon.log")
-  [[ -n $port ]] && break
-  kill -0 "$daemon" 2> /dev/null || fail "the installed memtrimd exited"
-  sleep 0.1
-done
-[[ -n $port ]] || fail "the installed memtrimd did not start within 10 s"
+port=$(listen_port "$tmp/daemon.log" "$daemon") ||
+  fail "the installed memtrimd exited or did not start within 10 s"
 
 # The target is picked on the first pass; poll its series with a deadline.
 metrics=
