@@ -7,15 +7,19 @@
 #                                asan (AddressSanitizer and
 #                                UndefinedBehaviorSanitizer over the same
 #                                suite), then fuzz (every libFuzzer target
-#                                for a short time), then packaging (a plain
+#                                for a short time), then deb (the plain
 #                                Release build as distributions make it,
-#                                built with warnings as errors, no tests)
+#                                with warnings as errors and no tests: the
+#                                packaging preset installed under /usr, the
+#                                build the .deb is made from, so after the
+#                                dev pass built it for the package test it
+#                                is not compiled twice)
 #   scripts/test.sh PRESET...    only those presets (dev, asan, fuzz,
-#                                release, packaging)
+#                                release, packaging, deb)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ]; then
-  set -- dev asan fuzz packaging
+  set -- dev asan fuzz deb
 fi
 
 bash scripts/install-deps.sh
@@ -23,7 +27,7 @@ for preset in "$@"; do
   echo "=== $preset"
   cmake --preset "$preset"
   cmake --build --preset "$preset" -j "$(nproc)"
-  if [ "$preset" = packaging ]; then
+  if [ "$preset" = packaging ] || [ "$preset" = deb ]; then
     continue # a build check: it has no tests
   fi
   # Integration tests start real processes and servers on 127.0.0.1; two at
