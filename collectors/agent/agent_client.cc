@@ -47,7 +47,7 @@ bool IsRandomSuffix(std::string_view s) {
   return true;
 }
 
-std::vector<std::string> FallbackSocketPaths(const std::string& default_path) {
+std::vector<std::string> FallbackSocketPaths(const Target& t, const std::string& default_path) {
   std::vector<std::string> out;
   const std::size_t slash = default_path.rfind('/');
   if (slash == std::string::npos) return out;
@@ -64,10 +64,19 @@ std::vector<std::string> FallbackSocketPaths(const std::string& default_path) {
   while (struct dirent* e = ::readdir(d.get())) {
     if (++read > kMaxEntriesRead || out.size() >= kMaxFallbacks) break;
     std::string_view name(e->d_name);
-    if (name.size() == prefix.size() + 16 && name.substr(0, prefix.size()) == prefix &&
-        IsRandomSuffix(name.substr(prefix.size()))) {
-      out.push_back(dir + "/" + std::string(name));
+    if (name.size() != prefix.size() + 16 || name.substr(0, prefix.size()) != prefix ||
+        !IsRandomSuffix(name.substr(prefix.size()))) {
+      continue;
     }
+    // Only sockets the agent could have made count towards the limit:
+    // decoys of the same form planted by another user are passed over here,
+    // so that a handful of them cannot hide the agent's own.
+    struct stat st;
+    if (::fstatat(::dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISSOCK(st.st_mode) || (st.st_uid != t.uid && st.st_uid != 0)) {
+      continue;
+    }
+    out.push_back(dir + "/" + std::string(name));
   }
   return out;
 }
@@ -182,7 +191,7 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   if (!sock.ok() && where_to->default_name) {
     // The default name may be someone else's: the agent is then at a
     // random variant of it. The first error stays the one reported.
-    for (const std::string& alt : FallbackSocketPaths(where_to->path)) {
+    for (const std::string& alt : FallbackSocketPaths(t, where_to->path)) {
       Result<UniqueFd> again =
           ConnectPrivateSocket(t, alt, deadline, "agent", nullptr, SocketOwner::kTargetOrRoot);
       if (again.ok()) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,18 @@ TEST_P(AgentSquatTest, APlantedDefaultNameDoesNotKeepTheAgentFromServing) {
   as_nobody.uid = kNobody;
   as_nobody.gid = kNobody;
   Process squatter;
-  // A decoy of the random form too, nobody's: memtrimd must not take it.
+  // Decoys of the random form too, nobody's, more than the number of such
+  // names memtrimd tries: it must neither take one nor be kept from the
+  // agent's own by them.
   const std::string decoy = planted + ".0123456789abcdef";
+  // Held by pointer: a moved-from ScopedUnlink would remove its file.
+  std::vector<std::unique_ptr<ScopedUnlink>> more_decoys;
+  for (int i = 0; i < 12; ++i) {
+    const std::string path = planted + ".00000000000000" + (i < 10 ? "0" : "") + std::to_string(i);
+    RunResult touch = RunCommand({"touch", path}, as_nobody);
+    ASSERT_EQ(touch.exit_code, 0) << touch.err;
+    more_decoys.push_back(std::unique_ptr<ScopedUnlink>(new ScopedUnlink{path}));
+  }
   const std::string bind_py =
       "import socket,sys,time\n"
       "for path in sys.argv[1:]:\n"
@@ -91,7 +102,8 @@ TEST_P(AgentSquatTest, APlantedDefaultNameDoesNotKeepTheAgentFromServing) {
         variants.clear();
         for (const std::string& v : RandomVariants(planted)) {
           struct stat vs;
-          if (v != decoy && ::lstat(v.c_str(), &vs) == 0 && S_ISSOCK(vs.st_mode)) {
+          if (v != decoy && ::lstat(v.c_str(), &vs) == 0 && S_ISSOCK(vs.st_mode) &&
+              vs.st_uid != kNobody) {
             variants.push_back(v);
           }
         }
@@ -115,6 +127,7 @@ TEST_P(AgentSquatTest, APlantedDefaultNameDoesNotKeepTheAgentFromServing) {
   ASSERT_EQ(::lstat(planted.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kNobody);
   EXPECT_TRUE(fs::exists(decoy));
+  for (const auto& d : more_decoys) EXPECT_TRUE(fs::exists(d->path)) << d->path;
 
   p.Kill();
   squatter.Kill();
