@@ -18,13 +18,17 @@ Asserted against the host's /proc: memtrimd picks the app by itself
 (MEMTRIMD_TARGET_MATCH, as the overlay) and names it by its pid in the pod;
 its resident memory is what the host reads for that process (by kind and to
 the byte for the idle glibc program, to 2 % for a JVM); the limit is the
-app's. For the glibc program, the agent started under the profile and
-memtrimd's malloc statistics come from it, a trim through it (memtrimd
+app's. For the glibc program, its arena heaps (count, mapped and resident
+bytes) are those the host walks through their heap_info headers
+(arena_walk.py), the agent started under the profile and memtrimd's malloc
+statistics come from it, a trim through it (memtrimd
 trim by podman exec) gives back what the host sees RSS drop by, the app's
 restart is picked up, and memtrimd's own RSS stays inside its limit; for
 the JVM, NMT, the heap
 figures without perf data, and `memtrimd inspect` and `memtrimd jcmd`
-through `podman exec`. Then memtrimd as the node-agent overlay runs it
+through `podman exec`; with the agent preloaded into JDK 17, the direct
+pool and the temporary buffer cache as the JVM's BufferPoolMXBean counts
+them. Then memtrimd as the node-agent overlay runs it
 (--pid=host, root with three capabilities) sees every app by its host pid,
 labelled with its container's ID.
 
@@ -45,6 +49,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from arena_walk import walk_arena_heaps  # noqa: E402
 from e2e_support import die, free_port  # noqa: E402
 from podman_support import (Names, find_key, jdk_homes, podman,  # noqa: E402
                             project_version, use_store)
@@ -54,6 +59,9 @@ APP_LIMIT = 256 << 20
 JVM_LIMIT = 512 << 20
 BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
 DEADLINE = 90
+# BufferPools' load in the JVM with the agent: its own direct buffers, and
+# reader threads that each keep a temporary buffer of the read's size.
+DIRECT, DIRECT_BYTES, READERS, READ_BYTES = 3, 100000, 4, 3000000
 
 names = Names("pod-test")
 
@@ -119,17 +127,26 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     podman("run", "-d", "--pod", pod, "--name", app, *pod_settings(profile),
            "--memory", str(APP_LIMIT), "-v", f"{fragmenter}:/usr/local/bin/fragmenter:ro",
            "-v", f"{agent}:/usr/local/lib/libmemtrimd_agent.so:ro",
-           "-e", "LD_PRELOAD=/usr/local/lib/libmemtrimd_agent.so", BASE_IMAGE, "/usr/local/bin/fragmenter", "--threads", "4", "--rounds", "2",
-           "--burst-mib", "16", "--quiet")
-    sidecar = names.container("glibc-memtrimd")
-    podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
-           *sidecar_settings(), "-e", "MEMTRIMD_TARGET_MATCH=(^|/)fragmenter( |$)", image)
+           "-e", "LD_PRELOAD=/usr/local/lib/libmemtrimd_agent.so", BASE_IMAGE,
+           "/usr/local/bin/fragmenter", "--threads", "4", "--rounds", "2", "--burst-mib", "16",
+           "--quiet", "--ready-file", "/tmp/ready")
     app_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
     if app_pid <= 0:
         die(f"the app container has no process: {podman('logs', app, check=False).stderr}")
+    # memtrimd starts once the fragmenter is done and idle (its workers hold
+    # their arenas and wait): its first smaps read, and the next only
+    # --smaps.interval (a minute) later, sees the heaps the host walks.
+    deadline = time.monotonic() + DEADLINE
+    while not os.path.exists(f"/proc/{app_pid}/root/tmp/ready"):
+        if time.monotonic() > deadline or not os.path.exists(f"/proc/{app_pid}"):
+            logs = podman("logs", app, check=False)
+            die(f"the fragmenter never got ready: {logs.stdout}{logs.stderr}")
+        time.sleep(0.2)
+    sidecar = names.container("glibc-memtrimd")
+    podman("run", "-d", "--pod", pod, "--name", sidecar, *pod_settings(profile),
+           *sidecar_settings(), "-e", "MEMTRIMD_TARGET_MATCH=(^|/)fragmenter( |$)", image)
 
-    # The fragmenter's RSS stops changing once its rounds are done; until
-    # then memtrimd's last sample and the host's read now may differ.
+    # Until memtrimd's first sample the metrics are not there yet.
     deadline = time.monotonic() + DEADLINE
     last = None
     while time.monotonic() < deadline:
@@ -170,6 +187,7 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     print(f"pod_test: glibc app (host pid {nspid[0]}, pod pid {nspid[-1]}): memtrimd reads "
           f"RSS anon {want['anon']} file {want['file']} shmem {want['shmem']} B, as the host; "
           f"limit {APP_LIMIT}; the preloaded agent reachable, {malloc['arenas']} arenas from it")
+    heaps_before = check_arena_heaps(port, report, app_pid)
 
     # A trim through the sidecar (the agent under the profile): what memtrimd
     # says it gave back is the drop the host reads. The fragmenter is idle
@@ -186,8 +204,25 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     if dropped < (8 << 20) or abs(reclaimed - dropped) > max(256 << 10, 0.01 * dropped):
         die(f"the trim gave back {reclaimed} B by memtrimd, the host's RssAnon dropped "
             f"{dropped} B (at least 8 MiB expected): {trim}")
+    # Each arena heap's resident bytes before and after the trim, as the
+    # trim's report gives them, are what the host walks before and after.
+    try:
+        heaps_after = walk_arena_heaps(app_pid)
+    except (OSError, RuntimeError) as e:
+        die(f"the host's walk of the app's arena heaps after the trim: {e}")
+    walked = {start: [res, None] for start, _, res in heaps_before}
+    for start, _, res in heaps_after:
+        walked.setdefault(start, [None, None])[1] = res
+    by_trim = {int(h["start"], 16): [h["before_resident_bytes"], h["after_resident_bytes"]]
+               for h in trim.get("arena_heaps", [])}
+    if by_trim != walked:
+        die(f"the trim's arena heaps (start: resident before, after) {by_trim}; the host's "
+            f"walks {walked}")
     print(f"pod_test: trim in the pod through the agent: {reclaimed} B reclaimed by memtrimd, "
-          f"{dropped} B dropped by the host")
+          f"{dropped} B dropped by the host; each of the {len(walked)} arena heaps' resident "
+          f"bytes before and after as the host walks them "
+          f"({sum(v[0] or 0 for v in walked.values())} -> "
+          f"{sum(v[1] or 0 for v in walked.values())} B)")
 
     # The app restarts (its container's process ends and a new one starts):
     # memtrimd picks the new process by its command line.
@@ -215,6 +250,55 @@ def glibc_app_in_pod(image, profile, fragmenter, agent):
     print(f"pod_test: the app's restart picked up (pod pid {nspid[-1]} -> {new_nspid}); "
           f"memtrimd's own RSS {own_rss} B")
     return app, new_pid
+
+
+def check_arena_heaps(port, report, app_pid):
+    """memtrimd's arena heaps (its metrics, and inspect's mapped bytes and
+    heap header checks) against the heaps the host walks through the app's
+    heap_info headers (arena_walk.py). The fragmenter is idle, so both see
+    the same heaps to the byte."""
+    try:
+        heaps = walk_arena_heaps(app_pid)
+    except (OSError, RuntimeError) as e:
+        die(f"the host's walk of the app's arena heaps: {e}")
+    count = len(heaps)
+    mapped = sum(size for _, size, _ in heaps)
+    resident = sum(res for _, _, res in heaps)
+    if count < 4:
+        die(f"the host walked {count} arena heaps; the fragmenter's 4 threads make at least 4")
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        series = metrics(port) or []
+        got = ([v for n, _, v in series if n == "memtrimd_glibc_arena_heaps"],
+               [v for n, l, v in series
+                if n == "memtrimd_glibc_arena_heap_bytes" and l.get("state") == "resident"])
+        if got == ([float(count)], [float(resident)]):
+            break
+        if time.monotonic() > deadline:
+            die(f"memtrimd's arena heaps (count, resident bytes) {got}; the host walked {count} "
+                f"heaps, {resident} B resident: {heaps}")
+        time.sleep(0.5)
+    # inspect read smaps afresh, and the heap headers too (the app's uid,
+    # through /proc/<pid>/mem): every heap confirmed, mapped = mprotect_size.
+    by_inspect = {k: find_key(report, k) for k in ("arena_heaps", "arena_heaps_confirmed",
+                                                    "arena_heap_mapped_bytes",
+                                                    "arena_heap_resident_bytes")}
+    want = {"arena_heaps": count, "arena_heaps_confirmed": count,
+            "arena_heap_mapped_bytes": mapped, "arena_heap_resident_bytes": resident}
+    if by_inspect != want:
+        die(f"memtrimd inspect's arena heaps {by_inspect}, the host's walk {want}")
+    print(f"pod_test: glibc app's arena heaps: {count}, {mapped} B mapped, {resident} B resident "
+          f"by memtrimd (metrics and inspect, every heap confirmed), as the host walks them")
+    return heaps
+
+
+def jdk_feature(home):
+    """The JDK's feature version (17, 25, ...) from its release file."""
+    for line in open(os.path.join(home, "release")):
+        m = re.match(r'JAVA_VERSION="(\d+)', line)
+        if m:
+            return int(m.group(1))
+    die(f"{home}/release names no JAVA_VERSION")
 
 
 def jdk_mounts(home):
@@ -264,7 +348,8 @@ def jvm_app_in_pod(image, profile, home, classpath, n, named=False, agent=None):
            "--memory", str(JVM_LIMIT), *jdk_mounts(home), "-v", f"{classpath}:/opt/workloads:ro",
            BASE_IMAGE, f"{home}/bin/java", "-XX:NativeMemoryTracking=summary",
            "-cp", "/opt/workloads", "BufferPools", "--ready-file", "/tmp/ready", "--dir", "/tmp",
-           "--direct", "3", "--direct-bytes", "100000")
+           "--direct", str(DIRECT), "--direct-bytes", str(DIRECT_BYTES),
+           *(["--readers", str(READERS), "--read-bytes", str(READ_BYTES)] if agent else []))
     app_pid = int(podman("inspect", "--format", "{{.State.Pid}}", app).stdout)
     if app_pid <= 0:
         die(f"{home}: the app container has no process: {podman('logs', app, check=False)}")
@@ -325,22 +410,40 @@ def jvm_app_in_pod(image, profile, home, classpath, n, named=False, agent=None):
     pools = ""
     if agent:
         # The agent in the JVM, under the profile: the direct pool the
-        # workload wrote (BufferPoolMXBean) is what memtrimd reads.
+        # workload wrote (BufferPoolMXBean) is what memtrimd reads, and so is
+        # the temporary buffer cache. Up to JDK 17 the cached temporary
+        # buffers are direct buffers the pool counts (sun.nio.ch.Util
+        # allocates them with allocateDirect): the JVM's own figure for the
+        # cache is its direct pool less the workload's direct buffers, one
+        # buffer of the read's size per reader thread.
         ready = dict(line.split("=", 1) for line in
                      open(f"/proc/{app_pid}/root/tmp/ready").read().split() if "=" in line)
         want_direct = float(ready["pool.direct.capacity"])
+        want_cache = None
+        if jdk_feature(home) <= 17:
+            want_cache = want_direct - DIRECT * DIRECT_BYTES
+            if (int(ready["pool.direct.count"]) != DIRECT + READERS
+                    or want_cache != READERS * READ_BYTES):
+                die(f"{home}: the JVM's direct pool {ready}: want the workload's {DIRECT} "
+                    f"buffers and {READERS} cached temporary buffers of {READ_BYTES} B")
         deadline = time.monotonic() + DEADLINE
         while True:
             series = metrics(port) or []
             direct = [v for nm, lb, v in series
                       if nm == "memtrimd_jvm_buffer_pool_capacity_bytes" and lb.get("pool") == "direct"]
-            if direct == [want_direct]:
+            cache = [v for nm, lb, v in series if nm == "memtrimd_jvm_temp_buffer_cache_bytes"
+                     and lb.get("source") == "agent"]
+            if direct == [want_direct] and (want_cache is None or cache == [want_cache]):
                 break
             if time.monotonic() > deadline:
-                die(f"{home}: memtrimd reads the direct pool {direct} through the agent, the "
-                    f"JVM's BufferPoolMXBean says {want_direct}")
+                die(f"{home}: memtrimd reads the direct pool {direct} and the temporary buffer "
+                    f"cache {cache} through the agent, the JVM's BufferPoolMXBean says "
+                    f"{want_direct} and {want_cache}")
             time.sleep(0.5)
         pools = f"; direct pool {int(want_direct)} B through the agent, as the JVM says"
+        if want_cache is not None:
+            pools += (f", of which the temporary buffer cache {int(want_cache)} B "
+                      f"({READERS} reader threads), as memtrimd reads it")
     print(f"pod_test: {home} as uid {APP_UID} {'with' if named else 'without'} a user name (host "
           f"pid {nspid[0]}, pod pid {nspid[-1]}), memtrimd started first: RSS {int(rss)} B by "
           f"memtrimd, {want} B by the host; {nmt} NMT series; heap committed {int(heap[0])} B; "
