@@ -72,7 +72,8 @@
  *
  * Ends with the process: at exit, exec (the kernel ends every other thread)
  * or SIGKILL. A forked child has neither task. The library is never
- * unloaded (-z nodelete: the stack and code stay mapped).
+ * unloaded (pinned with RTLD_NODELETE when it starts: the stack and code stay
+ * mapped).
  */
 #define _GNU_SOURCE
 

@@ -5,8 +5,10 @@
  * jemalloc, tcmalloc or mimalloc that was preloaded or linked in
  * (agent_allocator.c says how the allocator is found).
  *
- * Load it with LD_PRELOAD. Its constructor starts one detached thread that
- * serves a UNIX stream socket:
+ * Load it with LD_PRELOAD, or have memtrimd load it into a running JVM
+ * (--jvm.load-agent: the attach "load" command, Agent_OnAttach; see
+ * agent_attach.c). Its constructor (there: Agent_OnAttach) starts one
+ * detached thread that serves a UNIX stream socket:
  *
  *   path   $MEMTRIMD_AGENT_SOCKET (absolute; every "%p" becomes the pid and
  *          every "%t" the process's start time), or
@@ -67,7 +69,8 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (2; 1 before "allocator"), refused
+ *          ping        pid, version (3; 2 before Agent_OnAttach, 1 before
+ *                      "allocator"), refused
  *                      (connections refused)
  *          Bodies other than malloc_info are "key=value\n" lines.
  *
@@ -165,12 +168,14 @@
 #include <unistd.h>
 
 #include "agent_allocator.h"
+#include "agent_attach.h"
 #include "agent_jvm.h"
 #include "agent_out.h"
 #include "agent_sock.h"
 
-/* 2: "allocator", and "trim" runs the allocator's own release call. */
-#define AGENT_VERSION 2
+/* 2: "allocator", and "trim" runs the allocator's own release call.
+ * 3: Agent_OnAttach: loadable into a running JVM (agent_attach.c). */
+#define AGENT_VERSION 3
 /* malloc_info lists up to ~140 size classes per arena (~8 kB of XML) and a
  * program may have 8 arenas per CPU: 4 MiB (memtrimd's default answer cap)
  * covers hundreds of fragmented arenas. Untouched pages of the buffer never
@@ -484,11 +489,29 @@ __attribute__((visibility("default"))) int setresuid(uid_t ruid, uid_t euid, uid
   return change_uid("setresuid", 3, ruid, euid, suid, euid);
 }
 
-__attribute__((constructor)) static void agent_start(void) {
+static int disabled(void) {
   const char* disable = getenv("MEMTRIMD_AGENT_DISABLE");
-  if (disable != NULL && strcmp(disable, "1") == 0) {
-    return;
+  return disable != NULL && strcmp(disable, "1") == 0;
+}
+
+/* Once per process: set by the constructor or Agent_OnAttach, which both run
+ * under the dynamic loader's lock (one at a time). */
+static int g_started;
+
+int agent_start_now(void) {
+  if (g_started) {
+    return AGENT_ATTACH_RUNNING;
   }
+  if (agent_other_copy_loaded()) {
+    return AGENT_ATTACH_RUNNING; /* that copy serves; it said why not if not */
+  }
+  /* The two tasks never end: their code and stacks stay mapped for good,
+   * even if whoever loaded the library dlclose()s it. */
+  if (agent_pin_self() != 0) {
+    agent_complain(2, "the library could not keep itself loaded (dlopen RTLD_NODELETE)", 0);
+    return AGENT_ATTACH_FAILED;
+  }
+  g_started = 1;
   g_pid = getpid();
   agent_jvm_configure();
   /* Here, where dlsym and dladdr may malloc (see agent_allocator.c). */
@@ -498,13 +521,13 @@ __attribute__((constructor)) static void agent_start(void) {
     size_t n = strlen(env);
     if (n >= sizeof g_template) {
       agent_complain(2, "MEMTRIMD_AGENT_SOCKET is not an absolute path that fits a UNIX socket", 0);
-      return;
+      return AGENT_ATTACH_FAILED;
     }
     memcpy(g_template, env, n + 1);
   }
   if (sem_init(&g_setup_done, 0, 0) != 0) {
     agent_complain(2, "sem_init failed", errno);
-    return;
+    return AGENT_ATTACH_FAILED;
   }
 
   /* Here, on the loading thread, malloc is fine (see g_info). fmemopen
@@ -533,7 +556,7 @@ __attribute__((constructor)) static void agent_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     agent_complain(2, "pthread_create failed", rc);
-    return;
+    return AGENT_ATTACH_FAILED;
   }
   /* Wait (bounded) until the socket task has its private table and its
    * socket: its copy of the table is then the one the program was started
@@ -544,6 +567,38 @@ __attribute__((constructor)) static void agent_start(void) {
   deadline.tv_sec += SETUP_DEADLINE_MS / 1000;
   while (sem_clockwait(&g_setup_done, CLOCK_MONOTONIC, &deadline) != 0 && errno == EINTR) {
   }
+  pthread_mutex_lock(&g_owner_lock);
+  const int serving = g_serving;
+  pthread_mutex_unlock(&g_owner_lock);
+  return serving ? AGENT_ATTACH_OK : AGENT_ATTACH_FAILED;
+}
+
+/* Preloaded (or dlopen()ed by a program): starts here. Loaded into a running
+ * JVM by the attach "load" command: Agent_OnAttach starts it, after checking
+ * what memtrimd asked for (agent_attach.c). */
+__attribute__((constructor)) static void agent_start(void) {
+  if (disabled() || agent_in_running_jvm()) {
+    return;
+  }
+  agent_start_now();
+}
+
+/* JVMTI's entry for a library loaded into a running JVM (JavaVM*, the
+ * options string, reserved). The return code is the JVM's answer to
+ * memtrimd; anything but 0 makes the JVM unload the library again. The
+ * environment is read on the JVM's attach thread: a running JVM does not
+ * change its own. */
+__attribute__((visibility("default"))) int Agent_OnAttach(void* vm, char* options, void* reserved) {
+  (void)vm;
+  (void)reserved;
+  const long wanted = agent_attach_version(options);
+  if (wanted != -1 && wanted != AGENT_VERSION) {
+    return AGENT_ATTACH_VERSION;
+  }
+  if (disabled()) {
+    return AGENT_ATTACH_DISABLED;
+  }
+  return agent_start_now();
 }
 
 /* At exit (best effort: not after _exit or a fatal signal; see the top of

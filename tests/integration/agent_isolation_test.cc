@@ -250,7 +250,8 @@ TEST_P(AgentIsolationProfileTest, ProgramKeepsItsRecordLocksWhenTheAgentStarts) 
   EXPECT_EQ(Ask(info.port, 7), "program 7\n");
 }
 
-// dlclose() does not unload the agent (-z nodelete): its two tasks never
+// dlclose() does not unload the agent (it pins itself with RTLD_NODELETE
+// when it starts, agent_attach.c): its two tasks never
 // end, so their code and the socket task's stack stay mapped, and it goes on
 // serving after the program unloaded it.
 TEST_P(AgentIsolationProfileTest, DlclosedAgentStaysAndServes) {
