@@ -84,6 +84,11 @@ struct JvmSample {
   std::optional<jvm::HeapInfo> gc_heap;     // GC.heap_info
   std::vector<std::string> command_errors;  // commands that failed this round
   std::chrono::system_clock::time_point read_at{};
+  // With --jvm.load-agent: what loading memtrimd's agent into this JVM did
+  // (jvm::AgentLoadResultName: loaded, present, opted_out, refused, failed)
+  // and its one-line text; empty without the flag.
+  std::string agent_load;
+  std::string agent_load_text;
 };
 
 // hsperfdata (every sample: a file read, no attach).

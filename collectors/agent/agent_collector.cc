@@ -1,6 +1,7 @@
 #include "collectors/agent/agent_collector.h"
 
 #include "collectors/agent/jvm_buffers.h"
+#include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/sample.h"
 
@@ -74,9 +75,15 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   out.agent_loaded = HasAgent(target);
   if (!out.agent_loaded) {
     if (jvm) {
+      // When memtrimd tried to load it (--jvm.load-agent), why it is not there.
+      std::optional<jvm::AgentLoadOutcome> load =
+          jvm::RecordedAgentLoad(target.pid, target.start_ticks);
       out.jvm_buffers_missing =
-          "libmemtrimd_agent.so is not preloaded into the JVM (LD_PRELOAD it to read the buffer "
-          "pools)";
+          load && !load->Loaded()
+              ? "libmemtrimd_agent.so is not preloaded into the JVM, and memtrimd's load of it: " +
+                    load->text
+              : "libmemtrimd_agent.so is not preloaded into the JVM (LD_PRELOAD it to read the "
+                "buffer pools, or let memtrimd load it: --jvm.load-agent)";
     }
     return Status::Ok();
   }

@@ -176,7 +176,13 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
 
 Result<AttachResponse> ExecuteJcmd(const Target& target, std::string_view command,
                                    const AttachOptions& options) {
-  Result<std::string> request = EncodeRequestV1("jcmd", command);
+  return ExecuteAttach(target, "jcmd", command, {}, {}, options);
+}
+
+Result<AttachResponse> ExecuteAttach(const Target& target, std::string_view op,
+                                     std::string_view arg0, std::string_view arg1,
+                                     std::string_view arg2, const AttachOptions& options) {
+  Result<std::string> request = EncodeRequestV1(op, arg0, arg1, arg2);
   if (!request.ok()) return request.status();
   Result<UniqueFd> sock = Open(target, options);
   if (!sock.ok()) return sock.status();

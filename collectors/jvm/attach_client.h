@@ -39,6 +39,12 @@ struct AttachOptions {
 Result<AttachResponse> ExecuteJcmd(const Target& target, std::string_view command,
                                    const AttachOptions& options = {});
 
+// Runs one attach operation other than "jcmd" (e.g. "load" <library>
+// <absolute> <options>), with ExecuteJcmd's checks and deadlines.
+Result<AttachResponse> ExecuteAttach(const Target& target, std::string_view op,
+                                     std::string_view arg0, std::string_view arg1,
+                                     std::string_view arg2, const AttachOptions& options = {});
+
 // Something that runs one diagnostic command in a JVM: ExecuteJcmd, or a
 // recording of its answers.
 using JcmdExecutor = std::function<Result<AttachResponse>(

@@ -85,20 +85,6 @@ bool TargetMayWrite(const struct stat& dir, const Target& t, bool same_userns) {
   return (dir.st_mode & S_IWOTH) != 0;
 }
 
-// The target's /tmp as the JVM resolves it: inside its own root, so that an
-// absolute symlink (a chroot's tmp -> /root) cannot lead into memtrimd's.
-UniqueFd OpenTargetTmp(const Target& t) {
-  UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (root.get() < 0) return root;
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  long fd = ::syscall(SYS_openat2, root.get(), "tmp", &how, sizeof(how));
-  if (fd >= 0 || errno != ENOSYS) return UniqueFd(static_cast<int>(fd));
-  // Before Linux 5.6: a symlinked tmp is not followed at all.
-  return UniqueFd(::openat(root.get(), "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-}
-
 Status Refuse(const std::string& why) {
   return Status(ErrorCode::kUnavailable, "attach: not signalling: " + why);
 }
@@ -198,6 +184,18 @@ void AttachTrigger::Remove() {
   live_id_ = 0;
   if (owned_ && dir_.get() >= 0) ::unlinkat(dir_.get(), name_.c_str(), 0);
   owned_ = false;
+}
+
+UniqueFd OpenTargetTmp(const Target& t) {
+  UniqueFd root(::open((t.proc_dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (root.get() < 0) return root;
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  long fd = ::syscall(SYS_openat2, root.get(), "tmp", &how, sizeof(how));
+  if (fd >= 0 || errno != ENOSYS) return UniqueFd(static_cast<int>(fd));
+  // Before Linux 5.6: a symlinked tmp is not followed at all.
+  return UniqueFd(::openat(root.get(), "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
 }  // namespace memtrimd::jvm

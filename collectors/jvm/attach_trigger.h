@@ -19,6 +19,11 @@
 
 namespace memtrimd::jvm {
 
+// The target's /tmp as the JVM resolves it (an O_PATH directory descriptor):
+// inside its own root, so that an absolute symlink (a chroot's tmp -> /root)
+// cannot lead into memtrimd's. -1 with errno on failure.
+UniqueFd OpenTargetTmp(const Target& t);
+
 class AttachTrigger {
  public:
   // Follows HotSpot's rules (AttachListener::is_init_trigger): the working

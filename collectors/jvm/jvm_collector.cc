@@ -94,6 +94,12 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     return attach;
   }
   out.attachable = true;
+  if (load_) {
+    // Recorded once per JVM: later runs only read the record.
+    AgentLoadOutcome loaded = LoadAgentOnce(t, *load_);
+    out.agent_load = AgentLoadResultName(loaded.result);
+    out.agent_load_text = loaded.text;
+  }
   if (auto nmt = Run(execute_, t, "VM.native_memory summary scale=B", options_, out.command_errors,
                      nullptr)) {
     Result<NmtSummary> parsed = ParseNmtSummary(*nmt);

@@ -19,6 +19,7 @@
 #include <map>
 #include "collectors/common/collector.h"
 
+#include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/jvm_text.h"
@@ -49,6 +50,9 @@ class JvmAttachCollector : public Collector {
   // recording is replayed (tests/readme).
   explicit JvmAttachCollector(AttachOptions options, JcmdExecutor execute = ExecuteJcmd)
       : options_(options), execute_(std::move(execute)) {}
+  // With --jvm.load-agent: loads memtrimd's agent into each JVM it reads
+  // (once per JVM, agent_load.h), on this collector's own thread.
+  void LoadAgent(AgentLoadOptions options) { load_ = std::move(options); }
   std::string_view Name() const override { return "jvm"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
@@ -65,6 +69,7 @@ class JvmAttachCollector : public Collector {
 
   AttachOptions options_;
   JcmdExecutor execute_;
+  std::optional<AgentLoadOptions> load_;
   StaticInfo static_;
 };
 

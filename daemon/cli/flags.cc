@@ -53,6 +53,8 @@ struct RawFlags {
   std::map<std::string, bool> collector_on;
   std::string jvm_interval = FormatDuration(Defaults().collector.jvm_interval);
   std::string jvm_command_timeout = FormatDuration(Defaults().collector.jvm_command_timeout);
+  bool jvm_load_agent = Defaults().collector.jvm_load_agent;
+  std::string jvm_agent_path = Defaults().collector.jvm_agent_path;
   std::string glibc_heap_size = FormatByteSize(Defaults().collector.glibc_heap_size);
   bool glibc_confirm_heaps = Defaults().collector.glibc_confirm_heaps;
   std::string log_level = Defaults().log_level;
@@ -191,6 +193,15 @@ std::unique_ptr<Parser> BuildParser() {
             "JVM's attach listener thread)");
   AddOption(app, "--jvm.command-timeout", r.jvm_command_timeout,
             "Deadline for one diagnostic command (connect, send, answer)");
+  app.add_flag("--jvm.load-agent", r.jvm_load_agent,
+               "Load libmemtrimd_agent.so into each watched JVM that lacks it, through its "
+               "attach socket (once per JVM; MEMTRIMD_AGENT_LOAD=0 in a JVM's environment opts "
+               "it out)")
+      ->default_str("false")
+      ->envname(EnvNameFor("--jvm.load-agent"));
+  AddOption(app, "--jvm.agent-path", r.jvm_agent_path,
+            "With --jvm.load-agent: the agent's path as the JVM sees it (e.g. a shared volume); "
+            "empty: memtrimd copies its own into the JVM's /tmp for the load");
   AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
             "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
             "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
@@ -442,6 +453,11 @@ Command Validate(const Parser& p) {
                       " is not a positive duration (e.g. 5s)"};
   }
   c.collector.jvm_command_timeout = *jt;
+  if (!r.jvm_agent_path.empty() && r.jvm_agent_path.front() != '/') {
+    return UsageError{"--jvm.agent-path: " + Quote(r.jvm_agent_path) + " is not absolute"};
+  }
+  c.collector.jvm_load_agent = r.jvm_load_agent;
+  c.collector.jvm_agent_path = r.jvm_agent_path;
   if (r.targets != "one" && r.targets != "node") {
     return UsageError{"--targets: " + Quote(r.targets) + " is not one or node"};
   }

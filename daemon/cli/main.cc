@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "collectors/jvm/agent_load.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"
@@ -147,6 +148,21 @@ int RunDaemonCommand(const DaemonConfig& c) {
   if (!listening.ok()) return UsageFail(listening.message());
   store.SetAfterPublish([&server] { server.PrepareMetrics(); });
 
+  // One line per JVM, when memtrimd's load of its agent into it is decided
+  // (--jvm.load-agent); later samples only read the recorded outcome.
+  jvm::SetAgentLoadListener([](const Target& t, const jvm::AgentLoadOutcome& o) {
+    const std::string result = jvm::AgentLoadResultName(o.result);
+    auto fields = {log::Field{"pid", std::to_string(t.pid)}, log::Field{"comm", t.comm},
+                   log::Field{"result", result}, log::Field{"reason", o.text}};
+    if (o.Loaded()) {
+      log::Info("agent loaded into the JVM", fields);
+    } else if (o.result == jvm::AgentLoadResult::kRefused ||
+               o.result == jvm::AgentLoadResult::kFailed) {
+      log::Warn("agent not loaded into the JVM", fields);
+    } else {
+      log::Info("agent not loaded into the JVM", fields);
+    }
+  });
   SchedulerOptions sampling;
   sampling.interval = c.sample_interval;
   sampling.collector = c.collector;

@@ -691,6 +691,13 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
       if (s.jvm->version) w.Key("version").String(s.jvm->version->full);
       w.Key("settings").BeginObject();
       for (const auto& [name, value] : s.jvm->settings) w.Key(name).String(value);
+      // --jvm.load-agent: what memtrimd's load of its agent did.
+      if (!s.jvm->agent_load.empty()) {
+        w.Key("agent_load").BeginObject();
+        w.Key("result").String(s.jvm->agent_load);
+        w.Key("text").String(s.jvm->agent_load_text);
+        w.EndObject();
+      }
       w.EndObject();
       if (s.jvm->nmt) {
         w.Key("nmt").BeginObject().Key("enabled").Bool(s.jvm->nmt->enabled);

@@ -69,7 +69,14 @@ const CollectorDecl kCollectors[] = {
      [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
        jvm::AttachOptions a;
        a.command_timeout = o.jvm_command_timeout;
-       return std::make_shared<jvm::JvmAttachCollector>(a);
+       auto c = std::make_shared<jvm::JvmAttachCollector>(a);
+       if (o.jvm_load_agent) {
+         jvm::AgentLoadOptions load;
+         load.jvm_path = o.jvm_agent_path;
+         load.attach = a;
+         c->LoadAgent(std::move(load));
+       }
+       return c;
      },
      [](const TargetSample& from, TargetSample& to) {
        to.jvm = from.jvm;

@@ -29,6 +29,10 @@ struct CollectorOptions {
   std::chrono::milliseconds smaps_interval{60000};
   std::chrono::milliseconds jvm_interval{60000};
   std::chrono::milliseconds jvm_command_timeout{5000};
+  // --jvm.load-agent: load memtrimd's agent into each JVM (jvm/agent_load.h);
+  // --jvm.agent-path: from this path as the JVM sees it, instead of a copy.
+  bool jvm_load_agent = false;
+  std::string jvm_agent_path;
   uint64_t glibc_heap_size = 64ull << 20;
   bool glibc_confirm_heaps = true;
   std::optional<uint64_t> memory_limit_fallback;

@@ -1,0 +1,374 @@
+// memtrimd loading its agent into a running JVM (--jvm.load-agent), on every
+// JDK under /usr/lib/jvm: a JVM started without LD_PRELOAD gets its buffer
+// pools, temporary buffer cache and malloc statistics read as if the agent
+// had been preloaded (equal to what tests/workloads/BufferPools.java's own
+// BufferPoolMXBeans said); without the flag nothing is loaded; a second
+// memtrimd finds the agent there and loads nothing (mapped once); a JVM with
+// -XX:-EnableDynamicAgentLoading refuses, and memtrimd says so once in its
+// log and in /report; MEMTRIMD_AGENT_LOAD=0 opts a JVM out; the agent
+// refuses a load that asks for another version and a second copy of itself
+// (the JVM unloads the refused library).
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectors/agent/agent_client.h"
+#include "collectors/jvm/agent_load.h"
+#include "collectors/jvm/attach_client.h"
+#include "collectors/procfs/target_reader.h"
+#include "tests/integration/harness.h"
+#include "tests/integration/json_value.h"
+
+namespace memtrimd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// As in agent_jvm_test.cc: 3 direct buffers, a mapped file, and kReaders
+// threads that each keep a temporary direct buffer of kReadBytes cached.
+constexpr int kDirect = 3;
+constexpr int kDirectBytes = 100000;
+constexpr int kMapBytes = 4 << 20;
+constexpr int kReaders = 4;
+constexpr int kReadBytes = 3000000;
+
+std::map<std::string, uint64_t> ReadTruth(const std::string& path) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [k, v] : ReadKeyValueFile(path)) out[k] = std::stoull(v);
+  return out;
+}
+
+Target TargetOf(pid_t pid) {
+  Result<Target> t = procfs::ReadTarget("/proc", pid);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return t.ok() ? *t : Target{};
+}
+
+// The first target of /report?format=json, or nullopt.
+std::optional<JsonValue> TargetReport(const Memtrimd& m) {
+  std::optional<JsonValue> report = ParseJson(Curl(m.url("/report?format=json")).body);
+  if (!report) return std::nullopt;
+  const JsonValue* targets = report->Get("targets");
+  if (targets == nullptr || targets->items.empty()) return std::nullopt;
+  return targets->items[0];
+}
+
+std::string Text(const JsonValue& v, std::initializer_list<std::string_view> path) {
+  const JsonValue* x = v.Path(path);
+  return x != nullptr ? x->text : "";
+}
+
+int64_t Int(const JsonValue& v, std::initializer_list<std::string_view> path) {
+  const JsonValue* x = v.Path(path);
+  return x != nullptr && x->Int() ? *x->Int() : -1;
+}
+
+// Every mapping of a file named libmemtrimd_agent.so in the process: the
+// distinct paths (without " (deleted)") and how many executable mappings.
+struct AgentMappings {
+  std::set<std::string> paths;
+  int executable = 0;
+};
+AgentMappings AgentMappingsOf(pid_t pid) {
+  AgentMappings out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string deleted = " (deleted)";
+    if (line.size() > deleted.size() &&
+        line.compare(line.size() - deleted.size(), deleted.size(), deleted) == 0) {
+      line.resize(line.size() - deleted.size());
+    }
+    std::size_t slash = line.rfind('/');
+    if (slash == std::string::npos || line.substr(slash + 1) != "libmemtrimd_agent.so") continue;
+    out.paths.insert(line.substr(line.find('/')));
+    if (line.find(" r-xp ") != std::string::npos) ++out.executable;
+  }
+  return out;
+}
+
+int Count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Names of memtrimd's load directories in the JVM's /tmp (here the host's).
+std::set<std::string> LoadDirs() {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator("/tmp")) {
+    std::string name = e.path().filename();
+    if (name.rfind(".memtrimd-agent.", 0) == 0) out.insert(name);
+  }
+  return out;
+}
+
+class AgentLoadTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(GetParam() + "/bin/java")) GTEST_SKIP() << "no JDK at " << GetParam();
+    dirs_before_ = LoadDirs();
+  }
+
+  void TearDown() override {
+    for (pid_t pid : started_) RemoveStaleAgentSocket(pid);
+    // Nothing of memtrimd's left in the JVM's /tmp.
+    EXPECT_EQ(LoadDirs(), dirs_before_);
+  }
+
+  // BufferPools without the agent; waits for its ready file.
+  Process StartBufferPools(std::vector<std::string> env = {},
+                           std::vector<std::string> jvm_flags = {}) {
+    ready_ = dir_ / "BufferPools.ready";
+    std::vector<std::string> argv = {GetParam() + "/bin/java"};
+    argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
+    std::vector<std::string> rest = {"-cp",
+                                     JAVA_WORKLOADS_CLASSPATH,
+                                     "BufferPools",
+                                     "--ready-file",
+                                     ready_,
+                                     "--dir",
+                                     dir_.path(),
+                                     "--direct",
+                                     std::to_string(kDirect),
+                                     "--direct-bytes",
+                                     std::to_string(kDirectBytes),
+                                     "--map-bytes",
+                                     std::to_string(kMapBytes),
+                                     "--readers",
+                                     std::to_string(kReaders),
+                                     "--read-bytes",
+                                     std::to_string(kReadBytes)};
+    argv.insert(argv.end(), rest.begin(), rest.end());
+    SpawnOptions o;
+    o.env = env;
+    o.stderr_path = dir_ / "jvm.stderr";
+    o.stdout_path = dir_ / "jvm.stdout";
+    stderr_ = o.stderr_path;
+    Process p(argv, o);
+    started_.push_back(p.pid());
+    bool ok =
+        WaitFor([&] { return fs::exists(ready_) || !p.running(); }, 90s) && fs::exists(ready_);
+    if (!ok) p.Kill();
+    return p;
+  }
+
+  // memtrimd watching `pid`, sampling every second.
+  static std::vector<std::string> Flags(pid_t pid, bool load) {
+    std::vector<std::string> f = {"--target.pid=" + std::to_string(pid), "--sample.interval=1s",
+                                  "--smaps.interval=1s", "--trim.interval=0"};
+    if (load) f.push_back("--jvm.load-agent");
+    return f;
+  }
+
+  // Polls /report until `done` holds for the target (20 s); the last one.
+  static std::optional<JsonValue> WaitReport(const Memtrimd& m,
+                                             const std::function<bool(const JsonValue&)>& done) {
+    std::optional<JsonValue> last;
+    WaitFor(
+        [&] {
+          last = TargetReport(m);
+          return last && done(*last);
+        },
+        20s);
+    return last;
+  }
+
+  TempDir dir_;
+  std::string ready_;
+  std::string stderr_;
+  std::vector<pid_t> started_;
+  std::set<std::string> dirs_before_;
+};
+
+TEST_P(AgentLoadTest, LoadedOnceIntoAJvmStartedWithoutIt) {
+  Process jvm = StartBufferPools();
+  ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
+  std::map<std::string, uint64_t> truth = ReadTruth(ready_);
+  ASSERT_TRUE(truth.count("pool.direct.count")) << ready_;
+  ASSERT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
+
+  // Without the flag: the JVM is read through its attach socket, and
+  // nothing is loaded.
+  {
+    Memtrimd m(Flags(jvm.pid(), false));
+    ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+      return Text(t, {"jvm", "version"}) != "";
+    });
+    ASSERT_TRUE(r) << m.log();
+    EXPECT_EQ(r->Path({"jvm", "agent_load"}), nullptr);
+    EXPECT_NE(Text(*r, {"jvm", "buffer_pools_missing"}).find("--jvm.load-agent"),
+              std::string::npos);
+    EXPECT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
+    EXPECT_EQ(m.log().find("agent loaded"), std::string::npos) << m.log();
+  }
+
+  // With it: loaded, and the agent collector reads the JVM's own figures.
+  std::string loaded_from;
+  {
+    Memtrimd m(Flags(jvm.pid(), true));
+    ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+      return t.Path({"jvm", "buffer_pools"}) != nullptr && t.Get("malloc") != nullptr;
+    });
+    ASSERT_TRUE(r && r->Path({"jvm", "buffer_pools"})) << m.log();
+    EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "loaded");
+    loaded_from = Text(*r, {"jvm", "agent_load", "text"});
+    const JsonValue& j = *r->Get("jvm");
+    EXPECT_EQ(Int(j, {"buffer_pools", "direct", "count"}),
+              static_cast<int64_t>(truth["pool.direct.count"]));
+    EXPECT_EQ(Int(j, {"buffer_pools", "direct", "total_capacity_bytes"}),
+              static_cast<int64_t>(truth["pool.direct.capacity"]));
+    EXPECT_EQ(Int(j, {"buffer_pools", "direct", "memory_used_bytes"}),
+              static_cast<int64_t>(truth["pool.direct.used"]));
+    EXPECT_EQ(Int(j, {"buffer_pools", "mapped", "total_capacity_bytes"}),
+              static_cast<int64_t>(kMapBytes));
+    EXPECT_EQ(Int(j, {"buffer_pools", "mapped", "count"}),
+              static_cast<int64_t>(truth["pool.mapped.count"]));
+    // Every reader's whole read is cached (the JDK's own small reads may
+    // add a buffer of their own, as in agent_jvm_test.cc).
+    const int64_t cached = int64_t{kReaders} * kReadBytes;
+    EXPECT_GE(Int(j, {"temp_buffer_cache_bytes"}), cached);
+    EXPECT_LE(Int(j, {"temp_buffer_cache_bytes"}), cached + 64 * 1024);
+    // Malloc statistics: the agent's answer (on 21+ the jvm collector's
+    // System.native_heap_info takes precedence in the report).
+    EXPECT_TRUE(agent::AgentCommand(TargetOf(jvm.pid()), "malloc_info").ok());
+    EXPECT_GT(Int(*r, {"malloc", "system_bytes"}), 0);
+    if (JdkFeature(GetParam()) < 21) {
+      EXPECT_EQ(Text(*r, {"malloc", "source"}), "agent");
+    }
+    EXPECT_EQ(Count(m.log(), "msg=\"agent loaded into the JVM\""), 1) << m.log();
+  }
+  // Loaded from memtrimd's copy in the JVM's /tmp, which is gone: the
+  // mapping shows it deleted, and memtrimd still finds the agent by it.
+  EXPECT_NE(loaded_from.find("/tmp/.memtrimd-agent."), std::string::npos) << loaded_from;
+  AgentMappings once = AgentMappingsOf(jvm.pid());
+  ASSERT_EQ(once.paths.size(), 1u);
+  EXPECT_EQ(once.executable, 1);
+  EXPECT_FALSE(fs::exists(*once.paths.begin()));
+  EXPECT_TRUE(agent::HasAgent(TargetOf(jvm.pid())));
+
+  // A second memtrimd finds it there: not loaded again, still read.
+  {
+    Memtrimd m(Flags(jvm.pid(), true));
+    ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+      return t.Path({"jvm", "agent_load"}) != nullptr && t.Path({"jvm", "buffer_pools"}) != nullptr;
+    });
+    ASSERT_TRUE(r) << m.log();
+    EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "present") << m.log();
+    EXPECT_EQ(Int(*r, {"jvm", "buffer_pools", "direct", "count"}),
+              static_cast<int64_t>(truth["pool.direct.count"]));
+  }
+  AgentMappings after = AgentMappingsOf(jvm.pid());
+  EXPECT_EQ(after.paths, once.paths);
+  EXPECT_EQ(after.executable, 1);
+
+  // The JVM goes on. JDK 21+ prints JEP 451's warning once, for the one
+  // load; 17 prints nothing.
+  EXPECT_TRUE(jvm.running());
+  const std::string err = ReadFile(stderr_);
+  if (JdkFeature(GetParam()) >= 21) {
+    EXPECT_EQ(Count(err, "WARNING: A JVM TI agent has been loaded dynamically ("), 1) << err;
+  } else {
+    EXPECT_EQ(err, "");
+  }
+}
+
+TEST_P(AgentLoadTest, RefusedWhereDynamicLoadingIsOff) {
+  Process jvm = StartBufferPools({}, {"-XX:-EnableDynamicAgentLoading"});
+  ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
+  Memtrimd m(Flags(jvm.pid(), true));
+  ASSERT_TRUE(m.started()) << m.log();
+  // The agent collector's reason names the refusal from its next run on.
+  std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+    return Text(t, {"jvm", "buffer_pools_missing"}).find("memtrimd's load") != std::string::npos;
+  });
+  ASSERT_TRUE(r) << m.log();
+  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "refused");
+  EXPECT_NE(Text(*r, {"jvm", "agent_load", "text"}).find("-XX:-EnableDynamicAgentLoading"),
+            std::string::npos);
+  EXPECT_NE(Text(*r, {"jvm", "buffer_pools_missing"}).find("-XX:-EnableDynamicAgentLoading"),
+            std::string::npos);
+  // Said once, though every sample reads the outcome.
+  WaitFor([&] { return Count(m.log(), "msg=\"agent not loaded into the JVM\"") > 0; }, 5s);
+  EXPECT_EQ(Count(m.log(), "msg=\"agent not loaded into the JVM\""), 1) << m.log();
+  EXPECT_NE(m.log().find("result=refused"), std::string::npos) << m.log();
+  // The JVM unharmed: running, nothing mapped, its attach socket answers.
+  EXPECT_TRUE(jvm.running());
+  EXPECT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
+  RunResult version =
+      RunCommand({MemtrimdBin(), "jcmd", "--pid", std::to_string(jvm.pid()), "VM.version"});
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+}
+
+TEST_P(AgentLoadTest, OptedOutAndTheAgentsOwnRefusals) {
+  Process jvm = StartBufferPools({"MEMTRIMD_AGENT_LOAD=0"});
+  ASSERT_TRUE(jvm.running()) << ReadFile(stderr_);
+  {
+    Memtrimd m(Flags(jvm.pid(), true));
+    ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+      return t.Path({"jvm", "agent_load"}) != nullptr;
+    });
+    ASSERT_TRUE(r) << m.log();
+    EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "opted_out");
+    EXPECT_NE(Text(*r, {"jvm", "agent_load", "text"}).find("MEMTRIMD_AGENT_LOAD=0"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
+
+  // The agent itself refuses a load asking for another version, and the
+  // JVM then unloads it: nothing stays mapped, no agent thread runs.
+  Target t = TargetOf(jvm.pid());
+  Result<jvm::AttachResponse> answer =
+      jvm::ExecuteAttach(t, "load", AGENT_LIB, "true", "version=99");
+  ASSERT_TRUE(answer.ok()) << answer.status().message();
+  jvm::AgentLoadOutcome o = jvm::ParseLoadAnswer(*answer, AGENT_LIB);
+  EXPECT_EQ(o.result, jvm::AgentLoadResult::kRefused) << o.text;
+  EXPECT_NE(o.text.find("is not agent version 3"), std::string::npos) << o.text;
+  EXPECT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
+  EXPECT_FALSE(agent::HasAgent(t));
+  EXPECT_TRUE(jvm.running());
+
+  // Loaded by hand, then a copy from another path: the agent runs once per
+  // process, so the copy refuses (return code 3) and is unloaded again.
+  answer = jvm::ExecuteAttach(t, "load", AGENT_LIB, "true", "version=3");
+  ASSERT_TRUE(answer.ok()) << answer.status().message();
+  EXPECT_TRUE(jvm::ParseLoadAnswer(*answer, AGENT_LIB).Loaded()) << answer->output;
+  fs::create_directory(dir_ / "copy");
+  const std::string copy = dir_ / "copy/libmemtrimd_agent.so";
+  fs::copy_file(AGENT_LIB, copy);
+  answer = jvm::ExecuteAttach(t, "load", copy, "true", "version=3");
+  ASSERT_TRUE(answer.ok()) << answer.status().message();
+  EXPECT_EQ(jvm::ParseLoadAnswer(*answer, copy).result, jvm::AgentLoadResult::kPresent)
+      << answer->output;
+  AgentMappings mapped = AgentMappingsOf(jvm.pid());
+  EXPECT_EQ(mapped.paths, std::set<std::string>{AGENT_LIB});
+  EXPECT_EQ(mapped.executable, 1);
+  // One agent thread, and it answers.
+  int agent_threads = 0;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(jvm.pid()) + "/task")) {
+    agent_threads += ReadFile(task.path() / "comm") == "memtrimd-agent\n";
+  }
+  EXPECT_EQ(agent_threads, 1);
+  EXPECT_TRUE(agent::AgentCommand(t, "jvm_buffers").ok());
+  EXPECT_TRUE(jvm.running());
+}
+
+INSTANTIATE_TEST_SUITE_P(Jdks, AgentLoadTest, ::testing::ValuesIn(FindJdkHomes()),
+                         [](const ::testing::TestParamInfo<std::string>& home) {
+                           return JdkTestName(home.param);
+                         });
+
+}  // namespace
+}  // namespace memtrimd::testing
