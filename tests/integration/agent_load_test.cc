@@ -7,9 +7,12 @@
 // -XX:-EnableDynamicAgentLoading refuses, and memtrimd says so once in its
 // log and in /report; MEMTRIMD_AGENT_LOAD=0 opts a JVM out; the agent
 // refuses a load that asks for another version and a second copy of itself
-// (the JVM unloads the refused library).
+// (the JVM unloads the refused library); as the node agent into a JVM of
+// another user with a /tmp of its own; a noexec /tmp refused before any
+// copy.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -26,6 +29,7 @@
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
+#include "tests/integration/node_agent.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -363,6 +367,89 @@ TEST_P(AgentLoadTest, OptedOutAndTheAgentsOwnRefusals) {
   EXPECT_EQ(agent_threads, 1);
   EXPECT_TRUE(agent::AgentCommand(t, "jvm_buffers").ok());
   EXPECT_TRUE(jvm.running());
+}
+
+// As the node agent (root with its three capabilities only) into a JVM of
+// another user (nobody) in its own pid and mount namespace with a /tmp of
+// its own: the copy goes into that /tmp through /proc/<pid>/root, root's
+// and readable by the JVM's user, and is gone after the load.
+TEST_P(AgentLoadTest, NodeAgentIntoAJvmWithItsOwnTmp) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root: the JVM runs as another user";
+  if (RunCommand({"setpriv", "--version"}).exit_code != 0) GTEST_SKIP() << "no setpriv";
+  SharedDir shared;
+  const std::string ready = shared / "ns.ready";
+  NamespacedJvm jvm(kNobodyUid,
+                    {GetParam() + "/bin/java", "-cp", shared.classes(), "BufferPools",
+                     "--ready-file", ready, "--dir", shared / "", "--direct",
+                     std::to_string(kDirect), "--direct-bytes", std::to_string(kDirectBytes)},
+                    dir_ / "ns.out");
+  ASSERT_GT(jvm.pid(), 0);
+  started_.push_back(jvm.pid());
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.unshare().running(); }, 90s) &&
+              fs::exists(ready));
+  std::map<std::string, uint64_t> truth = ReadTruth(ready);
+  const std::string jvm_tmp = "/proc/" + std::to_string(jvm.pid()) + "/root/tmp";
+
+  Memtrimd m(WrapWith{NodeAgentCaps()}, Flags(jvm.pid(), true));
+  ASSERT_TRUE(m.started()) << m.log();
+  std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+    return t.Path({"jvm", "buffer_pools"}) != nullptr;
+  });
+  ASSERT_TRUE(r && r->Path({"jvm", "buffer_pools"})) << m.log();
+  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "loaded");
+  EXPECT_EQ(Int(*r, {"jvm", "buffer_pools", "direct", "count"}),
+            static_cast<int64_t>(truth["pool.direct.count"]));
+  EXPECT_EQ(Int(*r, {"jvm", "buffer_pools", "direct", "memory_used_bytes"}),
+            static_cast<int64_t>(truth["pool.direct.used"]));
+  AgentMappings mapped = AgentMappingsOf(jvm.pid());
+  ASSERT_EQ(mapped.paths.size(), 1u);
+  EXPECT_EQ(mapped.paths.begin()->rfind("/tmp/.memtrimd-agent.", 0), 0u) << *mapped.paths.begin();
+  // Nothing left in the JVM's own /tmp but its own files and the agent's
+  // socket.
+  for (const auto& e : fs::directory_iterator(jvm_tmp)) {
+    EXPECT_NE(e.path().filename().string().rfind(".memtrimd-agent.", 0), 0u) << e.path();
+  }
+}
+
+// A JVM whose /tmp is mounted noexec could not map the library from there:
+// memtrimd says so and copies nothing; the JVM is left as it was.
+TEST_P(AgentLoadTest, NoexecTmpIsRefusedBeforeCopying) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root: mounts a tmpfs in a mount namespace";
+  SharedDir shared;
+  const std::string ready = shared / "noexec.ready";
+  std::string script = "mount -t tmpfs -o noexec none /tmp && exec " + GetParam() +
+                       "/bin/java -cp " + shared.classes() + " BufferPools --ready-file " + ready +
+                       " --direct 1 --direct-bytes 4096";
+  Process unshare({"unshare", "--mount", "--fork", "--kill-child", "sh", "-c", script});
+  pid_t pid = -1;
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !unshare.running(); }, 90s) &&
+              fs::exists(ready));
+  pid = OnlyChild(unshare.pid());
+  ASSERT_GT(pid, 0);
+  started_.push_back(pid);
+  // The JVM by its pid on every way out (--kill-child is only a backstop).
+  struct KillJvm {
+    pid_t pid;
+    std::string start;
+    ~KillJvm() {
+      if (StartTicks(pid) == start) ::kill(pid, SIGKILL);
+    }
+  } kill_jvm{pid, StartTicks(pid)};
+  Memtrimd m(Flags(pid, true));
+  ASSERT_TRUE(m.started()) << m.log();
+  std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
+    return t.Path({"jvm", "agent_load"}) != nullptr;
+  });
+  ASSERT_TRUE(r) << m.log();
+  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "failed");
+  EXPECT_NE(Text(*r, {"jvm", "agent_load", "text"}).find("mounted noexec"), std::string::npos)
+      << Text(*r, {"jvm", "agent_load", "text"});
+  EXPECT_TRUE(AgentMappingsOf(pid).paths.empty());
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/root/tmp")) {
+    EXPECT_NE(e.path().filename().string().rfind(".memtrimd-agent.", 0), 0u) << e.path();
+  }
+  EXPECT_TRUE(unshare.running());
+  unshare.Kill();
 }
 
 INSTANTIATE_TEST_SUITE_P(Jdks, AgentLoadTest, ::testing::ValuesIn(FindJdkHomes()),
