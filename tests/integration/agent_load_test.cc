@@ -9,7 +9,7 @@
 // refuses a load that asks for another version and a second copy of itself
 // (the JVM unloads the refused library); as the node agent into a JVM of
 // another user with a /tmp of its own; a noexec /tmp refused before any
-// copy.
+// copy, and --jvm.agent-path loading from where it is.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -412,8 +412,9 @@ TEST_P(AgentLoadTest, NodeAgentIntoAJvmWithItsOwnTmp) {
 }
 
 // A JVM whose /tmp is mounted noexec could not map the library from there:
-// memtrimd says so and copies nothing; the JVM is left as it was.
-TEST_P(AgentLoadTest, NoexecTmpIsRefusedBeforeCopying) {
+// memtrimd says so and copies nothing; the JVM is left as it was. With
+// --jvm.agent-path it loads from the path given.
+TEST_P(AgentLoadTest, NoexecTmpRefusedThenAgentPathLoads) {
   if (!IsRoot()) GTEST_SKIP() << "needs root: mounts a tmpfs in a mount namespace";
   SharedDir shared;
   const std::string ready = shared / "noexec.ready";
@@ -449,6 +450,23 @@ TEST_P(AgentLoadTest, NoexecTmpIsRefusedBeforeCopying) {
     EXPECT_NE(e.path().filename().string().rfind(".memtrimd-agent.", 0), 0u) << e.path();
   }
   EXPECT_TRUE(unshare.running());
+
+  // What the refusal advises: --jvm.agent-path, a path the JVM can map (here
+  // the build's own file, which its mount namespace shares): loaded from
+  // there, nothing copied.
+  Memtrimd again(
+      [&] {
+        std::vector<std::string> f = Flags(pid, true);
+        f.push_back(std::string("--jvm.agent-path=") + AGENT_LIB);
+        return f;
+      }(),
+      {});
+  ASSERT_TRUE(again.started()) << again.log();
+  r = WaitReport(again, [](const JsonValue& t) { return t.Path({"jvm", "buffer_pools"}); });
+  ASSERT_TRUE(r && r->Path({"jvm", "buffer_pools"})) << again.log();
+  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "text"}),
+            std::string("loaded into the JVM from ") + AGENT_LIB);
+  EXPECT_EQ(AgentMappingsOf(pid).paths, std::set<std::string>{AGENT_LIB});
   unshare.Kill();
 }
 
