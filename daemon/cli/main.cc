@@ -21,6 +21,7 @@
 #include "daemon/report/inspect.h"
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/scheduler.h"
+#include "daemon/sampling/target_read.h"
 #include "daemon/sampling/target_selector.h"
 #include "daemon/trim/trim.h"
 #include "daemon/trim/trim_engine.h"
@@ -203,7 +204,9 @@ int RunDaemonCommand(const DaemonConfig& c) {
   StopWithPokes(server.BoundPorts(), [&] { server.Stop(); });
   trims.Stop();
   scheduler.Stop();
-  if (std::size_t left = AbandonedCalls(); left > 0) {
+  // A target read still running (TargetRead) may never end: one blocked on
+  // a FUSE server that took its request waits for that server.
+  if (std::size_t left = AbandonedCalls() + TargetRead::Running(); left > 0) {
     // Those calls end at their deadlines on threads of their own. Exit now,
     // without running static destructors under them; the log is flushed
     // line by line and memtrimd writes nothing else.

@@ -277,7 +277,8 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
   if (snap == nullptr || snap->targets.empty()) b.Add(kTargetUp, {}, 0);
   if (snap == nullptr) return b.Take();
   b.Add(kSamples, {}, static_cast<double>(snap->sequence));
-  b.Add(kTargetsWatched, {}, static_cast<double>(snap->targets.size()));
+  b.Add(kTargetsWatched, {}, static_cast<double>(snap->targets.size() + snap->targets_unsampled));
+  b.Add(kTargetsReadStalled, {}, static_cast<double>(snap->targets_read_stalled));
   if (snap->node_mode) {
     b.Add(kTargetsSkipped, {"targets_max"}, static_cast<double>(snap->targets_skipped));
     b.Add(kTargetsSkipped, {"unreadable"}, static_cast<double>(snap->targets_unreadable));

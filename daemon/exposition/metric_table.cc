@@ -32,6 +32,13 @@ const MetricDef kTargetsSkipped{
     "but beyond --targets.max: the smallest by anonymous RSS plus swap, JVMs and "
     "programs with MEMTRIMD_TRIM=1 last), unreadable (its "
     "/proc files are shut to memtrimd: CAP_SYS_PTRACE is missing)."};
+const MetricDef kTargetsReadStalled{
+    "memtrimd_targets_read_stalled",
+    MetricType::Gauge,
+    {},
+    "Watched processes whose last read has run past its deadline (a path on a stuck FUSE or "
+    "network filesystem, a memory map held locked) without ending: their last sample is "
+    "carried meanwhile, and no other target waits for them."};
 const MetricDef kCollectorFailingTargets{
     "memtrimd_collector_failing_targets",
     MetricType::Gauge,
@@ -409,6 +416,7 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kSampleAge,
       &kTargetsWatched,
       &kTargetsSkipped,
+      &kTargetsReadStalled,
       &kCollectorFailingTargets,
       &kCollectorSuccess,
       &kCollectorDuration,

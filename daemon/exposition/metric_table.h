@@ -26,6 +26,7 @@ extern const MetricDef kBuildInfo;
 extern const MetricDef kSamples;
 extern const MetricDef kSampleAge;
 extern const MetricDef kTargetsWatched;
+extern const MetricDef kTargetsReadStalled;
 extern const MetricDef kTargetsSkipped;
 extern const MetricDef kCollectorFailingTargets;
 extern const MetricDef kCollectorSuccess;

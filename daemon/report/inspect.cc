@@ -575,6 +575,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     // (older than the report's own after another target's trim).
     w.Key("samples").Uint(ts.reads).Key("sample_sequence").Uint(ts.read_in_sequence);
   }
+  // A read of this target has not ended for this long: the figures are from
+  // before it (Scheduler::ReadTarget).
+  if (ts.read_stalled_seconds > 0) w.Key("read_stalled_seconds").Double(ts.read_stalled_seconds);
   AllocatorJson(w, tg, ViewAllocator(tg, ts.sample), ts.sample);
   if (const auto& p = ts.sample.process) {
     w.Key("process").BeginObject();
@@ -688,9 +691,6 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     if (s.jvm) {
       w.Key("attachable").Bool(s.jvm->attachable);
       if (!s.jvm->attachable) w.Key("attach_error").String(s.jvm->attach_error);
-      if (s.jvm->version) w.Key("version").String(s.jvm->version->full);
-      w.Key("settings").BeginObject();
-      for (const auto& [name, value] : s.jvm->settings) w.Key(name).String(value);
       // --jvm.load-agent: what memtrimd's load of its agent did.
       if (!s.jvm->agent_load.empty()) {
         w.Key("agent_load").BeginObject();
@@ -698,6 +698,9 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
         w.Key("text").String(s.jvm->agent_load_text);
         w.EndObject();
       }
+      if (s.jvm->version) w.Key("version").String(s.jvm->version->full);
+      w.Key("settings").BeginObject();
+      for (const auto& [name, value] : s.jvm->settings) w.Key(name).String(value);
       w.EndObject();
       if (s.jvm->nmt) {
         w.Key("nmt").BeginObject().Key("enabled").Bool(s.jvm->nmt->enabled);
@@ -974,15 +977,27 @@ std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>*
     out = "no target: " + snap->no_target_reason + "\n";
   } else {
     if (snap->node_mode) {
-      out += "node-agent mode: " + std::to_string(snap->targets.size()) + " targets watched";
+      out += "node-agent mode: " + std::to_string(snap->targets.size() + snap->targets_unsampled) +
+             " targets watched";
       if (snap->targets_skipped > 0) {
         out += ", " + std::to_string(snap->targets_skipped) + " more left out by --targets.max";
+      }
+      if (snap->targets_read_stalled > 0) {
+        out += "; reads of " + std::to_string(snap->targets_read_stalled) +
+               " have run past their deadline (last figures shown; " +
+               std::to_string(snap->targets_unsampled) + " with none yet, not listed)";
       }
       out += "\n\n";
     }
     for (std::size_t i = 0; i < snap->targets.size(); ++i) {
       const TargetSnapshot& ts = snap->targets[i];
-      out += (i ? "\n" : "") + RenderInspectTable(ts);
+      if (i > 0) out += "\n";
+      if (ts.read_stalled_seconds > 0) {
+        out += "(figures from before a read of this process that has run " +
+               std::to_string(static_cast<long long>(ts.read_stalled_seconds)) +
+               " s without ending)\n";
+      }
+      out += RenderInspectTable(ts);
       if (const TrimStats* st = TrimsOf(trims, ts.target)) {
         Table t;
         RenderTrimStats(t, *st);
@@ -1009,6 +1024,7 @@ std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>*
     out += ",\"sequence\":" + std::to_string(snap->sequence);
     out += ",\"node_mode\":" + std::string(snap->node_mode ? "true" : "false");
     out += ",\"targets_skipped\":" + std::to_string(snap->targets_skipped);
+    out += ",\"targets_read_stalled\":" + std::to_string(snap->targets_read_stalled);
   }
   if (trims != nullptr) {
     // "trims": one entry per target; "trim": the first target's, as the

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "collectors/procfs/target_reader.h"
 #include "daemon/base/log.h"
@@ -236,6 +237,53 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
   tick_and_wait();
 }
 
+std::chrono::milliseconds Scheduler::ReadDeadline() const {
+  return std::min<std::chrono::milliseconds>(options_.interval, std::chrono::seconds(1));
+}
+
+std::optional<TargetSnapshot> Scheduler::ReadTarget(const std::shared_ptr<WatchedTarget>& watched,
+                                                    const TargetSnapshot* prev) {
+  const Target& t = watched->target();
+  std::shared_ptr<TargetRead> late = std::exchange(watched->read_in_flight, nullptr);
+  if (late && !late->finished()) {
+    watched->read_in_flight = std::move(late);
+    return std::nullopt;
+  }
+  std::optional<TargetSnapshot> result;
+  if (late) {
+    // A read that outlasted the deadline has ended: its sample is this
+    // tick's. Still slow: the next read starts now, unwaited for.
+    const double secs = std::chrono::duration<double>(late->elapsed()).count();
+    result = late->Take();
+    watched->slow = late->elapsed() > ReadDeadline();
+    if (!watched->slow) {
+      log::Info("target read ended in time again",
+                {{"pid", std::to_string(t.pid)}, {"seconds", std::to_string(secs)}});
+      return result;
+    }
+  }
+  watched->FollowReadDir();
+  ReadInputs inputs;
+  inputs.last_trim_at = watched->last_trim_at;
+  inputs.reread_smaps = std::exchange(watched->refresh_after_trim, false);
+  std::shared_ptr<TargetRead> read = TargetRead::Start(watched, previous_, prev, inputs);
+  if (result) {
+    watched->read_in_flight = std::move(read);
+    return result;
+  }
+  if (read->WaitUntil(std::chrono::steady_clock::now() + ReadDeadline())) return read->Take();
+  // Not back in time: a path served by a stuck FUSE or network filesystem,
+  // a memory map held locked. The read keeps its thread; every other
+  // target's sample goes on.
+  watched->read_in_flight = std::move(read);
+  watched->slow = true;
+  log::Warn("target read outlasted its deadline: its last sample is carried until the read ends",
+            {{"pid", std::to_string(t.pid)},
+             {"comm", t.comm},
+             {"deadline_ms", std::to_string(ReadDeadline().count())}});
+  return std::nullopt;
+}
+
 void Scheduler::TickTargets(const std::set<Key>* only) {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
@@ -273,8 +321,22 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
       snap->targets.back().carried = true;
       continue;
     }
-    watched->FollowReadDir();
-    TargetSnapshot ts = watched->Sample(prev);
+    std::optional<TargetSnapshot> read = ReadTarget(watched, prev);
+    if (!read) {
+      // Its read has not ended: its last sample stays, marked as carried.
+      ++snap->targets_read_stalled;
+      if (prev == nullptr) {
+        ++snap->targets_unsampled;
+        continue;
+      }
+      watched->previous_index = snap->targets.size();
+      snap->targets.push_back(*prev);
+      snap->targets.back().carried = true;
+      snap->targets.back().read_stalled_seconds =
+          std::chrono::duration<double>(watched->read_in_flight->elapsed()).count();
+      continue;
+    }
+    TargetSnapshot ts = std::move(*read);
     ts.reads = ++watched->reads;
     ts.read_in_sequence = snap->sequence;
     ts.sample.allocator_change = watched->allocator_change;
@@ -289,7 +351,12 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
     snap->targets.push_back(std::move(ts));
   }
   for (const auto& [key, l] : exited) DropEnded(key, l);
-  if (snap->targets.empty() && reason.empty()) reason = "target exited";
+  if (snap->targets.empty() && reason.empty()) {
+    reason = snap->targets_unsampled > 0
+                 ? "the target's first read has not ended (a path on a stuck FUSE or network "
+                   "filesystem, or its memory map held locked)"
+                 : "target exited";
+  }
   snap->no_target_reason = snap->targets.empty() ? reason : "";
   snap->taken_at = std::chrono::system_clock::now();
   std::map<Key, std::string> sources;

@@ -4,7 +4,10 @@
 // that talk to a target over a socket run on threads of that target's own
 // (WatchedTarget, SlowSource); a tick takes their latest finished run and
 // never waits for them, so a stopped or hung target stretches neither the
-// sample interval nor any other target's sample.
+// sample interval nor any other target's sample. Each target's own reads
+// (/proc, files in its root) run on a thread per read (TargetRead) that the
+// tick waits for up to a deadline, so a read stuck in the kernel holds only
+// its own target.
 #pragma once
 
 #include <chrono>
@@ -79,6 +82,12 @@ class Scheduler {
   // `only` set: an after-trim tick, which reads only the targets in it (and
   // any without a previous sample) and carries the others' last samples.
   void TickTargets(const std::set<Key>* only);
+  // One target's sample, read on a TargetRead's thread: waited for up to
+  // ReadDeadline(), or (a target whose reads are slow) taken when a read
+  // started earlier has ended. nullopt: no read ended for it this tick.
+  std::optional<TargetSnapshot> ReadTarget(const std::shared_ptr<WatchedTarget>& watched,
+                                           const TargetSnapshot* prev);
+  std::chrono::milliseconds ReadDeadline() const;
   // Drops every target whose (pid, start time) no longer exists, or that
   // ran another program since it was read.
   void DropExited();

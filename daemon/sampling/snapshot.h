@@ -40,6 +40,9 @@ struct TargetSnapshot {
   // scheduler (a one-shot inspect).
   uint64_t reads = 0;
   uint64_t read_in_sequence = 0;
+  // > 0: carried because a read of this target has run this long without
+  // ending (TargetRead); its figures are from before that read.
+  double read_stalled_seconds = 0;
 };
 
 struct Snapshot {
@@ -54,6 +57,10 @@ struct Snapshot {
   std::size_t targets_skipped = 0;
   // Processes memtrimd could not read at all (see Discovery::unreadable).
   std::size_t targets_unreadable = 0;
+  // Watched targets whose read has outlasted its deadline and not ended.
+  std::size_t targets_read_stalled = 0;
+  // Of those, the ones with no sample yet: watched, but not in `targets`.
+  std::size_t targets_unsampled = 0;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an

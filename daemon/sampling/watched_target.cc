@@ -90,13 +90,10 @@ void WatchedTarget::RereadSmapsForJavaHeap(
   if (range_known) RereadSmapsNextSample();
 }
 
-TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous) {
-  if (refresh_after_trim) {
-    // The trim changed what smaps shows: read it again now, not a whole
-    // --smaps.interval later.
-    RereadSmapsNextSample();
-    refresh_after_trim = false;
-  }
+TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadInputs& inputs) {
+  // After a trim: it changed what smaps shows, so read it again now, not a
+  // whole --smaps.interval later.
+  if (inputs.reread_smaps) RereadSmapsNextSample();
   TargetSnapshot ts;
   ts.target = target_;
   ts.start_time_seconds = ProcessStartTimeSeconds(target_.start_ticks);
@@ -106,7 +103,7 @@ TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous) {
   }
   if (previous != nullptr) RereadSmapsForJavaHeap(*previous, finished);
   SampleTarget(slots_, false, previous, ts, &finished);
-  ts.sample.last_trim_at = last_trim_at;
+  ts.sample.last_trim_at = inputs.last_trim_at;
   LogOutcomes(ts);
   return ts;
 }

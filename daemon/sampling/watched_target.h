@@ -17,6 +17,7 @@
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/slow_source.h"
 #include "daemon/sampling/snapshot.h"
+#include "daemon/sampling/target_read.h"
 
 namespace memtrimd {
 
@@ -36,13 +37,17 @@ class WatchedTarget {
   void FollowReadDir();
 
   // One sample of this target. `previous`: its entry in the last snapshot.
-  TargetSnapshot Sample(const TargetSnapshot* previous);
+  // Runs on a TargetRead's thread; the scheduler starts no other read of this
+  // target until it ends, and touches none of the state it uses meanwhile.
+  TargetSnapshot Sample(const TargetSnapshot* previous, const ReadInputs& inputs);
 
   // Reads smaps again in the next sample (after a trim, or once the Java
   // heap's range is known).
   void RereadSmapsNextSample();
   // The socket collector named `name`, when this target has one.
   SlowSource* Source(std::string_view name);
+
+  // The scheduler's fields below are its own: a read gets copies (ReadInputs).
 
   // Ends the socket collectors' threads. `grace` as SlowSource::Stop.
   void Stop(std::chrono::milliseconds grace);
@@ -57,6 +62,12 @@ class WatchedTarget {
   // The same program ran on another allocator before this process (set
   // once, when the scheduler adds it).
   std::optional<AllocatorChange> allocator_change;
+  // A read that outlasted the sampling thread's deadline and has not been
+  // taken yet; while it runs the target's last sample is carried.
+  std::shared_ptr<TargetRead> read_in_flight;
+  // The last read outlasted the deadline: the next ones run without the
+  // sampling thread waiting, until one ends in time again.
+  bool slow = false;
 
  private:
   void LogOutcomes(const TargetSnapshot& ts);

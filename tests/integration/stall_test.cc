@@ -3,10 +3,12 @@
 // interval and /healthz alone; SIGTERM ends memtrimd while a trim (scheduled
 // or through the API) waits on a stopped target; a zombie target counts as
 // exited, and a --target.match successor is picked; a smaps read of a
-// process that exited is not published.
+// process that exited is not published; a target whose files sit on a FUSE
+// filesystem that answers late or never holds only its own read.
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/json_value.h"
 #include "tests/integration/web_fixtures.h"
 
 namespace memtrimd::testing {
@@ -317,6 +320,159 @@ TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
       },
       20s))
       << m.log();
+}
+
+SpawnOptions ErrTo(const std::string& path) {
+  SpawnOptions o;
+  o.stderr_path = path;
+  return o;
+}
+
+// A FUSE filesystem (tests/workloads/stuck_fuse) served by root with
+// allow_other, its lookups answered after `delay_ms` or never (-1): a hung
+// network filesystem. Kills its server by pid and unmounts whatever happens.
+class StuckFilesystem {
+ public:
+  StuckFilesystem(const TempDir& dir, long delay_ms) : mount_(dir / "stuck") {
+    fs::create_directories(mount_);
+    const std::string ready = dir / "stuck.ready";
+    server_ = Process({WorkloadBin("stuck_fuse"), mount_, ready, std::to_string(delay_ms)},
+                      ErrTo(dir / "stuck.err"));
+    ok_ =
+        WaitFor([&] { return fs::exists(ready) || !server_.running(); }, 20s) && server_.running();
+  }
+  ~StuckFilesystem() { Stop(); }
+  StuckFilesystem(const StuckFilesystem&) = delete;
+  StuckFilesystem& operator=(const StuckFilesystem&) = delete;
+  bool ok() const { return ok_; }
+  const std::string& path() const { return mount_; }
+  // Ends the server: every request it holds fails, and the mount goes.
+  void Stop() {
+    server_.Kill();
+    ::umount2(mount_.c_str(), MNT_DETACH);
+  }
+
+ private:
+  std::string mount_;
+  Process server_;
+  bool ok_ = false;
+};
+
+// The fragmenter in a mount namespace of its own whose /sys/fs/cgroup is
+// `over` (a bind mount): memtrimd's cgroup reads of it look up paths there.
+Process StartFragmenterOver(const TempDir& dir, const std::string& over, const std::string& ready) {
+  const std::string cmd = "mount --bind '" + over + "' /sys/fs/cgroup && exec '" + FragmenterBin() +
+                          "' --threads 2 --rounds 1 --burst-mib 8 --keep-permille 1000 "
+                          "--quiet --ready-file '" +
+                          ready + "'";
+  Process p({"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", cmd},
+            ErrTo(dir / "over.err"));
+  if (!WaitFor([&] { return fs::exists(ready) || !p.running(); }, 30s)) p.Kill();
+  return p;
+}
+
+// The /report?format=json member "sample_sequence" of target `pid`, and the
+// report's own "sequence".
+std::pair<int64_t, int64_t> ReadSequences(const Memtrimd& m, pid_t pid) {
+  std::optional<JsonValue> r = ParseJson(Curl(m.url("/report?format=json")).body);
+  if (!r || !r->Get("sequence") || !r->Get("targets")) return {-1, -2};
+  int64_t target = -1;
+  for (const JsonValue& t : r->Get("targets")->items) {
+    const JsonValue* p = t.Get("pid");
+    const JsonValue* seq = t.Get("sample_sequence");
+    if (p && p->Int() == pid && seq) target = seq->Int().value_or(-1);
+  }
+  return {target, r->Get("sequence")->Int().value_or(-2)};
+}
+
+class StuckReadTest : public StallTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a FUSE filesystem";
+    if (!fs::exists("/dev/fuse")) GTEST_SKIP() << "no /dev/fuse";
+  }
+};
+
+// A target whose cgroup files sit on a filesystem whose server never answers:
+// the read that looks them up never ends (the kernel lets nothing end a FUSE
+// request its server has taken). Only that target waits: the other target is
+// read at every tick, samples keep their interval, /healthz answers, and
+// SIGTERM stops memtrimd (whose last thread can leave the kernel's wait only
+// when the server goes: the process exits then, with 0).
+TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
+  StuckFilesystem stuck(dir_, -1);
+  ASSERT_TRUE(stuck.ok()) << ReadFile(dir_ / "stuck.err");
+  Process victim = StartFragmenterOver(dir_, stuck.path(), dir_ / "victim.ready");
+  ASSERT_TRUE(victim.running()) << ReadFile(dir_ / "over.err");
+  Process innocent = StartFragmenter(
+      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+  ASSERT_TRUE(innocent.running());
+
+  Memtrimd m({"--targets=node", "--targets.match=fragmenter.*" + dir_.path(), "--targets.min-rss=0",
+              "--discovery.interval=500ms", "--sample.interval=1s", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Series s = m.Scrape();
+        return Find(s, "memtrimd_targets_read_stalled") == 1.0 &&
+               Find(s, "memtrimd_targets_watched") == 2.0 &&
+               Find(s, "memtrimd_target_info", {PidLabel(innocent.pid())}).has_value();
+      },
+      30s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim.pid())}))
+      << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  double max_age = 0;
+  EXPECT_TRUE(SamplesKeepComing(m, 5, &max_age)) << m.log();
+  std::cout << "beside a target whose read never ends: sample age at most " << max_age << " s\n";
+  // The innocent target is read at every tick: its entry is the latest
+  // sample's own, not one carried over.
+  for (int i = 0; i < 3; ++i) {
+    auto [innocent_seq, report_seq] = ReadSequences(m, innocent.pid());
+    EXPECT_EQ(innocent_seq, report_seq);
+  }
+  Series s = m.Scrape();
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {PidLabel(victim.pid())}).has_value())
+      << "the stuck target has no sample to show yet";
+  EXPECT_EQ(Find(s, "memtrimd_targets_read_stalled"), 1.0);
+
+  ::kill(m.process().pid(), SIGTERM);
+  EXPECT_TRUE(WaitFor([&] { return LogHas(m.log(), {"msg=stopped"}); }, 10s)) << m.log();
+  stuck.Stop();
+  EXPECT_EQ(m.process().Wait(20s), 0) << m.log();
+}
+
+// Lookups answered after 3 s each (a slow network filesystem): the target's
+// reads end late, their figures are published when they do, and no tick
+// waits for them once the first ran late.
+TEST_F(StuckReadTest, SlowFilesystemDelaysOnlyItsOwnTarget) {
+  StuckFilesystem slow(dir_, 3000);
+  ASSERT_TRUE(slow.ok()) << ReadFile(dir_ / "stuck.err");
+  Process victim = StartFragmenterOver(dir_, slow.path(), dir_ / "victim.ready");
+  ASSERT_TRUE(victim.running()) << ReadFile(dir_ / "over.err");
+  Process innocent = StartFragmenter(
+      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+  ASSERT_TRUE(innocent.running());
+
+  Memtrimd m({"--targets=node", "--targets.match=fragmenter.*" + dir_.path(), "--targets.min-rss=0",
+              "--discovery.interval=500ms", "--sample.interval=1s", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  // The slow target's read ends at last, and its figures appear.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(victim.pid())}).has_value();
+      },
+      90s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim.pid())}))
+      << m.log();
+  double max_age = 0;
+  EXPECT_TRUE(SamplesKeepComing(m, 5, &max_age)) << m.log();
+  std::cout << "beside a target whose reads take seconds: sample age at most " << max_age << " s\n";
+  auto [innocent_seq, report_seq] = ReadSequences(m, innocent.pid());
+  EXPECT_EQ(innocent_seq, report_seq);
+  slow.Stop();
 }
 
 }  // namespace
