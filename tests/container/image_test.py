@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The container image as a user builds it, then what it must be.
 
-scripts/build-image.sh builds the Debian base images from the apt
+scripts/build-image.sh builds the Debian base image from the apt
 repositories (mmdebstrap) and then deploy/docker/Dockerfile, with no
 registry, into an image store of the test's own (--store), so that neither
 the user's images nor anyone else's are touched. Then:
