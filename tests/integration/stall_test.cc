@@ -391,6 +391,30 @@ class StuckReadTest : public StallTest {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a FUSE filesystem";
     if (!fs::exists("/dev/fuse")) GTEST_SKIP() << "no /dev/fuse";
   }
+  // The FUSE filesystem answering lookups after `delay_ms` (-1: never), the
+  // fragmenter whose /sys/fs/cgroup it is (victim_), a second fragmenter
+  // beside it (innocent_), and memtrimd watching both in node mode at a 1 s
+  // sample interval.
+  void StartScene(long delay_ms) {
+    fuse_ = std::make_unique<StuckFilesystem>(dir_, delay_ms);
+    ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
+    victim_ = StartFragmenterOver(dir_, fuse_->path(), dir_ / "victim.ready");
+    ASSERT_TRUE(victim_.running()) << ReadFile(dir_ / "over.err");
+    innocent_ = StartFragmenter(
+        dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+    ASSERT_TRUE(innocent_.running());
+    m_ = std::make_unique<Memtrimd>(std::vector<std::string>{
+        "--targets=node", "--targets.match=fragmenter.*" + dir_.path(), "--targets.min-rss=0",
+        "--discovery.interval=500ms", "--sample.interval=1s", "--trim.interval=0"});
+    ASSERT_TRUE(m_->started()) << m_->log();
+  }
+
+  // Declared before the filesystem, so destroyed after it: a memtrimd whose
+  // read the FUSE server holds can be reaped only once that server is gone.
+  std::unique_ptr<Memtrimd> m_;
+  std::unique_ptr<StuckFilesystem> fuse_;
+  Process victim_;
+  Process innocent_;
 };
 
 // A target whose cgroup files sit on a filesystem whose server never answers:
@@ -400,27 +424,19 @@ class StuckReadTest : public StallTest {
 // SIGTERM stops memtrimd (whose last thread can leave the kernel's wait only
 // when the server goes: the process exits then, with 0).
 TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
-  StuckFilesystem stuck(dir_, -1);
-  ASSERT_TRUE(stuck.ok()) << ReadFile(dir_ / "stuck.err");
-  Process victim = StartFragmenterOver(dir_, stuck.path(), dir_ / "victim.ready");
-  ASSERT_TRUE(victim.running()) << ReadFile(dir_ / "over.err");
-  Process innocent = StartFragmenter(
-      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
-  ASSERT_TRUE(innocent.running());
-
-  Memtrimd m({"--targets=node", "--targets.match=fragmenter.*" + dir_.path(), "--targets.min-rss=0",
-              "--discovery.interval=500ms", "--sample.interval=1s", "--trim.interval=0"});
-  ASSERT_TRUE(m.started()) << m.log();
+  StartScene(-1);
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
   ASSERT_TRUE(WaitFor(
       [&] {
         Series s = m.Scrape();
         return Find(s, "memtrimd_targets_read_stalled") == 1.0 &&
                Find(s, "memtrimd_targets_watched") == 2.0 &&
-               Find(s, "memtrimd_target_info", {PidLabel(innocent.pid())}).has_value();
+               Find(s, "memtrimd_target_info", {PidLabel(innocent_.pid())}).has_value();
       },
       30s))
       << m.log();
-  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim.pid())}))
+  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim_.pid())}))
       << m.log();
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
   double max_age = 0;
@@ -429,17 +445,17 @@ TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
   // The innocent target is read at every tick: its entry is the latest
   // sample's own, not one carried over.
   for (int i = 0; i < 3; ++i) {
-    auto [innocent_seq, report_seq] = ReadSequences(m, innocent.pid());
+    auto [innocent_seq, report_seq] = ReadSequences(m, innocent_.pid());
     EXPECT_EQ(innocent_seq, report_seq);
   }
   Series s = m.Scrape();
-  EXPECT_FALSE(Find(s, "memtrimd_target_info", {PidLabel(victim.pid())}).has_value())
+  EXPECT_FALSE(Find(s, "memtrimd_target_info", {PidLabel(victim_.pid())}).has_value())
       << "the stuck target has no sample to show yet";
   EXPECT_EQ(Find(s, "memtrimd_targets_read_stalled"), 1.0);
 
   ::kill(m.process().pid(), SIGTERM);
   EXPECT_TRUE(WaitFor([&] { return LogHas(m.log(), {"msg=stopped"}); }, 10s)) << m.log();
-  stuck.Stop();
+  fuse_->Stop();
   EXPECT_EQ(m.process().Wait(20s), 0) << m.log();
 }
 
@@ -447,32 +463,23 @@ TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
 // reads end late, their figures are published when they do, and no tick
 // waits for them once the first ran late.
 TEST_F(StuckReadTest, SlowFilesystemDelaysOnlyItsOwnTarget) {
-  StuckFilesystem slow(dir_, 3000);
-  ASSERT_TRUE(slow.ok()) << ReadFile(dir_ / "stuck.err");
-  Process victim = StartFragmenterOver(dir_, slow.path(), dir_ / "victim.ready");
-  ASSERT_TRUE(victim.running()) << ReadFile(dir_ / "over.err");
-  Process innocent = StartFragmenter(
-      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
-  ASSERT_TRUE(innocent.running());
-
-  Memtrimd m({"--targets=node", "--targets.match=fragmenter.*" + dir_.path(), "--targets.min-rss=0",
-              "--discovery.interval=500ms", "--sample.interval=1s", "--trim.interval=0"});
-  ASSERT_TRUE(m.started()) << m.log();
+  StartScene(3000);
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
   // The slow target's read ends at last, and its figures appear.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(victim.pid())}).has_value();
+        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(victim_.pid())}).has_value();
       },
       90s))
       << m.log();
-  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim.pid())}))
+  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim_.pid())}))
       << m.log();
   double max_age = 0;
   EXPECT_TRUE(SamplesKeepComing(m, 5, &max_age)) << m.log();
   std::cout << "beside a target whose reads take seconds: sample age at most " << max_age << " s\n";
-  auto [innocent_seq, report_seq] = ReadSequences(m, innocent.pid());
+  auto [innocent_seq, report_seq] = ReadSequences(m, innocent_.pid());
   EXPECT_EQ(innocent_seq, report_seq);
-  slow.Stop();
 }
 
 }  // namespace
