@@ -23,6 +23,7 @@
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"
+#include "tests/integration/buffer_pools_workload.h"
 #include "tests/integration/harness.h"
 
 namespace memtrimd::testing {
@@ -30,15 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using agent::AgentCommand;
-
-// The workload: 3 direct buffers, a mapped file, and kReaders threads that
-// each read kReadBytes into a heap buffer through a FileChannel (each thread
-// then keeps a temporary direct buffer of kReadBytes in its cache).
-constexpr int kDirect = 3;
-constexpr int kDirectBytes = 100000;
-constexpr int kMapBytes = 4 << 20;
-constexpr int kReaders = 4;
-constexpr int kReadBytes = 3000000;
 
 // "key=value" lines.
 std::map<std::string, uint64_t> ReadKeyValues(const std::string& path) {
@@ -78,23 +70,7 @@ class AgentJvmTest : public ::testing::TestWithParam<std::string> {
     ready_ = dir_ / ("BufferPools." + std::to_string(++count_) + ".ready");
     std::vector<std::string> argv = {GetParam() + "/bin/java"};
     argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
-    std::vector<std::string> rest = {"-cp",
-                                     JAVA_WORKLOADS_CLASSPATH,
-                                     "BufferPools",
-                                     "--ready-file",
-                                     ready_,
-                                     "--dir",
-                                     dir_.path(),
-                                     "--direct",
-                                     std::to_string(kDirect),
-                                     "--direct-bytes",
-                                     std::to_string(kDirectBytes),
-                                     "--map-bytes",
-                                     std::to_string(kMapBytes),
-                                     "--readers",
-                                     std::to_string(kReaders),
-                                     "--read-bytes",
-                                     std::to_string(kReadBytes)};
+    std::vector<std::string> rest = BufferPoolsArgs(ready_, dir_.path());
     argv.insert(argv.end(), rest.begin(), rest.end());
     if (runtime_default) {
       std::vector<std::string> wrapped = {WorkloadBin("runtime_default"), "env"};

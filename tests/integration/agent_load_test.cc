@@ -27,6 +27,7 @@
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"
+#include "tests/integration/buffer_pools_workload.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
 #include "tests/integration/node_agent.h"
@@ -35,14 +36,6 @@ namespace memtrimd::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-// As in agent_jvm_test.cc: 3 direct buffers, a mapped file, and kReaders
-// threads that each keep a temporary direct buffer of kReadBytes cached.
-constexpr int kDirect = 3;
-constexpr int kDirectBytes = 100000;
-constexpr int kMapBytes = 4 << 20;
-constexpr int kReaders = 4;
-constexpr int kReadBytes = 3000000;
 
 std::map<std::string, uint64_t> ReadTruth(const std::string& path) {
   std::map<std::string, uint64_t> out;
@@ -134,23 +127,7 @@ class AgentLoadTest : public ::testing::TestWithParam<std::string> {
     ready_ = dir_ / "BufferPools.ready";
     std::vector<std::string> argv = {GetParam() + "/bin/java"};
     argv.insert(argv.end(), jvm_flags.begin(), jvm_flags.end());
-    std::vector<std::string> rest = {"-cp",
-                                     JAVA_WORKLOADS_CLASSPATH,
-                                     "BufferPools",
-                                     "--ready-file",
-                                     ready_,
-                                     "--dir",
-                                     dir_.path(),
-                                     "--direct",
-                                     std::to_string(kDirect),
-                                     "--direct-bytes",
-                                     std::to_string(kDirectBytes),
-                                     "--map-bytes",
-                                     std::to_string(kMapBytes),
-                                     "--readers",
-                                     std::to_string(kReaders),
-                                     "--read-bytes",
-                                     std::to_string(kReadBytes)};
+    std::vector<std::string> rest = BufferPoolsArgs(ready_, dir_.path());
     argv.insert(argv.end(), rest.begin(), rest.end());
     SpawnOptions o;
     o.env = env;
