@@ -72,6 +72,66 @@ Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValues(
 Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValuesOfFile(
     int fd, const std::string& path, std::span<const std::string_view> wanted);
 
+// One function of a symbol table: [value, value + size) in the image's
+// virtual addresses. The name is `names[name_offset, + name_size)` of the
+// ElfFunctions that holds it (one pool, not a string per function: a large
+// program has a hundred thousand).
+struct ElfFunction {
+  uint64_t value = 0;
+  uint64_t size = 0;
+  uint32_t name_offset = 0;
+  uint32_t name_size = 0;
+};
+
+// A PT_LOAD segment: file bytes [offset, offset + file_size) are mapped at
+// virtual address vaddr. A file offset (what /proc/<pid>/maps gives) turns
+// into a symbol's address through these.
+struct ElfLoad {
+  uint64_t offset = 0;
+  uint64_t vaddr = 0;
+  uint64_t file_size = 0;
+};
+
+// What symbolisation needs of one ELF file.
+struct ElfFunctions {
+  enum class Source : uint8_t { kNone, kSymtab, kDynsym };
+  std::string build_id;  // NT_GNU_BUILD_ID in lower-case hex; "" when none
+  std::vector<ElfLoad> loads;
+  Source source = Source::kNone;
+  bool from_debug_file = false;        // the functions are a debug file's (symbols/target_elf.h)
+  std::vector<ElfFunction> functions;  // sorted by value, then by size (larger first)
+  std::string names;
+
+  std::string_view name(const ElfFunction& f) const {
+    return std::string_view(names).substr(f.name_offset, f.name_size);
+  }
+  // The function whose [value, value + size) holds `vaddr`: the nearest
+  // preceding one that covers it (a symbol of size 0 covers nothing);
+  // nullptr when none does.
+  const ElfFunction* Find(uint64_t vaddr) const;
+  // The virtual address a file offset is loaded at; nullopt when no PT_LOAD
+  // segment holds it.
+  std::optional<uint64_t> VaddrOfOffset(uint64_t file_offset) const;
+  // Bytes held (for a cache's size cap).
+  std::size_t MemoryBytes() const;
+};
+
+// Pure: the build id (PT_NOTE segments, else SHT_NOTE sections) and
+// PT_LOAD segments of an image, without its symbols. Reads the headers and
+// notes only, within `max_bytes`; errors as DefinedSymbols.
+Result<ElfFunctions> ReadElfIdentity(const ElfReader& read, std::size_t max_bytes);
+
+// Pure: ReadElfIdentity plus every defined FUNC (and GNU_IFUNC) symbol of
+// size > 0, from .symtab when the image has one (a superset), else from
+// .dynsym (what a stripped file keeps). Reads as DefinedSymbols does,
+// never more than `max_bytes` in total; the string table is read whole.
+Result<ElfFunctions> ReadElfFunctions(const ElfReader& read, std::size_t max_bytes);
+
+// ReadElfFunctions (or ReadElfIdentity, without symbols) of an open regular
+// file, read with pread; errors name `path`.
+Result<ElfFunctions> ReadElfFunctionsOfFile(int fd, const std::string& path, bool with_symbols,
+                                            std::size_t max_bytes);
+
 namespace detail {
 // DefinedSymbols with a chosen chunk size (>= 1), so tests can put chunk
 // boundaries inside names and symbols.

@@ -1,0 +1,73 @@
+// Raw instruction addresses of a target (an allocation's stack) turned into
+// names outside the target: the mapping that holds each address, its file
+// and offset there, the file's build id, and the function from the file's
+// symbol tables. Nothing runs in the target and nothing is read from its
+// memory: /proc/<pid>/maps and the files it maps are enough.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectors/common/status.h"
+#include "collectors/procfs/elf_symbols.h"
+#include "collectors/symbols/maps_text.h"
+
+namespace memtrimd::symbols {
+
+// Where the ELF facts of a mapped file come from (target_elf.h reads the
+// target's files through its root; tests give files of their own).
+class ElfSource {
+ public:
+  virtual ~ElfSource() = default;
+  // The build id, loads and functions of the file `m` maps; an error when
+  // it cannot be read (gone, not ELF, over the byte cap).
+  virtual Result<std::shared_ptr<const procfs::ElfFunctions>> Functions(const MapsEntry& m) = 0;
+};
+
+// What an address is.
+enum class FrameKind : uint8_t {
+  kFunction,  // a function of a mapped file's symbol tables
+  kUnknown,   // in no mapping, a [special] one, or a file with no symbol covering it
+  kAnon,      // anonymous memory: JIT-compiled code, the JVM's interpreter
+};
+
+struct Frame {
+  uint64_t address = 0;
+  FrameKind kind = FrameKind::kUnknown;
+  // The function's name, or "[unknown]" / "[anon]" (the address says which
+  // code it was).
+  std::string function;
+  // Index into Symbolization::files of the file mapping; -1 for none.
+  int file = -1;
+  uint64_t file_offset = 0;  // of the address in that file
+  uint64_t elf_address = 0;  // the address in the file's own (symbol) addresses; 0: unknown
+};
+
+// A mapping of a file at least one frame lies in, as pprof's Mapping wants
+// it (a file's segments are separate mappings: one entry each).
+struct MappedFile {
+  std::string path;
+  std::string build_id;  // "" when the file has none or could not be read
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  bool symbols = false;  // its functions were read (else every frame there is [unknown])
+};
+
+struct Symbolization {
+  std::vector<Frame> frames;  // one per address, in the order given
+  std::vector<MappedFile> files;
+};
+
+// Pure over `maps` and `source`: each address to a frame. Each distinct
+// file (device, inode) is asked of `source` once per call. The address is
+// looked up as given; callers pass return addresses less one for every
+// frame but the leaf, so that a call at the end of a function is named by
+// its caller, not by what follows it.
+Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const MapsEntry> maps,
+                        ElfSource& source);
+
+}  // namespace memtrimd::symbols

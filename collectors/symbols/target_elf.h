@@ -1,0 +1,86 @@
+// The ElfSource of a live target: each mapped file opened as the target
+// sees it (inside its root, without blocking: OpenAsTarget), its ELF tables
+// read with a byte cap, and the result kept in a cache shared by targets
+// per (device, inode, build id), so a library every JVM maps is read once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "collectors/common/target.h"
+#include "collectors/symbols/symbolize.h"
+
+namespace memtrimd::symbols {
+
+// Files' functions by (device, inode, build id) as maps and the file's note
+// give them, least recently used dropped first beyond `max_bytes` (the
+// tables' own size, ElfFunctions::MemoryBytes). Thread-safe.
+class SymbolCache {
+ public:
+  explicit SymbolCache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  struct Key {
+    uint32_t dev_major = 0;
+    uint32_t dev_minor = 0;
+    uint64_t inode = 0;
+    std::string build_id;
+    bool operator<(const Key& o) const {
+      return std::tie(dev_major, dev_minor, inode, build_id) <
+             std::tie(o.dev_major, o.dev_minor, o.inode, o.build_id);
+    }
+  };
+
+  std::shared_ptr<const procfs::ElfFunctions> Get(const Key& key);
+  // Keeps `elf` unless it alone is larger than the cap.
+  void Put(const Key& key, std::shared_ptr<const procfs::ElfFunctions> elf);
+  std::size_t bytes() const;
+  std::size_t entries() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<const procfs::ElfFunctions> elf;
+    std::size_t bytes = 0;
+    std::list<Key>::iterator lru;
+  };
+  mutable std::mutex mu_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::map<Key, Entry> entries_;
+  std::list<Key> lru_;  // most recently used first
+};
+
+struct TargetElfOptions {
+  // Debug files by build id (<dir>/.build-id/xx/rest.debug, where Debian's
+  // -dbgsym packages put them), looked up inside the target's root when a
+  // file has no .symtab; "" not to look.
+  std::string debug_dir = "/usr/lib/debug";
+  // Bytes of headers, notes and tables read of one file (and again of its
+  // debug file).
+  std::size_t max_file_bytes = 16u << 20;
+};
+
+class TargetElfSource : public ElfSource {
+ public:
+  TargetElfSource(Target target, SymbolCache& cache, TargetElfOptions options = {})
+      : target_(std::move(target)), cache_(cache), options_(std::move(options)) {}
+
+  // The file is opened by the path maps names, inside the target's root.
+  // What is read must be what is mapped: the build id of the file opened
+  // is part of the cache key, and a mapping of a deleted (replaced) file is
+  // not read at all (kNotFound). Device and inode are maps', not the
+  // opened file's: on overlayfs stat shows the overlay's.
+  Result<std::shared_ptr<const procfs::ElfFunctions>> Functions(const MapsEntry& m) override;
+
+ private:
+  Target target_;
+  SymbolCache& cache_;
+  TargetElfOptions options_;
+};
+
+}  // namespace memtrimd::symbols
