@@ -13,6 +13,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev curl prometheus
   openjdk-17-jdk-headless util-linux procps
+  # heap profiles are read back by Go's pprof (go tool pprof)
+  golang-go
   # the preload agent in a real server that drops root (mariadbd --user), driven by sysbench
   mariadb-server sysbench
   # benchmarks: references measured in the same run
