@@ -11,7 +11,7 @@
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
-#include "collectors/jvm/signal_facts.h"
+#include "collectors/common/target_open.h"
 #include "collectors/procfs/elf_symbols.h"
 
 namespace memtrimd::jvm {

@@ -29,11 +29,7 @@ Result<PerfData> ReadOwnPerfData(const Target& target);
 // (relative names). signalled_before comes from signal_record.h.
 SignalFacts ReadSignalFacts(const Target& target);
 
-// Opens `path` as the target would, without blocking (O_NONBLOCK): an
-// absolute name inside its root directory (openat2 RESOLVE_IN_ROOT where the
-// kernel has it), a relative one beneath its working directory
-// (RESOLVE_BENEATH: EXDEV when it leaves it). -1 (errno set) on failure.
-UniqueFd OpenAsTarget(const Target& target, const std::string& path);
+// OpenAsTarget (collectors/common/target_open.h) opens those files.
 
 // The JVM's options from every source, as ReadSignalFacts reads them.
 Result<std::vector<JvmOption>> ReadJvmOptions(const Target& target);

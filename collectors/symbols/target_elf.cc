@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "collectors/jvm/signal_facts.h"
+#include "collectors/common/target_open.h"
 
 namespace memtrimd::symbols {
 
@@ -46,7 +46,7 @@ constexpr std::size_t kIdentityBytes = 1u << 20;
 
 Result<procfs::ElfFunctions> ReadAsTarget(const Target& t, const std::string& path,
                                           bool with_symbols, std::size_t max_bytes) {
-  UniqueFd fd = jvm::OpenAsTarget(t, path);
+  UniqueFd fd = OpenAsTarget(t, path);
   if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
   return procfs::ReadElfFunctionsOfFile(fd.get(), path, with_symbols, max_bytes);
 }

@@ -1,0 +1,18 @@
+// Opening a file by the name a target would use for it, in its own view of
+// the filesystem (its root, its working directory), from outside it.
+#pragma once
+
+#include <string>
+
+#include "collectors/common/private_socket.h"
+#include "collectors/common/target.h"
+
+namespace memtrimd {
+
+// Opens `path` as the target would, without blocking (O_NONBLOCK): an
+// absolute name inside its root directory (openat2 RESOLVE_IN_ROOT where the
+// kernel has it), a relative one beneath its working directory
+// (RESOLVE_BENEATH: EXDEV when it leaves it). -1 (errno set) on failure.
+UniqueFd OpenAsTarget(const Target& target, const std::string& path);
+
+}  // namespace memtrimd
