@@ -429,21 +429,25 @@ TEST_P(AgentLoadTest, NoexecTmpRefusedThenAgentPathLoads) {
   EXPECT_TRUE(unshare.running());
 
   // What the refusal advises: --jvm.agent-path, a path the JVM can map (here
-  // the build's own file, which its mount namespace shares): loaded from
-  // there, nothing copied.
+  // a copy of the build's file in the shared directory, which its mount
+  // namespace shares: the build tree itself may lie under the /tmp this JVM
+  // no longer sees): loaded from there, nothing copied.
+  const std::string agent_path = shared / "libmemtrimd_agent.so";
+  fs::copy_file(AGENT_LIB, agent_path, fs::copy_options::overwrite_existing);
+  fs::permissions(agent_path,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
   Memtrimd again(
       [&] {
         std::vector<std::string> f = Flags(pid, true);
-        f.push_back(std::string("--jvm.agent-path=") + AGENT_LIB);
+        f.push_back("--jvm.agent-path=" + agent_path);
         return f;
       }(),
       {});
   ASSERT_TRUE(again.started()) << again.log();
   r = WaitReport(again, [](const JsonValue& t) { return t.Path({"jvm", "buffer_pools"}); });
   ASSERT_TRUE(r && r->Path({"jvm", "buffer_pools"})) << again.log();
-  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "text"}),
-            std::string("loaded into the JVM from ") + AGENT_LIB);
-  EXPECT_EQ(AgentMappingsOf(pid).paths, std::set<std::string>{AGENT_LIB});
+  EXPECT_EQ(Text(*r, {"jvm", "agent_load", "text"}), "loaded into the JVM from " + agent_path);
+  EXPECT_EQ(AgentMappingsOf(pid).paths, std::set<std::string>{agent_path});
   unshare.Kill();
 }
 
