@@ -6,6 +6,8 @@
 #include <limits>
 #include <string>
 
+#include "collectors/common/text.h"
+
 namespace memtrimd::jvm {
 namespace {
 
@@ -123,23 +125,11 @@ std::optional<PerfDataMapping> PerfDataMappingFromMapsLine(std::string_view line
   PerfDataMapping m;
   std::size_t colon = fields[3].find(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  auto hex = [](std::string_view h, uint64_t& out) {
-    if (h.empty() || h.size() > 16) return false;
-    out = 0;
-    for (char c : h) {
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0) return false;
-      out = out * 16 + static_cast<uint64_t>(d);
-    }
-    return true;
-  };
-  uint64_t major = 0, minor = 0;
-  if (!hex(fields[3].substr(0, colon), major) || !hex(fields[3].substr(colon + 1), minor) ||
-      major > 0xffffffffu || minor > 0xffffffffu) {
-    return std::nullopt;
-  }
-  m.dev_major = static_cast<unsigned>(major);
-  m.dev_minor = static_cast<unsigned>(minor);
+  std::optional<uint64_t> major = text::ParseHex(fields[3].substr(0, colon));
+  std::optional<uint64_t> minor = text::ParseHex(fields[3].substr(colon + 1));
+  if (!major || !minor || *major > 0xffffffffu || *minor > 0xffffffffu) return std::nullopt;
+  m.dev_major = static_cast<unsigned>(*major);
+  m.dev_minor = static_cast<unsigned>(*minor);
   std::string_view ino = fields[4];
   if (ino.empty()) return std::nullopt;
   for (char c : ino) {

@@ -12,6 +12,7 @@
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/common/target_open.h"
+#include "collectors/common/text.h"
 #include "collectors/procfs/elf_symbols.h"
 
 namespace memtrimd::jvm {
@@ -57,17 +58,6 @@ Result<std::string> ReadName(const RemoteMemory& m, uint64_t address, std::size_
   return out.substr(0, nul == std::string::npos ? out.size() : nul);
 }
 
-std::optional<uint64_t> Hex(std::string_view h) {
-  if (h.empty() || h.size() > 16) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : h) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return std::nullopt;
-    v = v * 16 + static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
 }  // namespace
 
 std::optional<LibjvmMapping> LibjvmFromMapsLine(std::string_view line) {
@@ -84,11 +74,11 @@ std::optional<LibjvmMapping> LibjvmFromMapsLine(std::string_view line) {
   if (line.size() < kName.size() || line.substr(line.size() - kName.size()) != kName) {
     return std::nullopt;
   }
-  std::optional<uint64_t> offset = Hex(fields[2]);
+  std::optional<uint64_t> offset = text::ParseHex(fields[2]);
   std::size_t dash = fields[0].find('-');
   if (!offset || *offset != 0 || dash == std::string_view::npos) return std::nullopt;
-  std::optional<uint64_t> start = Hex(fields[0].substr(0, dash));
-  std::optional<uint64_t> end = Hex(fields[0].substr(dash + 1));
+  std::optional<uint64_t> start = text::ParseHex(fields[0].substr(0, dash));
+  std::optional<uint64_t> end = text::ParseHex(fields[0].substr(dash + 1));
   if (!start || !end || *end <= *start) return std::nullopt;
   return LibjvmMapping{*start, *end, std::string(line)};
 }

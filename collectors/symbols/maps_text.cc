@@ -1,29 +1,23 @@
 #include "collectors/symbols/maps_text.h"
 
+#include "collectors/common/text.h"
+
 #include <algorithm>
 
 namespace memtrimd::symbols {
 namespace {
 
+// Into `out`, as the parsers below want them (common/text.h's parsers).
 bool Hex(std::string_view h, uint64_t& out) {
-  if (h.empty() || h.size() > 16) return false;
-  out = 0;
-  for (char c : h) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (d < 0) return false;
-    out = out * 16 + static_cast<uint64_t>(d);
-  }
-  return true;
+  std::optional<uint64_t> v = text::ParseHex(h);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 bool Decimal(std::string_view s, uint64_t& out) {
-  if (s.empty() || s.size() > 19) return false;
-  out = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    out = out * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return true;
+  std::optional<uint64_t> v = text::ParseUint(s);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // The next space-separated field (leading spaces skipped).
