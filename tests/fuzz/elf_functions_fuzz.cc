@@ -12,33 +12,13 @@
 #include <string>
 
 #include "collectors/procfs/elf_symbols.h"
+#include "tests/fuzz/checked_elf_reader.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
-using memtrimd::Status;
-using memtrimd::procfs::ElfBytes;
-using memtrimd::procfs::ElfReader;
 
-class CheckedReader : public ElfReader {
- public:
-  CheckedReader(std::string_view bytes, std::size_t max_bytes)
-      : image_(bytes), size_(bytes.size()), max_(max_bytes) {}
-  uint64_t size() const override { return size_; }
-  Status Read(uint64_t offset, std::size_t len, char* out) const override {
-    FUZZ_CHECK(offset <= size_ && len <= size_ - offset);
-    FUZZ_CHECK(len <= 64 * 1024);
-    total_ += len;
-    FUZZ_CHECK(total_ <= max_);
-    return image_.Read(offset, len, out);
-  }
-
- private:
-  ElfBytes image_;
-  uint64_t size_;
-  std::size_t max_;
-  mutable std::size_t total_ = 0;
-};
+using CheckedReader = memtrimd::fuzz::CheckedElfReader;
 
 }  // namespace
 
