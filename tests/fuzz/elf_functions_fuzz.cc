@@ -17,7 +17,6 @@
 
 namespace {
 
-
 using CheckedReader = memtrimd::fuzz::CheckedElfReader;
 
 }  // namespace
