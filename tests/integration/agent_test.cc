@@ -326,7 +326,10 @@ TEST_P(AgentTest, ExecedChildServesItsOwnSocket) {
   Target ct = TargetOf(child);
   EXPECT_TRUE(agent::HasAgent(ct));
   Result<std::string> pp = AgentCommand(pt, "ping");
+  // The child's ready file says its main runs; its agent's constructor waits
+  // at most 2 s for the socket, which a busy machine can outlast.
   Result<std::string> cp = AgentCommand(ct, "ping");
+  WaitFor([&] { return (cp = AgentCommand(ct, "ping")).ok(); }, 30s);
   ASSERT_TRUE(pp.ok()) << pp.status().message();
   ASSERT_TRUE(cp.ok()) << cp.status().message();
   EXPECT_EQ(pp->rfind("pid=" + std::to_string(parent.pid()) + "\n", 0), 0u) << *pp;
