@@ -9,8 +9,10 @@
 #include <vector>
 
 #include <map>
+#include <memory>
 
 #include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/site_profile.h"
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/rss_breakdown.h"
@@ -183,6 +185,11 @@ struct TargetSample {
   // Why the loaded agent gave no answer (no socket: it did not start; a
   // socket memtrimd may not use; a deadline); empty when it answered.
   std::string agent_unreachable;
+  // The agent's sampled allocation sites, named (the sites collector, off
+  // unless --collector.sites); shared because every snapshot carries it.
+  // sites_missing says why there are none when the collector knows.
+  std::shared_ptr<const agent::SiteProfile> sites;
+  std::string sites_missing;
 };
 
 // The allocator this sample was taken under: the agent's answer when it

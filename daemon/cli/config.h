@@ -85,6 +85,7 @@ struct JcmdConfig {
 struct InspectConfig {
   pid_t pid = 0;
   bool json = false;
+  bool sites = false;  // --sites: read the agent's sampled sites (never turning sampling on)
   CollectorOptions collector;
 };
 

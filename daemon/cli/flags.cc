@@ -57,11 +57,17 @@ struct RawFlags {
   std::string jvm_agent_path = Defaults().collector.jvm_agent_path;
   std::string glibc_heap_size = FormatByteSize(Defaults().collector.glibc_heap_size);
   bool glibc_confirm_heaps = Defaults().collector.glibc_confirm_heaps;
+  std::string sites_interval = FormatDuration(Defaults().collector.sites_interval);
+  std::string sites_period = FormatByteSize(Defaults().collector.sites_period);
+  std::string sites_max_stacks =
+      FormatCount(static_cast<double>(Defaults().collector.sites_max_stacks));
+  std::string sites_top = FormatCount(static_cast<double>(Defaults().collector.sites_top));
   std::string log_level = Defaults().log_level;
   std::string log_format = "logfmt";
 
   std::string inspect_pid;
   bool inspect_json = false;
+  bool inspect_sites = false;
 
   std::string jcmd_pid;
   std::string jcmd_timeout = FormatDuration(JcmdConfig{}.timeout);
@@ -202,6 +208,18 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--jvm.agent-path", r.jvm_agent_path,
             "With --jvm.load-agent: the agent's path as the JVM sees it (e.g. a shared volume); "
             "empty: memtrimd copies its own into the JVM's /tmp for the load");
+  AddOption(app, "--sites.interval", r.sites_interval,
+            "With --collector.sites: how often to read each target's sampled allocation sites "
+            "(one answer of at most a few MiB from its agent, named outside the target)");
+  AddOption(app, "--sites.period", r.sites_period,
+            "With --collector.sites: mean bytes allocated between two sampled allocations "
+            "(4KiB to 1GiB; smaller is more exact and costs the target more)");
+  AddOption(app, "--sites.max-stacks", r.sites_max_stacks,
+            "With --collector.sites: stacks kept per target, largest first (1 to 4096); the "
+            "rest are summed into one row of the profile");
+  AddOption(app, "--sites.top", r.sites_top,
+            "With --collector.sites: sites per target in memtrimd_native_site_* (0 to 50), plus "
+            "one row named other for the rest");
   AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
             "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
             "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
@@ -252,6 +270,9 @@ std::unique_ptr<Parser> BuildParser() {
       "inspect", "Print what memtrimd sees in a process now (one full sample), then exit");
   p->inspect->add_option("--pid", r.inspect_pid, "Process to inspect")->required()->type_name("");
   p->inspect->add_flag("--json", r.inspect_json, "Print JSON instead of a table");
+  p->inspect->add_flag("--sites", r.inspect_sites,
+                       "Also print the allocation sites the agent has sampled since a memtrimd "
+                       "with --collector.sites turned its sampler on (inspect never turns it on)");
   AddOption(*p->inspect, "--glibc.heap-size", r.glibc_heap_size, "Size of one glibc arena heap",
             false);
   AddOption(*p->inspect, "--target.memory-limit", r.target_memory_limit,
@@ -358,6 +379,7 @@ Command Validate(const Parser& p) {
     if (!pid) return UsageError{"--pid: " + Quote(r.inspect_pid) + " is not a process id"};
     c.pid = *pid;
     c.json = r.inspect_json;
+    c.sites = r.inspect_sites;
     std::string err =
         CheckCommon(r, c.collector.glibc_heap_size, c.collector.memory_limit_fallback);
     if (!err.empty()) return UsageError{err};
@@ -458,6 +480,28 @@ Command Validate(const Parser& p) {
   }
   c.collector.jvm_load_agent = r.jvm_load_agent;
   c.collector.jvm_agent_path = r.jvm_agent_path;
+  auto sint = ParseDuration(r.sites_interval);
+  if (!sint || sint->count() == 0) {
+    return UsageError{"--sites.interval: " + Quote(r.sites_interval) +
+                      " is not a positive duration (e.g. 30s, 1m)"};
+  }
+  c.collector.sites_interval = *sint;
+  auto period = ParseByteSize(r.sites_period);
+  if (!period || *period < 4096 || *period > (1ull << 30)) {
+    return UsageError{"--sites.period: " + Quote(r.sites_period) +
+                      " is not a size from 4KiB to 1GiB (e.g. 512KiB)"};
+  }
+  c.collector.sites_period = *period;
+  auto max_stacks = ParsePid(r.sites_max_stacks);
+  if (!max_stacks || *max_stacks > 4096) {
+    return UsageError{"--sites.max-stacks: " + Quote(r.sites_max_stacks) + " is not 1 to 4096"};
+  }
+  c.collector.sites_max_stacks = static_cast<std::size_t>(*max_stacks);
+  auto top = r.sites_top == "0" ? std::optional<pid_t>(0) : ParsePid(r.sites_top);
+  if (!top || *top > 50) {
+    return UsageError{"--sites.top: " + Quote(r.sites_top) + " is not 0 to 50"};
+  }
+  c.collector.sites_top = static_cast<std::size_t>(*top);
   if (r.targets != "one" && r.targets != "node") {
     return UsageError{"--targets: " + Quote(r.targets) + " is not one or node"};
   }

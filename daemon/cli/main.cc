@@ -32,6 +32,10 @@
 namespace memtrimd {
 namespace {
 
+// Symbol tables of the files targets map, shared by every target's sites
+// (--collector.sites); a libjvm.so's functions take about 3 MiB.
+constexpr std::size_t kSymbolCacheBytes = 24u << 20;
+
 TargetRule RuleFrom(const DaemonConfig& c) {
   TargetRule r;
   if (c.target_pid) {
@@ -50,7 +54,9 @@ TargetRule RuleFrom(const DaemonConfig& c) {
 int RunInspectCommand(const InspectConfig& c) {
   Result<Target> target = procfs::ReadTarget("/proc", c.pid);
   if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
-  std::vector<CollectorSlot> slots = BuildCollectors(c.collector, {});
+  CollectorOptions options = c.collector;
+  options.sites_turn_on = false;
+  std::vector<CollectorSlot> slots = BuildCollectors(options, {{"sites", c.sites}});
   TargetSnapshot ts;
   ts.target = *target;
   ts.start_time_seconds = ProcessStartTimeSeconds(target->start_ticks);
@@ -142,6 +148,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   http.max_sample_age = std::max<std::chrono::milliseconds>(5 * c.sample_interval, 30s);
   http.enable_trim_api = c.enable_trim_api;
   http.metric_detail = c.metric_detail;
+  http.metric_detail.sites_top = c.collector.sites_top;
   http.history = &history;
   http.page_refresh = c.sample_interval;
   HttpServer server(http, store, &trims);
@@ -167,6 +174,9 @@ int RunDaemonCommand(const DaemonConfig& c) {
   SchedulerOptions sampling;
   sampling.interval = c.sample_interval;
   sampling.collector = c.collector;
+  // One cache of ELF function tables for every target's sites: a library
+  // all JVMs map is read once.
+  sampling.collector.symbol_cache = std::make_shared<symbols::SymbolCache>(kSymbolCacheBytes);
   sampling.switches = c.collectors;
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;

@@ -38,6 +38,7 @@ class FamilyBuilder {
 
   // Whether the detail family `name` is served ("" always is).
   bool Has(std::string_view name) const { return name.empty() || detail_.Has(name); }
+  const MetricDetail& detail() const { return detail_; }
 
   // REQUIRES: label_values matches def.labels in length, or is shorter to
   // leave the last labels out. A metric of a detail family --metrics.detail
@@ -163,6 +164,23 @@ void AddJvm(FamilyBuilder& b, const std::string& pid, const TargetSample& s) {
   for (const RiskFinding& f : AssessJvmRisks(s)) b.Add(kJvmRisk, {pid, f.check}, f.at_risk ? 1 : 0);
 }
 
+// The largest sites by live bytes and one "other" row for the rest (stacks
+// beyond --sites.max-stacks included), so a target has at most top + 1
+// rows however its sites churn.
+void AddSites(FamilyBuilder& b, const std::string& pid, const TargetSample& s, std::size_t top) {
+  using namespace metric;
+  if (!s.sites) return;
+  const agent::SiteProfile& p = *s.sites;
+  uint64_t shown = 0;
+  for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
+    b.Add(kSiteLiveBytes, {pid, p.sites[i].name}, D(p.sites[i].values.live_bytes));
+    shown += p.sites[i].values.live_bytes;
+  }
+  const uint64_t total = p.total.live_bytes;
+  b.Add(kSiteLiveBytes, {pid, "other"}, D(total > shown ? total - shown : 0));
+  b.Add(kSitesSampler, {pid}, D(p.sampler_bytes));
+}
+
 void AddAllocator(FamilyBuilder& b, const std::string& pid, const std::string& allocator,
                   const Target& target, const AllocatorView& v, const TargetSample& s) {
   using namespace metric;
@@ -264,6 +282,7 @@ void AddTarget(FamilyBuilder& b, const TargetSnapshot& ts) {
     for (const auto& [name, value] : *smp.malloc_env) b.Add(kMallocSetting, {pid, name, value}, 1);
   }
   AddJvm(b, pid, smp);
+  AddSites(b, pid, smp, b.detail().sites_top);
 }
 
 }  // namespace

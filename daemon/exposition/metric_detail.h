@@ -5,6 +5,7 @@
 // (README "Series budget").
 #pragma once
 
+#include <cstddef>
 #include <set>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ struct MetricDetail {
   bool all = true;
   std::set<std::string, std::less<>> on;  // when !all
   bool Has(std::string_view family) const { return all || on.count(family) > 0; }
+  // Rows of memtrimd_native_site_live_bytes per target besides "other"
+  // (--sites.top).
+  std::size_t sites_top = 5;
 };
 
 // "all", "none", or a comma-separated list of kDetailFamilies; "" on

@@ -308,6 +308,20 @@ const MetricDef kTempBufferCache{
     "Temporary direct buffers the JDK caches per thread (sun.nio.ch.Util): source=agent, summed "
     "over threads inside the JVM; source=estimate, JDK 24+ only, NMT Other minus the direct "
     "pool (an upper bound)."};
+const MetricDef kSiteLiveBytes{
+    "memtrimd_native_site_live_bytes",
+    MetricType::Gauge,
+    {"pid", "site"},
+    "Bytes held now by allocations made at this site (its innermost functions, as "
+    "\"hold < hold_200 < main\"), estimated from the agent's sampled allocations "
+    "(--collector.sites): the --sites.top largest sites and site=\"other\" for the rest. "
+    "Allocations from before sampling started are not seen."};
+const MetricDef kSitesSampler{
+    "memtrimd_native_sites_sampler_bytes",
+    MetricType::Gauge,
+    {"pid"},
+    "Memory the agent's allocation sampler has mapped in the target for its tables (at most "
+    "4 MiB)."};
 const MetricDef kGcCollections{"memtrimd_jvm_gc_collections_total",
                                MetricType::Counter,
                                {"pid", "collector"},
@@ -462,6 +476,8 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kBufferPoolCapacity,
       &kBufferPoolBuffers,
       &kTempBufferCache,
+      &kSiteLiveBytes,
+      &kSitesSampler,
       &kGcCollections,
       &kGcSeconds,
       &kJvmRisk,

@@ -75,6 +75,9 @@ extern const MetricDef kBufferPoolUsed;
 extern const MetricDef kBufferPoolCapacity;
 extern const MetricDef kBufferPoolBuffers;
 extern const MetricDef kTempBufferCache;
+// Sampled allocation sites (the agent's sampler).
+extern const MetricDef kSiteLiveBytes;
+extern const MetricDef kSitesSampler;
 extern const MetricDef kGcCollections;
 extern const MetricDef kGcSeconds;
 extern const MetricDef kMallocSetting;

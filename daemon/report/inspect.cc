@@ -15,6 +15,7 @@
 #include "daemon/analysis/rss_account.h"
 #include "daemon/base/json_writer.h"
 #include "daemon/base/units.h"
+#include "daemon/report/site_report.h"
 #include "daemon/trim/trim_heaps.h"
 
 namespace memtrimd {
@@ -560,6 +561,15 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
     if (c->oom_kills) t.Row("OOM kills", std::to_string(*c->oom_kills), "in this cgroup so far");
   }
   ExplainFailure(t, ts, "cgroup");
+  if (ts.sample.sites) {
+    std::string sites = report::SitesText(*ts.sample.sites, report::kReportSites, now);
+    if (!sites.empty() && sites.back() == '\n') sites.pop_back();
+    t.Heading(sites);
+  } else if (!ts.sample.sites_missing.empty()) {
+    t.Heading("Allocation sites");
+    t.Say(ts.sample.sites_missing);
+  }
+  ExplainFailure(t, ts, "sites");
   return t.Take();
 }
 
@@ -781,6 +791,12 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
     }
     w.EndArray();
     w.EndObject();
+  }
+  if (ts.sample.sites) {
+    w.Key("sites");
+    report::SitesJson(w, *ts.sample.sites, report::kReportSites);
+  } else if (!ts.sample.sites_missing.empty()) {
+    w.Key("sites_missing").String(ts.sample.sites_missing);
   }
   w.Key("missing").BeginArray();
   for (const MissingFigure& m : MissingFigures(ts.sample)) {

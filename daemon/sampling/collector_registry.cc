@@ -2,6 +2,7 @@
 
 #include "collectors/agent/agent_client.h"
 #include "collectors/agent/agent_collector.h"
+#include "collectors/agent/sites_collector.h"
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/glibc/glibc_heap_collector.h"
 #include "collectors/jvm/jvm_collector.h"
@@ -82,6 +83,24 @@ const CollectorDecl kCollectors[] = {
        to.jvm = from.jvm;
        if (from.malloc && from.malloc->source == "jvm") to.malloc = from.malloc;
      }},
+    // Off unless asked: it turns the agent's allocation sampler on.
+    {"sites", false,
+     "For a program with libmemtrimd_agent.so loaded: turn its allocation sampler on and read "
+     "the sampled live allocations by stack every --sites.interval",
+     CollectorDecl::Every::kSites, true, "", MayHaveAgent,
+     [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
+       agent::SitesOptions s;
+       s.period = o.sites_period;
+       s.max_stacks = o.sites_max_stacks;
+       s.agent.timeout = o.jvm_command_timeout;
+       s.symbol_cache = o.symbol_cache;
+       s.turn_on = o.sites_turn_on;
+       return std::make_shared<agent::SitesCollector>(std::move(s));
+     },
+     [](const TargetSample& from, TargetSample& to) {
+       to.sites = from.sites;
+       to.sites_missing = from.sites_missing;
+     }},
     // Last: the smaps read uses the Java heap range the jvm collector found.
     {"glibc", true, "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval",
      CollectorDecl::Every::kSmaps, false, "jvm", nullptr,
@@ -102,6 +121,8 @@ std::chrono::milliseconds CollectorDecl::Interval(const CollectorOptions& o) con
       return o.smaps_interval;
     case Every::kJvm:
       return o.jvm_interval;
+    case Every::kSites:
+      return o.sites_interval;
     case Every::kSample:
       break;
   }

@@ -18,6 +18,7 @@
 
 #include "collectors/common/collector.h"
 #include "collectors/common/target.h"
+#include "collectors/symbols/target_elf.h"
 
 namespace memtrimd {
 
@@ -36,6 +37,16 @@ struct CollectorOptions {
   uint64_t glibc_heap_size = 64ull << 20;
   bool glibc_confirm_heaps = true;
   std::optional<uint64_t> memory_limit_fallback;
+  // The sites collector (--collector.sites): --sites.interval, --sites.period,
+  // --sites.max-stacks, and the symbol tables every target's sites share.
+  std::chrono::milliseconds sites_interval{30000};
+  uint64_t sites_period = 512u << 10;
+  std::size_t sites_max_stacks = 256;
+  std::size_t sites_top = 5;  // rows of memtrimd_native_site_* per target, plus "other"
+  // Off for inspect: it reads what a daemon's sampler gathered, and leaves a
+  // sampler that is off alone.
+  bool sites_turn_on = true;
+  std::shared_ptr<symbols::SymbolCache> symbol_cache;
 };
 
 // Which collectors the flags switched on, by name; a name not in the map
@@ -43,7 +54,7 @@ struct CollectorOptions {
 using CollectorSwitches = std::map<std::string, bool, std::less<>>;
 
 struct CollectorDecl {
-  enum class Every { kSample, kSmaps, kJvm };
+  enum class Every { kSample, kSmaps, kJvm, kSites };
 
   const char* name;
   bool default_on;

@@ -19,6 +19,7 @@
 #include "daemon/exposition/gzip.h"
 #include "daemon/report/incident_page.h"
 #include "daemon/report/inspect.h"
+#include "daemon/report/site_report.h"
 
 namespace memtrimd {
 namespace {
@@ -412,6 +413,66 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
   return 200;
 }
 
+// GET /debug/pprof/heap[?pid=N]: the sampled allocation sites of one
+// target (--collector.sites) as a gzip'd pprof heap profile, the path
+// Grafana Alloy's pyroscope.scrape and `go tool pprof` ask by default.
+// Without pid: the one watched target; several need pid=.
+int HttpServer::ServeHeapProfile(mg_connection* conn, const std::string& headers) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  std::optional<pid_t> pid;
+  if (ri->query_string != nullptr) {
+    char value[32];
+    if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) >
+        0) {
+      auto n = text::ParseUint(value);
+      if (!n || *n == 0 || *n > 0x7fffffff) {
+        Reply(conn, 400, "Bad Request", "text/plain; charset=utf-8", "pid: not a process id\n",
+              headers);
+        return 400;
+      }
+      pid = static_cast<pid_t>(*n);
+    }
+  }
+  std::shared_ptr<const Snapshot> snap = store_.Latest();
+  const TargetSnapshot* target = nullptr;
+  if (snap) {
+    for (const TargetSnapshot& ts : snap->targets) {
+      if (pid ? ts.target.pid == *pid : snap->targets.size() == 1) target = &ts;
+    }
+  }
+  auto not_found = [&](const std::string& why) {
+    Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", why + "\n", headers);
+    return 404;
+  };
+  if (target == nullptr) {
+    if (!pid && snap && snap->targets.size() > 1) {
+      Reply(
+          conn, 400, "Bad Request", "text/plain; charset=utf-8",
+          std::to_string(snap->targets.size()) + " targets are watched: name one with ?pid=<pid>\n",
+          headers);
+      return 400;
+    }
+    return not_found(pid ? "pid " + std::to_string(*pid) + " is not watched" : "no target yet");
+  }
+  const TargetSample& s = target->sample;
+  if (!s.sites) {
+    return not_found("no allocation sites for pid " + std::to_string(target->target.pid) + ": " +
+                     (!s.sites_missing.empty() ? s.sites_missing
+                                               : "the sites collector is off (--collector.sites) "
+                                                 "or has not read them yet"));
+  }
+  std::optional<std::string> gz = report::SitesPprof(*s.sites);
+  if (!gz) {
+    Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+          "could not compress the profile\n", headers);
+    return 503;
+  }
+  Reply(conn, 200, "OK", "application/octet-stream", *gz,
+        headers + "Content-Disposition: attachment; filename=\"heap-" +
+            std::to_string(target->target.pid) + ".pb.gz\"\r\n");
+  return 200;
+}
+
 int HttpServer::Handle(mg_connection* conn, void* self) {
   auto* server = static_cast<HttpServer*>(self);
   // A whole request: not to be interrupted. After it, the connection waits
@@ -504,6 +565,7 @@ int HttpServer::Serve(mg_connection* conn) {
   // 'self' lets the page load them. The page names them with the build
   // (IncidentPageAssetQuery), so a browser keeps them across its reloads
   // and asks again after an upgrade.
+  if (path == "/debug/pprof/heap") return ServeHeapProfile(conn, h);
   if (path == kIncidentCssPath) {
     Reply(conn, 200, "OK", "text/css; charset=utf-8", IncidentPageCss(), h, kFixedForTheBuild);
     return 200;

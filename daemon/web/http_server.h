@@ -69,6 +69,7 @@ class HttpServer {
   int Serve(mg_connection* conn);
   int ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
                    const std::string& headers);
+  int ServeHeapProfile(mg_connection* conn, const std::string& headers);
 
   HttpOptions options_;
   const SnapshotStore& store_;

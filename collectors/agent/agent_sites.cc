@@ -1,0 +1,131 @@
+#include "collectors/agent/agent_sites.h"
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "collectors/agent/key_values.h"
+#include "collectors/common/text.h"
+
+namespace memtrimd::agent {
+
+namespace {
+
+constexpr std::string_view kStackPrefix = "stack";
+
+// The stack lines are 32 addresses at most in today's agent; a longer line
+// is kept (a newer agent may walk deeper) up to this many.
+constexpr std::size_t kMaxFrames = 256;
+
+Status ParseStackLine(std::string_view line, AgentStack& out) {
+  std::size_t field = 0;
+  Status error;
+  std::array<uint64_t*, 6> counts = {&out.values.live_samples, &out.values.live_bytes,
+                                     &out.values.live_objects, &out.values.alloc_samples,
+                                     &out.values.alloc_bytes,  &out.values.alloc_objects};
+  std::size_t pos = 0;
+  while (pos <= line.size() && error.ok()) {
+    std::size_t end = line.find(' ', pos);
+    if (end == std::string_view::npos) end = line.size();
+    std::string_view word = line.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) {
+      error = Status(ErrorCode::kParseError, "agent sites: empty field in a stack line");
+      break;
+    }
+    if (field == 0) {
+      if (word != kStackPrefix) error = Status(ErrorCode::kParseError, "agent sites: not a stack");
+    } else if (field <= counts.size()) {
+      std::optional<uint64_t> v = text::ParseUint(word);
+      if (!v) {
+        error = Status(ErrorCode::kParseError, "agent sites: bad count in a stack line");
+      } else {
+        *counts[field - 1] = *v;
+      }
+    } else if (out.pcs.size() < kMaxFrames) {
+      std::optional<uint64_t> pc = text::ParseHex(word);
+      if (!pc) {
+        error = Status(ErrorCode::kParseError, "agent sites: bad address in a stack line");
+      } else {
+        out.pcs.push_back(*pc);
+      }
+    }
+    ++field;
+    if (end == line.size()) break;
+  }
+  if (error.ok() && field < 1 + counts.size()) {
+    error = Status(ErrorCode::kParseError, "agent sites: stack line with too few fields");
+  }
+  return error;
+}
+
+}  // namespace
+
+Result<AgentSites> ParseAgentSites(std::string_view body) {
+  if (body.empty() || body.back() != '\n') {
+    return Status(ErrorCode::kParseError, "agent sites: answer cut short");
+  }
+  // The key=value lines come first; the stack lines after them.
+  std::size_t stacks_at = body.size();
+  if (body.starts_with("stack ")) {
+    stacks_at = 0;
+  } else if (std::size_t p = body.find("\nstack "); p != std::string_view::npos) {
+    stacks_at = p + 1;
+  }
+  static constexpr std::array<std::string_view, 12> kKeys = {
+      "on",           "period",       "generation",     "started_ns",    "samples",
+      "live_samples", "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects",
+      "stacks",       "truncated"};
+  std::array<std::optional<uint64_t>, kKeys.size()> values{};
+  std::string_view head = body.substr(0, stacks_at);
+  if (head.empty()) {
+    return Status(ErrorCode::kParseError, "agent sites: no header");
+  }
+  Status st = ParseKeyValues(head, kKeys, values, 11, "agent sites");
+  if (!st.ok()) return st;
+  AgentSites out;
+  out.on = *values[0] != 0;
+  out.period = *values[1];
+  out.generation = *values[2];
+  out.started_ns = *values[3];
+  out.samples = *values[4];
+  out.live_samples = *values[5];
+  out.dropped_live = *values[6];
+  out.dropped_stacks = *values[7];
+  out.sampler_bytes = *values[8];
+  out.hooked_objects = *values[9];
+  out.truncated = values[11].value_or(0) != 0;
+  const uint64_t expected = *values[10];
+  // Reserve no more than the body can hold (a line is at least 20 bytes), so
+  // a lying count costs nothing.
+  out.stacks.reserve(std::min<uint64_t>(expected, (body.size() - stacks_at) / 20 + 1));
+  Status error;
+  text::ForEachLineIn(body.substr(stacks_at), [&](std::string_view line) {
+    if (!error.ok() || line.empty()) return;
+    if (out.stacks.size() >= expected) {
+      error = Status(ErrorCode::kParseError,
+                     "agent sites: more stack lines than stacks=" + std::to_string(expected));
+      return;
+    }
+    AgentStack s;
+    error = ParseStackLine(line, s);
+    if (error.ok()) out.stacks.push_back(std::move(s));
+  });
+  if (!error.ok()) return error;
+  if (out.stacks.size() != expected) {
+    return Status(ErrorCode::kParseError, "agent sites: " + std::to_string(out.stacks.size()) +
+                                              " stack lines, stacks=" + std::to_string(expected));
+  }
+  return out;
+}
+
+Result<SamplingStarted> ParseSamplingStarted(std::string_view body) {
+  static constexpr std::array<std::string_view, 4> kKeys = {"period", "generation",
+                                                            "hooked_objects", "hooked_entries"};
+  std::array<std::optional<uint64_t>, kKeys.size()> values{};
+  Status st = ParseKeyValues(body, kKeys, values, kKeys.size(), "agent sampling on");
+  if (!st.ok()) return st;
+  return SamplingStarted{*values[0], *values[1], *values[2], *values[3]};
+}
+
+}  // namespace memtrimd::agent

@@ -1,0 +1,72 @@
+// The agent's allocation sampler as memtrimd sees it: the answers to
+// "sampling on <period>" and "sites" (collectors/agent/agent_sampler.c
+// writes them). The counts are the agent's: bytes and objects already
+// unbiased (each sampled allocation of s bytes at mean period T stands for
+// s / (1 - e^(-s/T)) bytes), the stacks raw return addresses of the target.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "collectors/common/status.h"
+
+namespace memtrimd::agent {
+
+// What one stack (or all of a profile) holds and has allocated.
+struct SiteValues {
+  uint64_t live_samples = 0;  // sampled allocations still live
+  uint64_t live_bytes = 0;    // estimate of the bytes they stand for
+  uint64_t live_objects = 0;
+  uint64_t alloc_samples = 0;  // sampled allocations since sampling started
+  uint64_t alloc_bytes = 0;
+  uint64_t alloc_objects = 0;
+
+  SiteValues& operator+=(const SiteValues& o) {
+    live_samples += o.live_samples;
+    live_bytes += o.live_bytes;
+    live_objects += o.live_objects;
+    alloc_samples += o.alloc_samples;
+    alloc_bytes += o.alloc_bytes;
+    alloc_objects += o.alloc_objects;
+    return *this;
+  }
+};
+
+struct AgentStack {
+  SiteValues values;
+  // Return addresses, innermost first: the first is in the caller of malloc.
+  // Empty for the agent's "[stack table full]" row.
+  std::vector<uint64_t> pcs;
+};
+
+struct AgentSites {
+  bool on = false;
+  uint64_t period = 0;  // mean bytes between samples
+  uint64_t generation = 0;
+  uint64_t started_ns = 0;  // CLOCK_MONOTONIC of the last "on", in the target
+  uint64_t samples = 0;
+  uint64_t live_samples = 0;
+  uint64_t dropped_live = 0;
+  uint64_t dropped_stacks = 0;
+  uint64_t sampler_bytes = 0;
+  uint64_t hooked_objects = 0;
+  bool truncated = false;  // the agent's answer ended the stack list early
+  std::vector<AgentStack> stacks;
+};
+
+// The answer to "sampling on <period>".
+struct SamplingStarted {
+  uint64_t period = 0;
+  uint64_t generation = 0;
+  uint64_t hooked_objects = 0;
+  uint64_t hooked_entries = 0;
+};
+
+// Pure parsers. Unknown keys are ignored; a missing known key, a stack line
+// that is not "stack" and six counts and hex addresses, more stack lines
+// than `stacks=` said, or a body not ending in '\n' are kParseError.
+Result<AgentSites> ParseAgentSites(std::string_view body);
+Result<SamplingStarted> ParseSamplingStarted(std::string_view body);
+
+}  // namespace memtrimd::agent

@@ -1,0 +1,137 @@
+#include "collectors/agent/site_profile.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "collectors/common/text.h"
+
+namespace memtrimd::agent {
+
+namespace {
+
+std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) {
+  switch (f.kind) {
+    case symbols::FrameKind::kFunction:
+      return f.function;
+    case symbols::FrameKind::kAnon:
+      return "[java]";
+    case symbols::FrameKind::kUnknown:
+      break;
+  }
+  if (f.file >= 0 && static_cast<std::size_t>(f.file) < s.files.size()) {
+    const std::string& path = s.files[f.file].path;
+    std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+  }
+  return "[unknown]";
+}
+
+// Longest name served as a label value: C++ names can run to kilobytes.
+constexpr std::size_t kMaxNameBytes = 240;
+
+bool Larger(const SiteValues& a, const SiteValues& b) {
+  if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
+  return a.alloc_bytes > b.alloc_bytes;
+}
+
+}  // namespace
+
+std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile) {
+  std::string name;
+  std::string last;
+  std::size_t parts = 0;
+  for (uint64_t a : addresses) {
+    if (parts == kSiteNameFrames) break;
+    auto it = std::lower_bound(profile.addresses.begin(), profile.addresses.end(), a);
+    std::string part = "[unknown]";
+    if (it != profile.addresses.end() && *it == a) {
+      const symbols::Frame& f = profile.symbols.frames[it - profile.addresses.begin()];
+      part = FrameName(f, profile.symbols);
+    }
+    if (part == last) continue;  // recursion: one name
+    if (!name.empty()) name += " < ";
+    name += part;
+    last = std::move(part);
+    ++parts;
+  }
+  if (name.empty()) name = "[no stack]";
+  if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes) + "...";
+  return text::ToValidUtf8(name);
+}
+
+SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry> maps,
+                             symbols::ElfSource& source, std::size_t max_stacks,
+                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now) {
+  SiteProfile p;
+  p.read_at = now;
+  const uint64_t age_ns = monotonic_now_ns > raw.started_ns ? monotonic_now_ns - raw.started_ns : 0;
+  p.started_at = now - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::nanoseconds(age_ns));
+  p.period = raw.period;
+  p.generation = raw.generation;
+  p.samples = raw.samples;
+  p.dropped_live = raw.dropped_live;
+  p.dropped_stacks = raw.dropped_stacks;
+  p.sampler_bytes = raw.sampler_bytes;
+  p.hooked_objects = raw.hooked_objects;
+  p.truncated = raw.truncated;
+
+  std::stable_sort(raw.stacks.begin(), raw.stacks.end(),
+                   [](const AgentStack& a, const AgentStack& b) {
+                     // The agent's "[stack table full]" row (no addresses) is never kept.
+                     if (a.pcs.empty() != b.pcs.empty()) return b.pcs.empty();
+                     return Larger(a.values, b.values);
+                   });
+  for (AgentStack& s : raw.stacks) {
+    p.total += s.values;
+    if (s.pcs.empty() || p.stacks.size() >= max_stacks) {
+      p.other += s.values;
+      continue;
+    }
+    SiteStack kept;
+    kept.values = s.values;
+    kept.addresses.reserve(s.pcs.size());
+    for (uint64_t pc : s.pcs) kept.addresses.push_back(pc > 0 ? pc - 1 : 0);
+    p.stacks.push_back(std::move(kept));
+  }
+
+  for (const SiteStack& s : p.stacks) {
+    p.addresses.insert(p.addresses.end(), s.addresses.begin(), s.addresses.end());
+  }
+  std::sort(p.addresses.begin(), p.addresses.end());
+  p.addresses.erase(std::unique(p.addresses.begin(), p.addresses.end()), p.addresses.end());
+  p.symbols = symbols::Symbolize(p.addresses, maps, source);
+
+  std::map<std::string, std::size_t> by_name;
+  for (SiteStack& s : p.stacks) {
+    std::string name = SiteName(s.addresses, p);
+    auto [it, added] = by_name.emplace(name, p.sites.size());
+    if (added) p.sites.push_back(NamedSite{std::move(name), {}, 0});
+    s.site = it->second;
+    p.sites[it->second].values += s.values;
+    p.sites[it->second].stacks++;
+  }
+  // Sorted by size; stacks keep their index through a permutation.
+  std::vector<std::size_t> order(p.sites.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (p.sites[a].values.live_bytes != p.sites[b].values.live_bytes) {
+      return p.sites[a].values.live_bytes > p.sites[b].values.live_bytes;
+    }
+    return p.sites[a].name < p.sites[b].name;
+  });
+  std::vector<std::size_t> rank(order.size());
+  std::vector<NamedSite> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    rank[order[i]] = i;
+    sorted.push_back(std::move(p.sites[order[i]]));
+  }
+  p.sites = std::move(sorted);
+  for (SiteStack& s : p.stacks) s.site = rank[s.site];
+  return p;
+}
+
+}  // namespace memtrimd::agent

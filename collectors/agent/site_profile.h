@@ -1,0 +1,79 @@
+// The agent's sampled allocation sites, named: each stack's return
+// addresses turned into functions outside the target (collectors/symbols),
+// the largest stacks kept, and sites named short enough for a metric label
+// ("hold < hold_200 < main"). What /debug/pprof/heap, the site metrics,
+// /report and inspect --sites all read.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectors/agent/agent_sites.h"
+#include "collectors/symbols/symbolize.h"
+
+namespace memtrimd::agent {
+
+struct SiteStack {
+  // Lookup addresses, innermost first: each return address less one, so
+  // that a call at the very end of a function is named by that function.
+  std::vector<uint64_t> addresses;
+  SiteValues values;
+  std::size_t site = 0;  // index into SiteProfile::sites
+};
+
+// Stacks whose short names are equal, summed: what a metric row shows.
+struct NamedSite {
+  std::string name;
+  SiteValues values;
+  std::size_t stacks = 0;
+};
+
+struct SiteProfile {
+  std::chrono::system_clock::time_point read_at{};
+  // When the sampler was turned on (the agent's monotonic clock, mapped to
+  // wall time when read): allocations before it are not seen.
+  std::chrono::system_clock::time_point started_at{};
+  uint64_t period = 0;
+  uint64_t generation = 0;
+  uint64_t samples = 0;
+  uint64_t dropped_live = 0;
+  uint64_t dropped_stacks = 0;
+  uint64_t sampler_bytes = 0;
+  uint64_t hooked_objects = 0;
+  bool truncated = false;  // the agent's answer was cut (its buffer)
+
+  // The largest stacks (live bytes, then bytes allocated), at most the cap.
+  std::vector<SiteStack> stacks;
+  // Everything else: stacks beyond the cap and the agent's own "[stack
+  // table full]" row.
+  SiteValues other;
+  SiteValues total;
+  // Distinct addresses of `stacks` (Symbolize's input) and their frames.
+  std::vector<uint64_t> addresses;
+  symbols::Symbolization symbols;
+  // By short name, live bytes descending (ties: name).
+  std::vector<NamedSite> sites;
+};
+
+// How far a site's name reaches: the innermost functions of its stack.
+inline constexpr std::size_t kSiteNameFrames = 3;
+
+// The kept stacks and the rest, their addresses symbolised through `source`
+// against `maps` (the target's, read right after the answer), and the
+// sites named. Pure over its inputs. `monotonic_now_ns` and `now` are the
+// same instant on the two clocks (for started_at).
+SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry> maps,
+                             symbols::ElfSource& source, std::size_t max_stacks,
+                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now);
+
+// The short name of a stack: its innermost kSiteNameFrames functions (a
+// function repeated by recursion once), innermost first, joined by " < ".
+// A frame with no function is its file's name, or "[java]" for anonymous
+// code (a JVM's JIT-compiled code and interpreter), or "[unknown]".
+std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile);
+
+}  // namespace memtrimd::agent

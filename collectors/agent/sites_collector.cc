@@ -1,0 +1,108 @@
+#include "collectors/agent/sites_collector.h"
+
+#include <time.h>
+
+#include <string>
+
+#include "collectors/agent/agent_sites.h"
+#include "collectors/common/file_reader.h"
+#include "collectors/sample.h"
+#include "collectors/symbols/maps_text.h"
+
+namespace memtrimd::agent {
+
+namespace {
+
+// A JVM with thousands of mappings has maps of about a megabyte.
+constexpr std::size_t kMaxMapsBytes = 16u << 20;
+
+uint64_t MonotonicNowNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+Status SitesCollector::TurnOn(const Target& target, std::string& why) {
+  AgentFailure failure = AgentFailure::kNone;
+  Result<std::string> body =
+      command_(target, "sampling on " + std::to_string(options_.period), options_.agent, &failure);
+  if (!body.ok()) {
+    if (failure == AgentFailure::kUnreachable) return body.status();
+    // The agent's reason: MEMTRIMD_AGENT_SAMPLING=0, no unwinder, an
+    // agent from before sampling ("unknown command").
+    why = "the agent refused to sample: " + body.status().message();
+    return Status::Ok();
+  }
+  Result<SamplingStarted> started = ParseSamplingStarted(*body);
+  if (!started.ok()) return started.status();
+  return Status::Ok();
+}
+
+Status SitesCollector::Collect(const Target& target, TargetSample& out) {
+  if (!HasAgent(target)) {
+    out.sites_missing = target.runtime == Runtime::kJvm
+                            ? "libmemtrimd_agent.so is not loaded (--jvm.load-agent loads it)"
+                            : "libmemtrimd_agent.so is not loaded (LD_PRELOAD)";
+    return Status::Ok();
+  }
+  AgentFailure failure = AgentFailure::kNone;
+  Result<std::string> body = command_(target, "sites", options_.agent, &failure);
+  Result<AgentSites> sites = Status(ErrorCode::kUnavailable, "");
+  if (body.ok()) {
+    sites = ParseAgentSites(*body);
+    if (!sites.ok()) return sites.status();
+  } else if (failure == AgentFailure::kUnreachable) {
+    out.sites_missing = "agent unreachable: " + body.status().message();
+    return body.status();
+  }
+  // Not on (a fresh agent, or turned off by someone else), on at another
+  // period, or an agent that does not know "sites": turn it on.
+  const bool running = sites.ok() && sites->on;
+  if (!options_.turn_on && !running) {
+    out.sites_missing = sites.ok()
+                            ? "allocation sampling is off in this program (a memtrimd with "
+                              "--collector.sites turns it on; allocations from before "
+                              "that are not seen)"
+                            : "the agent did not answer \"sites\": " + body.status().message() +
+                                  " (an agent from before allocation sampling?)";
+    return Status::Ok();
+  }
+  if (options_.turn_on && (!running || sites->period != options_.period)) {
+    std::string why;
+    Status st = TurnOn(target, why);
+    if (!st.ok()) {
+      out.sites_missing = "agent unreachable: " + st.message();
+      return st;
+    }
+    if (!why.empty()) {
+      out.sites_missing = std::move(why);
+      return Status::Ok();
+    }
+    body = command_(target, "sites", options_.agent, &failure);
+    if (!body.ok()) {
+      out.sites_missing = "the agent did not answer \"sites\": " + body.status().message();
+      return body.status();
+    }
+    sites = ParseAgentSites(*body);
+    if (!sites.ok()) return sites.status();
+  }
+  const uint64_t mono = MonotonicNowNs();
+  const auto now = std::chrono::system_clock::now();
+  // The maps right after the answer: every address of a live allocation's
+  // stack is in code still mapped (a library unloaded since is [unknown]).
+  Result<std::string> maps_text = ReadSmallFile(target.proc_dir + "/maps", kMaxMapsBytes);
+  if (!maps_text.ok()) return maps_text.status();
+  Result<std::vector<symbols::MapsEntry>> maps = symbols::ParseMaps(*maps_text);
+  if (!maps.ok()) return maps.status();
+  std::shared_ptr<symbols::SymbolCache> cache = options_.symbol_cache;
+  if (!cache) cache = std::make_shared<symbols::SymbolCache>(64u << 20);
+  symbols::TargetElfSource source(target, *cache);
+  out.sites = std::make_shared<const SiteProfile>(
+      BuildSiteProfile(std::move(sites).value(), *maps, source, options_.max_stacks, mono, now));
+  out.sites_missing.clear();
+  return Status::Ok();
+}
+
+}  // namespace memtrimd::agent

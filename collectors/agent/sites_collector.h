@@ -1,0 +1,45 @@
+// Collector "sites" (off unless --collector.sites): turns the agent's
+// allocation sampler on in a target with libmemtrimd_agent.so loaded, and
+// every --sites.interval reads the live sampled allocations by stack,
+// names them outside the target (/proc/<pid>/maps and the ELF files it
+// maps, through a symbol cache every target shares) and keeps the largest
+// stacks. A target started with MEMTRIMD_AGENT_SAMPLING=0 refuses, and says
+// so in sites_missing; so does an agent too old to sample.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "collectors/agent/agent_client.h"
+#include "collectors/common/collector.h"
+#include "collectors/symbols/target_elf.h"
+
+namespace memtrimd::agent {
+
+struct SitesOptions {
+  uint64_t period = 512u << 10;  // mean bytes between samples
+  std::size_t max_stacks = 256;  // stacks kept per target; the rest are summed
+  AgentOptions agent;
+  std::shared_ptr<symbols::SymbolCache> symbol_cache;
+  // False: only read; a sampler that is off stays off (inspect --sites).
+  bool turn_on = true;
+};
+
+class SitesCollector : public Collector {
+ public:
+  explicit SitesCollector(SitesOptions options, AgentCommander command = AgentCommand)
+      : options_(std::move(options)), command_(std::move(command)) {}
+  std::string_view Name() const override { return "sites"; }
+  Status Collect(const Target& target, TargetSample& out) override;
+
+ private:
+  // "sampling on <period>"; the reason in `why` when the agent refuses.
+  Status TurnOn(const Target& target, std::string& why);
+
+  SitesOptions options_;
+  AgentCommander command_;
+};
+
+}  // namespace memtrimd::agent

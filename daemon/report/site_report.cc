@@ -1,0 +1,109 @@
+#include "daemon/report/site_report.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "collectors/common/text.h"
+#include "daemon/base/units.h"
+#include "daemon/report/pprof_profile.h"
+
+namespace memtrimd::report {
+
+namespace {
+
+std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
+
+int64_t I(uint64_t v) { return static_cast<int64_t>(v); }
+
+HeapValues ValuesOf(const agent::SiteValues& v) {
+  HeapValues h;
+  h.alloc_objects = I(v.alloc_objects);
+  h.alloc_space = I(v.alloc_bytes);
+  h.inuse_objects = I(v.live_objects);
+  h.inuse_space = I(v.live_bytes);
+  return h;
+}
+
+std::string Line(const std::string& bytes, const std::string& samples, const std::string& name) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "  %12s %9s  ", bytes.c_str(), samples.c_str());
+  return buf + name + "\n";
+}
+
+}  // namespace
+
+std::string SitesText(const agent::SiteProfile& p, std::size_t top,
+                      std::chrono::system_clock::time_point now) {
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.started_at);
+  std::string out = "Allocation sites (sampled every " + Bytes(p.period) +
+                    " allocated on average, since " +
+                    FormatDuration(std::chrono::milliseconds(age.count() > 0 ? age.count() : 0)) +
+                    " ago; allocations before that are not seen)\n";
+  out += Line("live", "samples", "site (innermost function first)");
+  uint64_t shown = 0;
+  for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
+    const agent::NamedSite& s = p.sites[i];
+    if (s.values.live_bytes == 0) break;
+    out += Line(Bytes(s.values.live_bytes), std::to_string(s.values.live_samples), s.name);
+    shown += s.values.live_bytes;
+  }
+  const uint64_t rest = p.total.live_bytes > shown ? p.total.live_bytes - shown : 0;
+  out += Line(Bytes(rest), "", "other sites");
+  out += Line(Bytes(p.total.live_bytes), std::to_string(p.total.live_samples), "in all");
+  out += "  allocated since sampling started: " + Bytes(p.total.alloc_bytes) + " in " +
+         std::to_string(p.samples) +
+         " samples; the sampler's own tables: " + Bytes(p.sampler_bytes) + "\n";
+  if (p.dropped_live > 0 || p.dropped_stacks > 0) {
+    out += "  not counted: " + std::to_string(p.dropped_live) +
+           " samples the agent's live table had no room for; " + std::to_string(p.dropped_stacks) +
+           " went to its \"stack table full\" row\n";
+  }
+  return text::ToValidUtf8(out);
+}
+
+void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
+  w.BeginObject();
+  w.Key("period_bytes").Uint(p.period);
+  w.Key("started_seconds")
+      .Double(std::chrono::duration<double>(p.started_at.time_since_epoch()).count());
+  w.Key("read_seconds").Double(std::chrono::duration<double>(p.read_at.time_since_epoch()).count());
+  w.Key("samples").Uint(p.samples);
+  w.Key("live_bytes").Uint(p.total.live_bytes).Key("live_objects").Uint(p.total.live_objects);
+  w.Key("live_samples").Uint(p.total.live_samples);
+  w.Key("allocated_bytes").Uint(p.total.alloc_bytes);
+  w.Key("dropped_live").Uint(p.dropped_live).Key("dropped_stacks").Uint(p.dropped_stacks);
+  w.Key("sampler_bytes").Uint(p.sampler_bytes);
+  w.Key("sites").BeginArray();
+  for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
+    const agent::NamedSite& s = p.sites[i];
+    w.BeginObject().Key("site").String(s.name);
+    w.Key("live_bytes").Uint(s.values.live_bytes).Key("live_objects").Uint(s.values.live_objects);
+    w.Key("live_samples").Uint(s.values.live_samples);
+    w.Key("allocated_bytes").Uint(s.values.alloc_bytes);
+    w.Key("stacks").Uint(s.stacks).EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+std::optional<std::string> SitesPprof(const agent::SiteProfile& p) {
+  std::vector<SiteSample> samples;
+  samples.reserve(p.stacks.size() + 1);
+  for (const agent::SiteStack& s : p.stacks)
+    samples.push_back(SiteSample{s.addresses, ValuesOf(s.values)});
+  const int64_t at =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(p.read_at.time_since_epoch()).count();
+  HeapProfile profile = HeapProfileOf(samples, p.symbols, p.addresses, I(p.period), at);
+  if (p.other.alloc_samples > 0 || p.other.live_samples > 0) {
+    // Stacks beyond --sites.max-stacks and the agent's "stack table full"
+    // row: one location, so the profile's totals are the sampler's.
+    profile.locations.push_back(PprofLocation{0, 0, "[other stacks]"});
+    PprofSample other;
+    other.locations.push_back(profile.locations.size());
+    other.values = ValuesOf(p.other);
+    profile.samples.push_back(std::move(other));
+  }
+  return GzipProfile(profile);
+}
+
+}  // namespace memtrimd::report

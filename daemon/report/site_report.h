@@ -1,0 +1,32 @@
+// The agent's sampled allocation sites for people and tools: the lines
+// `memtrimd inspect --sites` and /report print, their JSON, and the pprof
+// heap profile /debug/pprof/heap serves.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "collectors/agent/site_profile.h"
+#include "daemon/base/json_writer.h"
+
+namespace memtrimd::report {
+
+// Sites listed by inspect and /report.
+inline constexpr std::size_t kReportSites = 10;
+
+// "Allocation sites (...)" heading and one line per site, the largest
+// `top` by live bytes, then the rest summed. `now` gives the sampling's age.
+std::string SitesText(const agent::SiteProfile& p, std::size_t top,
+                      std::chrono::system_clock::time_point now);
+
+// The same as a JSON object value ("sites": {...}).
+void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
+
+// The gzip'd profile.proto of every kept stack (inuse and alloc, objects
+// and bytes, already unbiased), with one "[other stacks]" sample for what
+// was summed; nullopt only when zlib fails.
+std::optional<std::string> SitesPprof(const agent::SiteProfile& p);
+
+}  // namespace memtrimd::report
