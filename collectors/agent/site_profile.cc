@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -36,7 +37,44 @@ bool Larger(const SiteValues& a, const SiteValues& b) {
   return a.alloc_bytes > b.alloc_bytes;
 }
 
+// The frame of a lookup address (profile.addresses is sorted); nullptr when
+// the address was not symbolised.
+const symbols::Frame* FrameOf(uint64_t a, const SiteProfile& profile) {
+  auto it = std::lower_bound(profile.addresses.begin(), profile.addresses.end(), a);
+  if (it == profile.addresses.end() || *it != a) return nullptr;
+  const std::size_t i = static_cast<std::size_t>(it - profile.addresses.begin());
+  return i < profile.symbols.frames.size() ? &profile.symbols.frames[i] : nullptr;
+}
+
+std::string_view BaseName(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// glibc's malloc wrappers and the dynamic linker's own allocations (TLS,
+// dlopen) sit between a caller and malloc without being its reason: the
+// caller is the frame after them. Older glibc names its files libc-2.NN.so
+// and ld-2.NN.so.
+bool IsLibcOrLoader(std::string_view file) {
+  return file.starts_with("libc.so") || file.starts_with("libc-2.") ||
+         file.starts_with("ld-linux") || file.starts_with("ld-2.");
+}
+
 }  // namespace
+
+bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& profile) {
+  for (uint64_t a : addresses) {
+    const symbols::Frame* f = FrameOf(a, profile);
+    if (f == nullptr || f->file < 0 ||
+        static_cast<std::size_t>(f->file) >= profile.symbols.files.size()) {
+      return false;  // no file: anonymous (JIT) code or unknown, not libjvm
+    }
+    std::string_view file = BaseName(profile.symbols.files[f->file].path);
+    if (IsLibcOrLoader(file)) continue;
+    return file == "libjvm.so";
+  }
+  return false;
+}
 
 std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile) {
   std::string name;
@@ -107,11 +145,15 @@ SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry>
   std::map<std::string, std::size_t> by_name;
   for (SiteStack& s : p.stacks) {
     std::string name = SiteName(s.addresses, p);
+    const bool tracked = NmtTrackedStack(s.addresses, p);
     auto [it, added] = by_name.emplace(name, p.sites.size());
-    if (added) p.sites.push_back(NamedSite{std::move(name), {}, 0});
+    // A site is NMT's only when all its stacks are: one short name can
+    // cover stacks from libjvm and from elsewhere below its named frames.
+    if (added) p.sites.push_back(NamedSite{std::move(name), {}, 0, tracked});
     s.site = it->second;
     p.sites[it->second].values += s.values;
     p.sites[it->second].stacks++;
+    p.sites[it->second].nmt_tracked = p.sites[it->second].nmt_tracked && tracked;
   }
   // Sorted by size; stacks keep their index through a permutation.
   std::vector<std::size_t> order(p.sites.size());

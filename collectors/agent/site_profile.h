@@ -30,6 +30,11 @@ struct NamedSite {
   std::string name;
   SiteValues values;
   std::size_t stacks = 0;
+  // Every stack of the site reaches malloc from libjvm.so (its innermost
+  // frame outside libc and the dynamic linker lies there): the JVM's own
+  // os::malloc, which NMT counts. Such memory is in the account's NMT-known
+  // parts, not in "outside NMT".
+  bool nmt_tracked = false;
 };
 
 struct SiteProfile {
@@ -75,5 +80,11 @@ SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry>
 // A frame with no function is its file's name, or "[java]" for anonymous
 // code (a JVM's JIT-compiled code and interpreter), or "[unknown]".
 std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile);
+
+// Whether a stack's innermost frame outside libc (libc.so.6) and the
+// dynamic linker (ld-linux*) lies in a file named libjvm.so: a stack that
+// NMT counts. Frames with no file (anonymous code, unknown addresses) are
+// not libjvm's.
+bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& profile);
 
 }  // namespace memtrimd::agent

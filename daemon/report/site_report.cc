@@ -80,7 +80,8 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
     w.Key("live_bytes").Uint(s.values.live_bytes).Key("live_objects").Uint(s.values.live_objects);
     w.Key("live_samples").Uint(s.values.live_samples);
     w.Key("allocated_bytes").Uint(s.values.alloc_bytes);
-    w.Key("stacks").Uint(s.stacks).EndObject();
+    w.Key("stacks").Uint(s.stacks);
+    w.Key("nmt_tracked").Bool(s.nmt_tracked).EndObject();
   }
   w.EndArray();
   w.EndObject();

@@ -1,0 +1,187 @@
+// BuildSiteProfile's nmt_tracked: a site whose stacks reach malloc from
+// libjvm.so (past glibc's wrappers and the dynamic linker) is the JVM's own
+// os::malloc, which NMT counts; anything else (zlib, JIT code, a program's
+// own code) is memory NMT does not see. The maps and the files' functions
+// are built in code: the rule over frames is under test, not ELF reading
+// (symbols_test.cc reads real files).
+#include "collectors/agent/site_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+namespace memtrimd::agent {
+namespace {
+
+using procfs::ElfFunction;
+using procfs::ElfFunctions;
+using symbols::MapsEntry;
+
+constexpr uint64_t kMiB = 1u << 20;
+
+// Each file mapped at its own base, text at file offset 0 (vaddr = offset).
+constexpr uint64_t kProg = 0x400000;
+constexpr uint64_t kJvm = 0x7f0000000000;
+constexpr uint64_t kLibc = 0x7f1000000000;
+constexpr uint64_t kLoader = 0x7f2000000000;
+constexpr uint64_t kZlib = 0x7f3000000000;
+constexpr uint64_t kJit = 0x7e0000000000;  // anonymous: the JVM's code cache
+
+MapsEntry Mapping(uint64_t start, uint64_t inode, std::string path) {
+  MapsEntry m;
+  m.start = start;
+  m.end = start + 0x100000;
+  m.dev_major = 8;
+  m.inode = inode;
+  m.executable = true;
+  m.path = std::move(path);
+  return m;
+}
+
+std::vector<MapsEntry> Maps() {
+  MapsEntry jit;
+  jit.start = kJit;
+  jit.end = kJit + 0x100000;
+  jit.executable = true;
+  return {Mapping(kProg, 1, "/app/prog"),
+          jit,
+          Mapping(kJvm, 2, "/usr/lib/jvm/java-17/lib/server/libjvm.so"),
+          Mapping(kLibc, 3, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+          Mapping(kLoader, 4, "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"),
+          Mapping(kZlib, 5, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13")};
+}
+
+// Functions of 0x100 bytes each at 0x1000, 0x2000, ... in the order given.
+std::shared_ptr<const ElfFunctions> Functions(std::vector<std::string> names) {
+  auto f = std::make_shared<ElfFunctions>();
+  f->source = ElfFunctions::Source::kSymtab;
+  f->loads.push_back({0, 0, 0x100000});
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    ElfFunction fn;
+    fn.value = 0x1000 * (i + 1);
+    fn.size = 0x100;
+    fn.name_offset = static_cast<uint32_t>(f->names.size());
+    fn.name_size = static_cast<uint32_t>(names[i].size());
+    f->names += names[i];
+    f->functions.push_back(fn);
+  }
+  return f;
+}
+
+// A return address inside the i-th function (from 0) of the file at `base`.
+uint64_t In(uint64_t base, int i) { return base + 0x1000 * (i + 1) + 0x10; }
+
+class InCodeSource : public symbols::ElfSource {
+ public:
+  Result<std::shared_ptr<const ElfFunctions>> Functions(const MapsEntry& m) override {
+    auto it = files_.find(m.inode);
+    if (it == files_.end()) return Status(ErrorCode::kNotFound, "no such file");
+    return it->second;
+  }
+  std::map<uint64_t, std::shared_ptr<const ElfFunctions>> files_ = {
+      {1, agent::Functions({"main", "hold_200"})},
+      {2, agent::Functions({"os::malloc", "Unsafe_AllocateMemory0", "SymbolTable::add",
+                            "Java_java_util_zip_Inflater_init"})},
+      {3, agent::Functions({"strdup", "__libc_calloc_wrapper", "posix_memalign_helper"})},
+      {4, agent::Functions({"_dl_allocate_tls"})},
+      {5, agent::Functions({"zcalloc", "inflateInit2_"})},
+  };
+};
+
+AgentStack Stack(uint64_t live_bytes, std::vector<uint64_t> pcs) {
+  AgentStack s;
+  s.values.live_bytes = live_bytes;
+  s.values.live_samples = 1;
+  s.pcs = std::move(pcs);
+  return s;
+}
+
+const NamedSite* Find(const SiteProfile& p, const std::string& name) {
+  for (const NamedSite& s : p.sites) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+SiteProfile Build(std::vector<AgentStack> stacks) {
+  AgentSites raw;
+  raw.stacks = std::move(stacks);
+  InCodeSource source;
+  std::vector<MapsEntry> maps = Maps();
+  return BuildSiteProfile(std::move(raw), maps, source, 64, 0,
+                          std::chrono::system_clock::time_point{});
+}
+
+TEST(SiteProfileNmt, StacksFromLibjvmAreNmtsOthersAreNot) {
+  SiteProfile p = Build({
+      // Unsafe.allocateMemory from JIT code: os::malloc called malloc.
+      Stack(64 * kMiB, {In(kJvm, 0), In(kJvm, 1), kJit + 0x40}),
+      // The JVM through a libc function (strdup) and the loader: still the JVM's.
+      Stack(8 * kMiB, {In(kLibc, 0), In(kLoader, 0), In(kJvm, 2)}),
+      // zlib's allocator under Inflater.init: the JVM's code is further out.
+      Stack(32 * kMiB, {In(kZlib, 0), In(kZlib, 1), In(kJvm, 3)}),
+      // A program's own code, and JIT code calling malloc directly.
+      Stack(16 * kMiB, {In(kProg, 1), In(kProg, 0)}),
+      Stack(4 * kMiB, {kJit + 0x80}),
+      // An address in no mapping.
+      Stack(2 * kMiB, {0x10}),
+  });
+  ASSERT_EQ(p.sites.size(), 6u);
+  auto tracked = [&](const std::string& name) {
+    const NamedSite* s = Find(p, name);
+    EXPECT_NE(s, nullptr) << name;
+    return s != nullptr && s->nmt_tracked;
+  };
+  EXPECT_TRUE(tracked("os::malloc < Unsafe_AllocateMemory0 < [java]"));
+  EXPECT_TRUE(tracked("strdup < _dl_allocate_tls < SymbolTable::add"));
+  EXPECT_FALSE(tracked("zcalloc < inflateInit2_ < Java_java_util_zip_Inflater_init"));
+  EXPECT_FALSE(tracked("hold_200 < main"));
+  EXPECT_FALSE(tracked("[java]"));
+  EXPECT_FALSE(tracked("[unknown]"));
+  // Sorted by live bytes, each keeping its flag.
+  EXPECT_EQ(p.sites.front().name, "os::malloc < Unsafe_AllocateMemory0 < [java]");
+  EXPECT_TRUE(p.sites.front().nmt_tracked);
+}
+
+TEST(SiteProfileNmt, ASiteIsNmtsOnlyWhenAllItsStacksAre) {
+  // Three libc frames name both stacks alike; the fourth, the caller that
+  // matters, is libjvm's in one and zlib's in the other.
+  const std::vector<uint64_t> libc = {In(kLibc, 0), In(kLibc, 1), In(kLibc, 2)};
+  std::vector<uint64_t> from_jvm = libc, from_zlib = libc;
+  from_jvm.push_back(In(kJvm, 0));
+  from_zlib.push_back(In(kZlib, 1));
+  SiteProfile p = Build({Stack(10 * kMiB, from_jvm), Stack(5 * kMiB, from_zlib),
+                         Stack(1 * kMiB, {In(kLibc, 0), In(kLibc, 2), In(kJvm, 1)})});
+  const NamedSite* mixed = Find(p, "strdup < __libc_calloc_wrapper < posix_memalign_helper");
+  ASSERT_NE(mixed, nullptr);
+  EXPECT_EQ(mixed->stacks, 2u);
+  EXPECT_EQ(mixed->values.live_bytes, 15 * kMiB);
+  EXPECT_FALSE(mixed->nmt_tracked);
+  const NamedSite* jvm = Find(p, "strdup < posix_memalign_helper < Unsafe_AllocateMemory0");
+  ASSERT_NE(jvm, nullptr);
+  EXPECT_TRUE(jvm->nmt_tracked);
+}
+
+TEST(SiteProfileNmt, OnlyAFileNamedLibjvmCounts) {
+  // A stack of libc frames alone (nothing past them) is not the JVM's.
+  SiteProfile only_libc = Build({Stack(kMiB, {In(kLibc, 0)})});
+  ASSERT_EQ(only_libc.sites.size(), 1u);
+  EXPECT_FALSE(only_libc.sites[0].nmt_tracked);
+  // libjvm.so by its file name, wherever the JDK keeps it.
+  SiteProfile p;
+  p.addresses = {0x1000, 0x2000};
+  p.symbols.frames.resize(2);
+  p.symbols.frames[0].file = 0;
+  p.symbols.frames[1].file = 1;
+  p.symbols.files.resize(2);
+  p.symbols.files[0].path = "/opt/java/openjdk/lib/server/libjvm.so";
+  p.symbols.files[1].path = "/opt/app/libjvm.so.backup";
+  const std::vector<uint64_t> first = {0x1000}, second = {0x2000};
+  EXPECT_TRUE(NmtTrackedStack(first, p));
+  EXPECT_FALSE(NmtTrackedStack(second, p));
+  EXPECT_FALSE(NmtTrackedStack({}, p));
+}
+
+}  // namespace
+}  // namespace memtrimd::agent
