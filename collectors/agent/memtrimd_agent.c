@@ -22,7 +22,8 @@
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").
  *   ask    one line per connection: "trim", "allocator", "malloc_info",
- *          "mallinfo2", "jvm_buffers" or "ping", ending in '\n'.
+ *          "mallinfo2", "jvm_buffers", "ping", "sampling on <T>",
+ *          "sampling off" or "sites", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
  *          1 = error (the body says why).
  *          trim        the allocator's own release call: glibc
@@ -69,14 +70,47 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (3; 2 before Agent_OnAttach, 1 before
- *                      "allocator"), refused
+ *          ping        pid, version (4; 3 before the sampler, 2 before
+ *                      Agent_OnAttach, 1 before "allocator"), refused
  *                      (connections refused)
+ *          sampling on <T>
+ *                      the allocation sampler (agent_sampler.c) on, at a
+ *                      mean of one sample every T bytes (decimal,
+ *                      4096 <= T <= 1 GiB, else status 1 "bad sampling
+ *                      period"): the malloc family's GOT entries of every
+ *                      loaded object hooked (agent_got.c), empty tables.
+ *                      Already on with this T: the same answer, nothing
+ *                      reset; with another T: restarted from empty tables.
+ *                      period, generation (one more at each start),
+ *                      hooked_objects, hooked_entries. Status 1 with the
+ *                      reason when it cannot: MEMTRIMD_AGENT_SAMPLING=0,
+ *                      no malloc found at load, mmap failed, an mprotect
+ *                      refused (the object named)
+ *          sampling off
+ *                      every hook a pass-through; was_on (0 or 1)
+ *          sites       on (0/1), period, generation, started_ns
+ *                      (CLOCK_MONOTONIC of the last "on"), samples (since
+ *                      on), live_samples, dropped_live (no room in the live
+ *                      table), dropped_stacks (samples counted in the
+ *                      "[stack table full]" row), sampler_bytes (its tables'
+ *                      mapped bytes), hooked_objects, truncated=1 when the
+ *                      stack list did not fit the answer (the list then
+ *                      ends early), stacks (how many stack lines follow),
+ *                      then one line per stack of this generation with
+ *                      alloc_samples > 0:
+ *                        stack <live_samples> <live_bytes> <live_objects>
+ *                              <alloc_samples> <alloc_bytes> <alloc_objects>
+ *                              <pc1> <pc2> ...
+ *                      decimal counts (bytes and objects unbiased
+ *                      estimates, rounded), pcs lowercase hex without 0x,
+ *                      pc1 the return address in malloc's caller (innermost
+ *                      first); the "[stack table full]" row has no pcs
  *          Bodies other than malloc_info are "key=value\n" lines.
  *
  * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
  * MEMTRIMD_AGENT_JVM=0 keeps it out of a JVM's Java state (jvm_buffers then
  * answers status 1); malloc_info and trim still work.
+ * MEMTRIMD_AGENT_SAMPLING=0 refuses "sampling on" (status 1 says why).
  *
  * Invisible to the program. Servers close every descriptor they did not
  * open themselves (closefrom(3), os.closerange) and then open their own; a
@@ -171,11 +205,13 @@
 #include "agent_attach.h"
 #include "agent_jvm.h"
 #include "agent_out.h"
+#include "agent_sampler.h"
 #include "agent_sock.h"
 
 /* 2: "allocator", and "trim" runs the allocator's own release call.
- * 3: Agent_OnAttach: loadable into a running JVM (agent_attach.c). */
-#define AGENT_VERSION 3
+ * 3: Agent_OnAttach: loadable into a running JVM (agent_attach.c).
+ * 4: the allocation sampler ("sampling on|off", "sites"). */
+#define AGENT_VERSION 4
 /* malloc_info lists up to ~140 size classes per arena (~8 kB of XML) and a
  * program may have 8 arenas per CPU: 4 MiB (memtrimd's default answer cap)
  * covers hundreds of fragmented arenas. Untouched pages of the buffer never
@@ -391,6 +427,17 @@ static void handle(struct agent_call* call) {
     do_jvm_buffers();
   } else if (strcmp(req, "ping") == 0) {
     do_ping();
+  } else if (strncmp(req, "sampling on ", 12) == 0) {
+    agent_sampler_on(req + 12, &g_reply);
+  } else if (strcmp(req, "sampling off") == 0) {
+    agent_sampler_off(&g_reply);
+  } else if (strcmp(req, "sites") == 0) {
+    /* The stack lines are the tail, in malloc_info's buffer (4 MiB, one
+     * request at a time; untouched pages never become resident). */
+    size_t len = 0;
+    agent_sampler_sites(&g_reply, g_info_buf, sizeof g_info_buf, &len);
+    call->tail = g_info_buf;
+    call->tail_len = len;
   } else {
     answer_error("unknown command");
   }
@@ -577,7 +624,13 @@ int agent_start_now(void) {
  * JVM by the attach "load" command: Agent_OnAttach starts it, after checking
  * what memtrimd asked for (agent_attach.c). */
 __attribute__((constructor)) static void agent_start(void) {
-  if (disabled() || agent_in_running_jvm()) {
+  if (disabled()) {
+    return;
+  }
+  /* Here on the loading thread, also in a running JVM (Agent_OnAttach
+   * follows): dlsym may malloc, the agent thread must not. */
+  agent_sampler_init();
+  if (agent_in_running_jvm()) {
     return;
   }
   agent_start_now();

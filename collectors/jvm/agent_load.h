@@ -29,7 +29,7 @@ namespace memtrimd::jvm {
 
 // The agent version memtrimd loads (AGENT_VERSION in memtrimd_agent.c); the
 // agent refuses a load that asks for another.
-inline constexpr int kAgentVersion = 3;
+inline constexpr int kAgentVersion = 4;
 
 // The library's file name: what memtrimd looks for in a target's maps
 // (agent::HasAgent) and the agent in its own process.

@@ -200,7 +200,7 @@ TEST_P(AgentTest, MallocInfoAndMallinfo2) {
 
   Result<std::string> ping = AgentCommand(t, "ping");
   ASSERT_TRUE(ping.ok()) << ping.status().message();
-  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=3\nrefused=0\n");
+  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=4\nrefused=0\n");
 
   // The agent's two tasks are named, and are the only extra threads: the
   // agent thread and the socket task.

@@ -1,0 +1,377 @@
+/*
+ * How the sampler sees allocations: GOT patching on demand.
+ *
+ * When memtrimd turns sampling on, every loaded object's GOT entries for the
+ * malloc family (and dlopen) are rewritten to point at the sampler's hooks;
+ * nothing is rewritten before that. Why this and not symbol interposition
+ * (the library defining malloc itself):
+ *   - nothing changes in a program until sampling is turned on: a preloaded
+ *     program's malloc path stays exactly what it was (no hook on every
+ *     malloc of every preloaded program that is never sampled);
+ *   - it works the same when the agent arrives late, loaded into a running
+ *     JVM (Agent_OnAttach), where interposition is too late: every object
+ *     has bound malloc already;
+ *   - it is not defeated by the order of LD_PRELOAD: a jemalloc listed before
+ *     the agent would win against an interposing agent. Here the hooks call
+ *     whatever the program's calls bound to (dlsym(RTLD_DEFAULT)), jemalloc's
+ *     or tcmalloc's as well as glibc's.
+ * glibc's own libc.so.6 reaches malloc, free, calloc and realloc through
+ * GLOB_DAT and JUMP_SLOT entries (readelf -rW), so it is patched too, and
+ * strdup, fopen, getline are seen.
+ *
+ * The walk: dl_iterate_phdr (an object cannot be unloaded while its callback
+ * runs: dlclose takes the same lock to drop it from the list), every object
+ * but this library, the vdso and the dynamic loader. Its in-memory PT_DYNAMIC
+ * gives DT_SYMTAB, DT_STRTAB, DT_JMPREL/DT_PLTRELSZ and DT_RELA/DT_RELASZ
+ * (glibc relocates those d_ptr values in place; one below dlpi_addr is
+ * unrelocated and gets dlpi_addr added). An R_X86_64_JUMP_SLOT or
+ * R_X86_64_GLOB_DAT entry of a hooked name is rewritten only while it holds
+ * the real function or still points into its own object (lazy binding not yet
+ * resolved); any other value (another interposer, a DEEPBIND object) is left
+ * alone. An entry already holding the hook is skipped: passes are idempotent.
+ * Entries inside PT_GNU_RELRO (full RELRO, Debian's default) are written
+ * with the page made writable for the write and read-only again after.
+ *
+ * An object still being loaded by another thread is in dl_iterate_phdr's
+ * list before the loader has relocated it and protected its RELRO: writing
+ * its GOT then would be overwritten by the loader, and a page made
+ * read-only under it would crash it. _dl_find_object (glibc 2.35, lock-free)
+ * knows an object only once its dlopen has relocated it, so an object it does
+ * not know is left for a later pass ("unfinished").
+ *
+ * dlopen: objects loaded later (JNI libraries) must be patched too. The hook
+ * is not a function that calls the real dlopen: glibc's dlopen takes its
+ * caller from its return address, and uses the caller's DT_RUNPATH/DT_RPATH
+ * to find a bare name, its $ORIGIN, and its namespace (dlmopen); called from
+ * the agent, a program's dlopen("libplugin.so") relying on its own RUNPATH
+ * would fail. So the hook is four instructions: count the call, jump to the
+ * real dlopen, which returns straight to the caller. The sampler then runs a
+ * pass after a dlopen, from a sampled allocation (agent_sampler.c). Never
+ * unpatched: "off" makes every hook a pass-through; an object unloaded takes
+ * its patched GOT with it.
+ *
+ * One pass at a time (two passes making the same RELRO page read-only would
+ * fault the slower one's write). The lock is a word holding the holder's
+ * pid: a child forked while a thread of its parent held it takes it over (no
+ * thread of the child holds it), so a forked child can never wait for it.
+ * Nothing here mallocs.
+ */
+#define _GNU_SOURCE
+
+#include "agent_got.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define RELOC_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define RELOC_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define RELOC_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define RELOC_GLOB_DAT R_AARCH64_GLOB_DAT
+#else
+#error "libmemtrimd_agent: add this architecture's GOT relocation types (agent_got.c)"
+#endif
+
+/* Read by the dlopen hook's instructions: hidden, not static, so the
+ * assembler names them as written. */
+__attribute__((visibility("hidden"))) void* memtrimd_got_real_dlopen;
+__attribute__((visibility("hidden"))) uint64_t memtrimd_got_dlopen_count;
+void memtrimd_got_dlopen_hook(void);
+
+#if defined(__x86_64__)
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl memtrimd_got_dlopen_hook\n"
+    ".hidden memtrimd_got_dlopen_hook\n"
+    ".type memtrimd_got_dlopen_hook,@function\n"
+    "memtrimd_got_dlopen_hook:\n"
+    "  lock incq memtrimd_got_dlopen_count(%rip)\n"
+    "  jmp *memtrimd_got_real_dlopen(%rip)\n"
+    ".size memtrimd_got_dlopen_hook, .-memtrimd_got_dlopen_hook\n");
+#elif defined(__aarch64__)
+/* x16, x17 (the intra-procedure-call scratch registers) and x15 are free at a
+ * call's entry. */
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl memtrimd_got_dlopen_hook\n"
+    ".hidden memtrimd_got_dlopen_hook\n"
+    ".type memtrimd_got_dlopen_hook,%function\n"
+    "memtrimd_got_dlopen_hook:\n"
+    "  adrp x16, memtrimd_got_dlopen_count\n"
+    "  add x16, x16, :lo12:memtrimd_got_dlopen_count\n"
+    "1: ldxr x17, [x16]\n"
+    "  add x17, x17, #1\n"
+    "  stxr w15, x17, [x16]\n"
+    "  cbnz w15, 1b\n"
+    "  adrp x16, memtrimd_got_real_dlopen\n"
+    "  ldr x16, [x16, :lo12:memtrimd_got_real_dlopen]\n"
+    "  br x16\n"
+    ".size memtrimd_got_dlopen_hook, .-memtrimd_got_dlopen_hook\n");
+#endif
+
+static uintptr_t g_self_start, g_self_end; /* this library's code */
+static long g_page;
+static int g_lock; /* pid of the process whose thread runs a pass; 0: none */
+
+static int holds(const struct dl_phdr_info* info, uintptr_t a) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && a >= start && a - start < ph->p_memsz) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int find_self(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  if (!holds(info, (uintptr_t)&find_self)) {
+    return 0;
+  }
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      g_self_start = info->dlpi_addr + ph->p_vaddr;
+      g_self_end = g_self_start + ph->p_memsz;
+    }
+  }
+  return 1;
+}
+
+void agent_got_init(void) {
+  g_page = sysconf(_SC_PAGESIZE);
+  dl_iterate_phdr(find_self, NULL);
+  memtrimd_got_real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
+}
+
+void* agent_got_dlopen_hook(void) {
+  return memtrimd_got_real_dlopen != NULL ? (void*)memtrimd_got_dlopen_hook : NULL;
+}
+
+void* agent_got_real_dlopen(void) { return memtrimd_got_real_dlopen; }
+
+uint64_t agent_got_dlopen_calls(void) {
+  return __atomic_load_n(&memtrimd_got_dlopen_count, __ATOMIC_ACQUIRE);
+}
+
+int agent_got_is_own_pc(uintptr_t pc) { return pc >= g_self_start && pc < g_self_end; }
+
+static int lock_pass(int wait) {
+  const int me = (int)getpid();
+  for (;;) {
+    int held = __atomic_load_n(&g_lock, __ATOMIC_RELAXED);
+    /* Free, or held by the parent this process was forked from (no thread
+     * of ours holds it). */
+    if ((held == 0 || held != me) &&
+        __atomic_compare_exchange_n(&g_lock, &held, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      return 1;
+    }
+    if (!wait) {
+      return 0;
+    }
+    sched_yield();
+  }
+}
+
+static void unlock_pass(void) { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+
+struct pass {
+  const struct got_hook* hooks;
+  size_t n;
+  struct got_result* out;
+  uintptr_t loader; /* an address inside the dynamic loader */
+  uintptr_t vdso;
+};
+
+/* d_ptr as an address in this process. */
+static uintptr_t dyn_addr(const struct dl_phdr_info* info, ElfW(Addr) p) {
+  return p < info->dlpi_addr ? p + info->dlpi_addr : p;
+}
+
+static const struct got_hook* hook_named(const struct pass* s, const char* name) {
+  for (size_t i = 0; i < s->n; ++i) {
+    if (s->hooks[i].hook != NULL && strcmp(s->hooks[i].name, name) == 0) {
+      return &s->hooks[i];
+    }
+  }
+  return NULL;
+}
+
+struct object {
+  const struct dl_phdr_info* info;
+  const ElfW(Sym) * symtab;
+  const char* strtab;
+  size_t strsz;
+  uintptr_t relro_start, relro_end; /* pages the loader made read-only */
+  unsigned entries;
+  int failed;
+};
+
+/* Writes `value` into the entry at `slot`, opening a read-only RELRO page
+ * for the write. */
+static int write_entry(struct object* o, uintptr_t slot, void* value) {
+  const int relro = slot >= o->relro_start && slot < o->relro_end;
+  void* page = (void*)(slot & ~(uintptr_t)(g_page - 1));
+  if (relro && mprotect(page, (size_t)g_page, PROT_READ | PROT_WRITE) != 0) {
+    return -1;
+  }
+  __atomic_store_n((void**)slot, value, __ATOMIC_RELEASE);
+  if (relro) {
+    mprotect(page, (size_t)g_page, PROT_READ);
+  }
+  return 0;
+}
+
+static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_t bytes) {
+  if (rela == 0) {
+    return;
+  }
+  const ElfW(Rela)* r = (const ElfW(Rela)*)rela;
+  const size_t count = bytes / sizeof *r;
+  for (size_t i = 0; i < count && !o->failed; ++i) {
+    const unsigned type = (unsigned)ELF64_R_TYPE(r[i].r_info);
+    const size_t sym = ELF64_R_SYM(r[i].r_info);
+    if ((type != RELOC_JUMP_SLOT && type != RELOC_GLOB_DAT) || sym == 0) {
+      continue;
+    }
+    const ElfW(Word) name_at = o->symtab[sym].st_name;
+    if (name_at >= o->strsz) {
+      continue;
+    }
+    const struct got_hook* h = hook_named(s, o->strtab + name_at);
+    if (h == NULL) {
+      continue;
+    }
+    const uintptr_t slot = o->info->dlpi_addr + r[i].r_offset;
+    void* now = __atomic_load_n((void**)slot, __ATOMIC_ACQUIRE);
+    if (now == h->hook) {
+      o->entries++;
+      continue;
+    }
+    if (now != h->real && !holds(o->info, (uintptr_t)now)) {
+      continue; /* bound elsewhere on purpose: leave it */
+    }
+    if (write_entry(o, slot, h->hook) != 0) {
+      o->failed = 1;
+      return;
+    }
+    o->entries++;
+  }
+}
+
+static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  struct pass* s = data;
+  struct got_result* out = s->out;
+  const char* name = info->dlpi_name != NULL ? info->dlpi_name : "";
+  if (holds(info, (uintptr_t)&patch_one) || holds(info, s->loader) ||
+      (s->vdso != 0 && holds(info, s->vdso)) || strstr(name, "linux-vdso") != NULL) {
+    return 0;
+  }
+  struct object o = {.info = info};
+  const ElfW(Dyn)* dyn = NULL;
+  uintptr_t first_load = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_DYNAMIC) {
+      dyn = (const ElfW(Dyn)*)(info->dlpi_addr + ph->p_vaddr);
+    } else if (ph->p_type == PT_GNU_RELRO) {
+      uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+      /* The loader's own rounding (_dl_protect_relro): whole pages only. */
+      o.relro_start = start & ~(uintptr_t)(g_page - 1);
+      o.relro_end = (start + ph->p_memsz) & ~(uintptr_t)(g_page - 1);
+    } else if (ph->p_type == PT_LOAD && first_load == 0) {
+      first_load = info->dlpi_addr + ph->p_vaddr;
+    }
+  }
+  if (dyn == NULL || first_load == 0) {
+    return 0; /* a static executable: nothing binds through a GOT */
+  }
+  struct dl_find_object found;
+  if (_dl_find_object((void*)first_load, &found) != 0) {
+    out->unfinished++; /* still being loaded: a later pass */
+    return 0;
+  }
+  uintptr_t jmprel = 0, rela = 0;
+  size_t pltrelsz = 0, relasz = 0;
+  long pltrel = DT_RELA;
+  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
+    switch (d->d_tag) {
+      case DT_SYMTAB:
+        o.symtab = (const ElfW(Sym)*)dyn_addr(info, d->d_un.d_ptr);
+        break;
+      case DT_STRTAB:
+        o.strtab = (const char*)dyn_addr(info, d->d_un.d_ptr);
+        break;
+      case DT_STRSZ:
+        o.strsz = d->d_un.d_val;
+        break;
+      case DT_JMPREL:
+        jmprel = dyn_addr(info, d->d_un.d_ptr);
+        break;
+      case DT_PLTRELSZ:
+        pltrelsz = d->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        pltrel = (long)d->d_un.d_val;
+        break;
+      case DT_RELA:
+        rela = dyn_addr(info, d->d_un.d_ptr);
+        break;
+      case DT_RELASZ:
+        relasz = d->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  if (o.symtab == NULL || o.strtab == NULL || pltrel != DT_RELA) {
+    return 0;
+  }
+  patch_relocs(s, &o, jmprel, pltrelsz);
+  patch_relocs(s, &o, rela, relasz);
+  if (o.entries > 0) {
+    out->objects++;
+    out->entries += o.entries;
+  }
+  if (o.failed) {
+    out->failed = 1;
+    const char* shown = name[0] != '\0' ? name : "the executable";
+    size_t n = strlen(shown);
+    if (n >= sizeof out->why) {
+      n = sizeof out->why - 1;
+    }
+    memcpy(out->why, shown, n);
+    out->why[n] = '\0';
+    return 1;
+  }
+  return 0;
+}
+
+int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got_result* out) {
+  memset(out, 0, sizeof *out);
+  if (!lock_pass(wait)) {
+    return -1;
+  }
+  struct pass s = {
+      .hooks = hooks,
+      .n = n,
+      .out = out,
+      .loader = (uintptr_t)&_dl_find_object, /* defined by ld.so */
+      .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+  };
+  dl_iterate_phdr(patch_one, &s);
+  unlock_pass();
+  return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * The agent's allocation sampler: malloc-family calls sampled by bytes,
+ * their stacks, and the sampled allocations still live (agent_sampler.c).
+ * memtrimd turns it on and off and reads it through the agent's socket
+ * ("sampling on <T>", "sampling off", "sites": memtrimd_agent.c).
+ */
+#ifndef MEMTRIMD_AGENT_SAMPLER_H
+#define MEMTRIMD_AGENT_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent_out.h"
+
+/* In the constructor, on the loading thread (dlsym may malloc): the real
+ * functions the program's calls bind to, and MEMTRIMD_AGENT_SAMPLING. */
+void agent_sampler_init(void);
+
+/* On the agent thread. Each writes a whole answer ("<status>\n<body>") to
+ * `o`. */
+void agent_sampler_on(const char* period_text, struct out* o);
+void agent_sampler_off(struct out* o);
+/* The key=value lines go to `head`, the stack lines to tail (at most
+ * tail_cap bytes; *tail_len set). */
+void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len);
+
+#endif
