@@ -41,7 +41,7 @@ Process::Process(std::vector<std::string> argv, SpawnOptions o) {
     setpgid(0, 0);
     // O_CLOEXEC: the program gets 0, 1 and 2 and no stray copies above them
     // (tests check which descriptor numbers a program's first calls get).
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int in = open(o.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
     int out = open(o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int err = open(o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (in < 0 || out < 0 || err < 0) _exit(125);
@@ -277,6 +277,33 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+StdinPipe::StdinPipe(std::string path) : path_(std::move(path)) {
+  // O_RDWR on a FIFO never waits for a reader (Linux): the child may not
+  // have been started yet.
+  if (mkfifo(path_.c_str(), 0600) == 0) fd_ = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+}
+
+StdinPipe::~StdinPipe() {
+  Close();
+  unlink(path_.c_str());
+}
+
+bool StdinPipe::Write(const std::string& text) {
+  std::size_t done = 0;
+  while (fd_ >= 0 && done < text.size()) {
+    ssize_t n = write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return fd_ >= 0;
+}
+
+void StdinPipe::Close() {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
 }
 
 std::string ReadFile(const std::string& path) {

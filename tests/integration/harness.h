@@ -19,6 +19,8 @@ namespace memtrimd::testing {
 using namespace std::chrono_literals;
 
 struct SpawnOptions {
+  // Opened read-only: a FIFO (see StdinPipe) to talk to the child.
+  std::string stdin_path = "/dev/null";
   std::string stdout_path = "/dev/null";
   std::string stderr_path = "/dev/null";
   std::vector<std::string> env;  // extra "K=V" entries
@@ -124,6 +126,26 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// A FIFO made at `path` for a child's stdin (SpawnOptions::stdin_path),
+// opened here for reading and writing first, so that neither the child's
+// open nor this one waits for the other; what Write() sends reaches the
+// child, and Close() (or the destructor) gives it end of file.
+class StdinPipe {
+ public:
+  explicit StdinPipe(std::string path);
+  ~StdinPipe();
+  StdinPipe(const StdinPipe&) = delete;
+  StdinPipe& operator=(const StdinPipe&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+  bool Write(const std::string& text);
+  void Close();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
 };
 
 std::string ReadFile(const std::string& path);
