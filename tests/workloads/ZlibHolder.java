@@ -4,10 +4,12 @@
  * cannot see. Enough of them make glibc arena heaps that the kernel merges
  * into one mapping.
  *
- * Usage: java ZlibHolder --count N --threads T --ready-file PATH
+ * Usage: java ZlibHolder --count N --threads T --ready-file PATH [--hold-on-stdin]
  *
  * Once started and idle it writes PATH.base (its pid) and waits until
- * PATH.go exists; then each of T threads (default 1) makes N/T Deflaters
+ * PATH.go exists (with --hold-on-stdin: until a line "hold" on stdin, so a
+ * sampler can be turned on before zlib's memory is taken; it exits 0 if
+ * stdin closes first); then each of T threads (default 1) makes N/T Deflaters
  * (level 6) and as many Inflaters, each having processed 64 KiB (the
  * Deflater compresses it with a sync flush, the Inflater inflates that
  * stream), so zlib's buffers are written; all are kept reachable and none is
@@ -15,9 +17,11 @@
  * it waits or idles, so readings taken then compare.
  */
 
+import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,11 +38,13 @@ public final class ZlibHolder {
         int count = 3000;
         int threads = 1;
         String ready = null;
-        for (int i = 0; i + 1 < args.length; i += 2) {
+        boolean holdOnStdin = false;
+        for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
-                case "--count": count = Integer.parseInt(args[i + 1]); break;
-                case "--threads": threads = Integer.parseInt(args[i + 1]); break;
-                case "--ready-file": ready = args[i + 1]; break;
+                case "--count": count = Integer.parseInt(args[++i]); break;
+                case "--threads": threads = Integer.parseInt(args[++i]); break;
+                case "--ready-file": ready = args[++i]; break;
+                case "--hold-on-stdin": holdOnStdin = true; break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -53,8 +59,12 @@ public final class ZlibHolder {
 
         String pid = Long.toString(ProcessHandle.current().pid());
         writeAtomically(ready + ".base", pid);
-        File go = new File(ready + ".go");
-        while (!go.exists()) Thread.sleep(50);
+        if (holdOnStdin) {
+            if (!waitForHold()) System.exit(0);
+        } else {
+            File go = new File(ready + ".go");
+            while (!go.exists()) Thread.sleep(50);
+        }
 
         final int each = count / threads;
         List<Thread> workers = new ArrayList<>();
@@ -86,6 +96,16 @@ public final class ZlibHolder {
         for (Thread w : workers) w.join();
         writeAtomically(ready, pid);
         Thread.sleep(Long.MAX_VALUE);
+    }
+
+    // Reads stdin until a line "hold" (true) or its end (false).
+    private static boolean waitForHold() throws IOException {
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        for (String line; (line = in.readLine()) != null;) {
+            if (line.trim().equals("hold")) return true;
+        }
+        return false;
     }
 
     private static byte[] compress(byte[] data) {
