@@ -38,7 +38,7 @@ std::optional<DirectFigure> DirectOf(const HistoryPoint& p) {
 
 const std::size_t SampleHistory::kStoredPointBytes = sizeof(StoredPoint);
 
-SampleHistory::SampleHistory(std::chrono::milliseconds window) : window_(window) {}
+SampleHistory::SampleHistory(std::chrono::milliseconds window) : window_(window), sites_(window) {}
 
 namespace {
 
@@ -140,6 +140,7 @@ void SampleHistory::Record(const Snapshot& snap) {
   }
   // Everything not in this snapshot is gone (exited, or left out of the set).
   std::erase_if(targets_, [&](const auto& kv) { return kv.second.seen != records_; });
+  sites_.Record(snap);
 }
 
 void SampleHistory::RecordTrim(const Target& target, const TrimResult& r) {
