@@ -15,9 +15,12 @@
  *                    a site's last block is smaller when the block size
  *                    does not divide it)
  *   --churn-threads  Java threads calling jni_churn (default 2; 0: none)
- *   --churn-rounds   allocations per jni_churn call (default 256)
- *   --churn-pause-ms sleep between two calls of a churn thread (default 1;
- *                    the churn need not take a core of its own)
+ *   --churn-rounds   allocations per jni_churn call (default 256: 1.8 MiB
+ *                    a call, 7.4 KiB a block, on average)
+ *   --churn-pause-ms sleep between two calls of a churn thread (default 5:
+ *                    the two threads then took 20-25 % of a core; with 1 ms,
+ *                    40-65 %, most of it page faults after glibc trimmed
+ *                    the freed top of their arenas)
  *   --hold-now       hold at once instead of waiting for "hold" (memory
  *                    taken before a sampler could be turned on)
  *
@@ -65,7 +68,7 @@ public final class JniSiteHolder {
         long block = 1L << 20;
         int churnThreads = 2;
         int churnRounds = 256;
-        int churnPauseMs = 1;
+        int churnPauseMs = 5;
         boolean holdNow = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
