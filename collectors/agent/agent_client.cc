@@ -178,9 +178,12 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   if (command.empty() || command.size() > 32) {
     return Status(ErrorCode::kInvalidArgument, "agent: bad command length");
   }
-  for (char c : command) {
-    if (c < '!' || c > '~') {
-      return Status(ErrorCode::kInvalidArgument, "agent: a command is one word");
+  // Printable words separated by single spaces ("sampling on 524288").
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    const bool space = c == ' ' && i > 0 && i + 1 < command.size() && command[i - 1] != ' ';
+    if ((c < '!' || c > '~') && !space) {
+      return Status(ErrorCode::kInvalidArgument, "agent: a command is printable words");
     }
   }
   const auto deadline = Clock::now() + o.timeout;

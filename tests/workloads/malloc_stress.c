@@ -13,9 +13,17 @@
  * "--child --ready-file PATH.child" (LD_PRELOAD and the rest of the
  * environment inherited); the parent stops it with SIGTERM at the end and
  * fails if it failed. --child only makes the process die with its parent.
+ *
+ * For the allocation sampler's stress test, beside the workers: --fork-storm
+ * forks children without pause (each mallocs, checks and frees a little and
+ * _exits), --thread-churn starts and joins short threads that malloc and
+ * free, --churn-lib PATH dlopens PATH, runs its plugin_churn and dlcloses it
+ * in a loop. Their counts and failures are printed before the checksum; any
+ * failure makes the exit code 1.
  */
 #define _GNU_SOURCE
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -43,7 +51,89 @@ struct options {
   const char* ready_file;
   int fork_exec;
   int child;
+  int fork_storm;
+  int thread_churn;
+  const char* churn_lib;
 };
+
+/* The extra loops (--fork-storm, --thread-churn, --churn-lib). */
+static atomic_int g_extra_stop;
+static atomic_ulong g_forks, g_threads, g_dlopens, g_extra_failures;
+
+static int fill_and_check(size_t n, unsigned char v) {
+  unsigned char* p = malloc(n);
+  if (p == NULL) return 1;
+  memset(p, v, n);
+  int bad = 0;
+  for (size_t k = 0; k < n; k += 97) bad |= p[k] != v;
+  free(p);
+  return bad;
+}
+
+static void* fork_storm(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_extra_stop)) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      /* The child allocates through the same (possibly hooked) malloc. */
+      int bad = 0;
+      for (unsigned i = 0; i < 32; ++i) bad |= fill_and_check(1024 + i * 4096, (unsigned char)i);
+      _exit(bad);
+    }
+    if (pid < 0) {
+      atomic_fetch_add(&g_extra_failures, 1);
+      continue;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) atomic_fetch_add(&g_extra_failures, 1);
+    atomic_fetch_add(&g_forks, 1);
+  }
+  return NULL;
+}
+
+static void* short_thread(void* arg) {
+  (void)arg;
+  int bad = 0;
+  for (unsigned i = 0; i < 16; ++i) bad |= fill_and_check(512 + i * 8192, (unsigned char)(i + 1));
+  return bad ? (void*)1 : NULL;
+}
+
+static void* thread_churn(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_extra_stop)) {
+    pthread_t t[4];
+    int made = 0;
+    for (; made < 4; ++made) {
+      if (pthread_create(&t[made], NULL, short_thread, NULL) != 0) break;
+    }
+    for (int i = 0; i < made; ++i) {
+      void* bad = NULL;
+      pthread_join(t[i], &bad);
+      if (bad != NULL) atomic_fetch_add(&g_extra_failures, 1);
+    }
+    atomic_fetch_add(&g_threads, (unsigned long)made);
+  }
+  return NULL;
+}
+
+static void* churn_lib(void* arg) {
+  const char* path = arg;
+  while (!atomic_load(&g_extra_stop)) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+      fprintf(stderr, "malloc_stress: dlopen: %s\n", dlerror());
+      atomic_fetch_add(&g_extra_failures, 1);
+      return NULL;
+    }
+    uint64_t (*churn)(unsigned) = (uint64_t(*)(unsigned))dlsym(lib, "plugin_churn");
+    if (churn == NULL || churn(64) != 0) atomic_fetch_add(&g_extra_failures, 1);
+    dlclose(lib);
+    atomic_fetch_add(&g_dlopens, 1);
+  }
+  return NULL;
+}
 
 static struct options opt = {.threads = 4, .seconds = 10};
 
@@ -96,11 +186,24 @@ static void usage(FILE* out) {
           "  --nice N           nice value of the worker threads only (default 0)\n"
           "  --ready-file PATH  write \"<pid>\\n\" to PATH (atomically) once all threads run\n"
           "  --fork-exec        also run a child (this binary, --child, ready file PATH.child)\n"
-          "  --child            die with the parent (used by --fork-exec)\n");
+          "  --child            die with the parent (used by --fork-exec)\n"
+          "  --fork-storm       also fork children without pause (each mallocs and exits)\n"
+          "  --thread-churn     also start and join short threads that malloc\n"
+          "  --churn-lib PATH   also dlopen PATH, run its plugin_churn, dlclose, in a loop\n");
 }
 
 int main(int argc, char** argv) {
-  enum { OPT_THREADS = 1000, OPT_SECONDS, OPT_NICE, OPT_READY, OPT_FORK_EXEC, OPT_CHILD };
+  enum {
+    OPT_THREADS = 1000,
+    OPT_SECONDS,
+    OPT_NICE,
+    OPT_READY,
+    OPT_FORK_EXEC,
+    OPT_CHILD,
+    OPT_FORK_STORM,
+    OPT_THREAD_CHURN,
+    OPT_CHURN_LIB
+  };
   static const struct option long_options[] = {
       {"threads", required_argument, NULL, OPT_THREADS},
       {"seconds", required_argument, NULL, OPT_SECONDS},
@@ -108,6 +211,9 @@ int main(int argc, char** argv) {
       {"ready-file", required_argument, NULL, OPT_READY},
       {"fork-exec", no_argument, NULL, OPT_FORK_EXEC},
       {"child", no_argument, NULL, OPT_CHILD},
+      {"fork-storm", no_argument, NULL, OPT_FORK_STORM},
+      {"thread-churn", no_argument, NULL, OPT_THREAD_CHURN},
+      {"churn-lib", required_argument, NULL, OPT_CHURN_LIB},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -134,6 +240,15 @@ int main(int argc, char** argv) {
         break;
       case OPT_CHILD:
         opt.child = 1;
+        break;
+      case OPT_FORK_STORM:
+        opt.fork_storm = 1;
+        break;
+      case OPT_THREAD_CHURN:
+        opt.thread_churn = 1;
+        break;
+      case OPT_CHURN_LIB:
+        opt.churn_lib = optarg;
         break;
       case 'h':
         usage(stdout);
@@ -176,6 +291,18 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  pthread_t extra[3];
+  int extras = 0;
+  if (opt.fork_storm && pthread_create(&extra[extras], NULL, fork_storm, NULL) == 0) ++extras;
+  if (opt.thread_churn && pthread_create(&extra[extras], NULL, thread_churn, NULL) == 0) ++extras;
+  if (opt.churn_lib != NULL &&
+      pthread_create(&extra[extras], NULL, churn_lib, (void*)opt.churn_lib) == 0) {
+    ++extras;
+  }
+  if (extras != opt.fork_storm + opt.thread_churn + (opt.churn_lib != NULL)) {
+    fprintf(stderr, "malloc_stress: pthread_create failed\n");
+    return 1;
+  }
   if (opt.ready_file != NULL && write_ready_file(opt.ready_file) != 0) {
     return 1;
   }
@@ -202,6 +329,13 @@ int main(int argc, char** argv) {
   }
 
   const struct stress_totals totals = stress_stop(&pool);
+  atomic_store(&g_extra_stop, 1);
+  for (int i = 0; i < extras; ++i) pthread_join(extra[i], NULL);
+  const unsigned long extra_failures = atomic_load(&g_extra_failures);
+  if (extras > 0) {
+    printf("forks=%lu threads=%lu dlopens=%lu extra_failures=%lu\n", atomic_load(&g_forks),
+           atomic_load(&g_threads), atomic_load(&g_dlopens), extra_failures);
+  }
 
   int child_failed = 0;
   if (child > 0) {
@@ -215,5 +349,5 @@ int main(int argc, char** argv) {
   printf("steps=%" PRIu64 "\n", totals.steps);
   printf("checksum=%" PRIu64 " errors=%" PRIu64 "\n", totals.checksum, totals.errors);
   fflush(stdout);
-  return totals.errors == 0 && !child_failed ? 0 : 1;
+  return totals.errors == 0 && !child_failed && extra_failures == 0 ? 0 : 1;
 }

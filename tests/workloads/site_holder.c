@@ -8,12 +8,17 @@
 //   libc malloc <hex>       malloc as this program links it (in libc.so.6)
 //   anon - <hex>            an address in an anonymous mapping of its own
 // then "ready", flushed, and waits.
+// With a second argument TRIGGER (the allocation sampler's test) it first
+// prints "armed", flushed, and holds nothing until the file TRIGGER exists
+// (sampling is turned on before the memory is taken); after "ready" it frees
+// hold_50's block once TRIGGER.free exists and prints "freed".
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 // noinline and (gcc's) noclone: each must stay a function of its own
@@ -50,8 +55,22 @@ SITE void hold_10(size_t unit) {
   callers[2] = __builtin_return_address(0);
 }
 
+// Polls for a file the test makes: a workload has nothing better to wait on.
+static void wait_for_file(const char* path) {
+  const struct timespec tick = {0, 10 * 1000 * 1000};
+  while (access(path, F_OK) != 0) nanosleep(&tick, NULL);
+}
+
 int main(int argc, char** argv) {
   size_t unit = argc > 1 ? strtoull(argv[1], NULL, 10) : 1u << 20;
+  const char* trigger = argc > 2 ? argv[2] : NULL;
+  char free_trigger[4096];
+  if (trigger != NULL) {
+    snprintf(free_trigger, sizeof free_trigger, "%s.free", trigger);
+    printf("armed\n");
+    fflush(stdout);
+    wait_for_file(trigger);
+  }
   hold_200(unit);
   hold_50(unit);
   hold_10(unit);
@@ -71,5 +90,12 @@ int main(int argc, char** argv) {
   printf("anon - %#lx\n", (unsigned long)(uintptr_t)anon + 100);
   printf("ready\n");
   fflush(stdout);
+  if (trigger != NULL) {
+    wait_for_file(free_trigger);
+    free(held[1]);
+    held[1] = NULL;
+    printf("freed\n");
+    fflush(stdout);
+  }
   for (;;) pause();
 }
