@@ -364,10 +364,11 @@ TEST_P(AgentSamplerJvmTest, LoadedIntoARunningJvmSamples) {
   Result<std::string> on = Ask(t, "sampling on 4096");
   ASSERT_TRUE(on.ok()) << on.status().message();
   Sites s;
-  // An idle JVM still mallocs (compiler and GC threads, the attach
-  // listener): stacks appear without any help.
+  // The JVM is idle once ready: an attach command makes it malloc (the
+  // attach listener's and the thread dump's own buffers).
   ASSERT_TRUE(WaitFor(
       [&] {
+        RunCommand({MemtrimdBin(), "jcmd", "--pid", std::to_string(jvm.pid()), "Thread.print"});
         s = AskSites(t);
         return !s.stacks.empty();
       },
