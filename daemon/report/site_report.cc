@@ -34,10 +34,11 @@ std::string Line(const std::string& bytes, const std::string& samples, const std
 
 std::string SitesText(const agent::SiteProfile& p, std::size_t top,
                       std::chrono::system_clock::time_point now) {
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.started_at);
+  // Whole seconds: the agent's clock and this one are read moments apart.
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - p.started_at);
   std::string out = "Allocation sites (sampled every " + Bytes(p.period) +
                     " allocated on average, since " +
-                    FormatDuration(std::chrono::milliseconds(age.count() > 0 ? age.count() : 0)) +
+                    FormatDuration(std::chrono::seconds(age.count() > 0 ? age.count() : 0)) +
                     " ago; allocations before that are not seen)\n";
   out += Line("live", "samples", "site (innermost function first)");
   uint64_t shown = 0;

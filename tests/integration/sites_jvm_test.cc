@@ -1,0 +1,219 @@
+// Sampled allocation sites in a JVM started without the agent: memtrimd
+// loads it (--jvm.load-agent) and turns its sampler on (--collector.sites),
+// on every JDK found. The JNI workload's three known sites (JniSiteHolder:
+// jni_hold_200, jni_hold_50, jni_hold_10 in 1 MiB blocks, beside churning
+// threads) must be ranked as held and the largest within 10 % of its size;
+// freed memory must go; memory taken before the agent came is not seen,
+// and the report says so. The seed's suspect, a JVM holding Inflaters and
+// Deflaters it never ended, must name zlib's allocation path as the largest
+// holder NMT does not count.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/jni_site_holder.h"
+#include "tests/integration/json_value.h"
+
+namespace memtrimd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct Site {
+  std::string name;
+  double live = 0;
+  bool nmt_tracked = false;
+};
+
+struct Sites {
+  bool on = false;
+  std::vector<Site> rows;  // largest first
+  std::string missing;
+};
+
+Sites ReadSites(const Memtrimd& m) {
+  Sites out;
+  HttpResponse r = Curl(m.url("/report?format=json"));
+  if (r.status != 200) return out;
+  std::optional<JsonValue> doc = ParseJson(r.body);
+  if (!doc) return out;
+  const JsonValue* targets = doc->Get("targets");
+  if (targets == nullptr || targets->items.empty()) return out;
+  const JsonValue& t = targets->items[0];
+  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
+  const JsonValue* sites = t.Path({"sites", "sites"});
+  if (sites == nullptr) return out;
+  out.on = true;
+  for (const JsonValue& s : sites->items) {
+    Site row;
+    if (const JsonValue* n = s.Get("site")) row.name = n->text;
+    if (const JsonValue* l = s.Get("live_bytes")) row.live = l->Number();
+    if (const JsonValue* t2 = s.Get("nmt_tracked")) row.nmt_tracked = t2->boolean;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+// The live bytes of the first site whose name starts with `function`, and
+// its rank among all; -1 when none.
+int RankOf(const Sites& s, const std::string& function, double* live = nullptr) {
+  for (std::size_t i = 0; i < s.rows.size(); ++i) {
+    if (s.rows[i].name.rfind(function, 0) == 0) {
+      if (live != nullptr) *live = s.rows[i].live;
+      return static_cast<int>(i);
+    }
+  }
+  if (live != nullptr) *live = 0;
+  return -1;
+}
+
+std::vector<std::string> Flags(pid_t pid) {
+  return {"--target.pid=" + std::to_string(pid),
+          "--jvm.load-agent",
+          "--collector.sites",
+          "--sites.interval=500ms",
+          "--sample.interval=500ms",
+          "--jvm.interval=1s",
+          "--smaps.interval=1s",
+          "--trim.interval=0"};
+}
+
+class SitesJvmTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  TempDir dir_;
+};
+
+TEST_P(SitesJvmTest, AgentLoadedLaterRanksTheJniSitesAndFreesAreMatched) {
+  JniSiteHolder holder(dir_, GetParam());
+  ASSERT_TRUE(holder.started()) << holder.Log();
+  Memtrimd m(Flags(holder.pid()));
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return ReadSites(m).on; }, 60s)) << m.log() << ReadSites(m).missing;
+  ASSERT_TRUE(holder.Hold()) << holder.Log();
+
+  Sites s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = ReadSites(m);
+        return RankOf(s, "jni_hold_200") >= 0 && RankOf(s, "jni_hold_50") >= 0 &&
+               RankOf(s, "jni_hold_10") >= 0;
+      },
+      30s))
+      << m.log();
+  double b200 = 0, b50 = 0, b10 = 0;
+  const int r200 = RankOf(s, "jni_hold_200", &b200);
+  const int r50 = RankOf(s, "jni_hold_50", &b50);
+  const int r10 = RankOf(s, "jni_hold_10", &b10);
+  // Ranked as held (other sites, the JVM's own or the churn's, may lie
+  // between them), the largest first of all and within 10 % of 200 MiB.
+  EXPECT_EQ(r200, 0) << s.rows[0].name;
+  EXPECT_LT(r200, r50);
+  EXPECT_LT(r50, r10);
+  EXPECT_NEAR(b200 / kMiB, 200.0, 20.0);
+  EXPECT_GT(b50, b10);
+  for (const Site& row : s.rows) {
+    if (row.name.rfind("jni_hold_", 0) == 0) {
+      EXPECT_FALSE(row.nmt_tracked) << row.name;
+    }
+  }
+
+  // Freed memory is no longer held; the rest still is.
+  ASSERT_TRUE(holder.Free50()) << holder.Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = ReadSites(m);
+        double live50 = 0;
+        return RankOf(s, "jni_hold_50", &live50) < 0 || live50 == 0;
+      },
+      30s))
+      << m.log();
+  double after200 = 0;
+  EXPECT_GE(RankOf(s, "jni_hold_200", &after200), 0);
+  EXPECT_NEAR(after200 / kMiB, 200.0, 20.0);
+}
+
+TEST_P(SitesJvmTest, MemoryTakenBeforeTheAgentCameIsNotSeen) {
+  JniSiteHolder holder(dir_, GetParam(), {"--hold-now"});
+  ASSERT_TRUE(holder.started()) << holder.Log();
+  ASSERT_TRUE(holder.WaitReady()) << holder.Log();
+  Memtrimd m(Flags(holder.pid()));
+  ASSERT_TRUE(m.started()) << m.log();
+  Sites s;
+  // A few reads after sampling started: the churn's sites appear, the held
+  // sites never do.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = ReadSites(m);
+        return s.on && RankOf(s, "jni_churn") >= 0;
+      },
+      60s))
+      << m.log();
+  EXPECT_LT(RankOf(s, "jni_hold_200"), 0);
+  EXPECT_LT(RankOf(s, "jni_hold_10"), 0);
+  HttpResponse text = Curl(m.url("/report"));
+  EXPECT_NE(text.body.find("allocations before that are not seen"), std::string::npos) << text.body;
+}
+
+// ZlibHolder: 3000 Deflaters and Inflaters never ended. zlib's memory is
+// malloc'd by libz (or the JDK's own zlib inside libzip), under the JDK's
+// Inflater/Deflater natives: NMT does not count it, and it is most of what
+// the JVM's native heap holds.
+TEST_P(SitesJvmTest, ZlibHolderNamesZlibAsTheLargestHolderOutsideNmt) {
+  const std::string ready = dir_ / "zlib.ready";
+  StdinPipe in(dir_ / "zlib.in");
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.stdin_path = in.path();
+  o.stderr_path = dir_ / "zlib.err";
+  Process jvm({GetParam() + "/bin/java", "-Xmx64m", "-XX:NativeMemoryTracking=summary", "-cp",
+               JAVA_WORKLOADS_CLASSPATH, "ZlibHolder", "--count", "1000", "--ready-file", ready,
+               "--hold-on-stdin"},
+              o);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 60s) &&
+              jvm.running())
+      << ReadFile(dir_ / "zlib.err");
+  Memtrimd m(Flags(jvm.pid()));
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return ReadSites(m).on; }, 60s)) << m.log() << ReadSites(m).missing;
+  ASSERT_TRUE(in.Write("hold\n"));
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.running(); }, 60s) && jvm.running())
+      << ReadFile(dir_ / "zlib.err");
+  Sites s;
+  const Site* top = nullptr;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = ReadSites(m);
+        top = nullptr;
+        for (const Site& row : s.rows) {
+          if (!row.nmt_tracked) {
+            top = &row;
+            break;
+          }
+        }
+        // 1000 of each: zlib holds well over 100 MiB.
+        return top != nullptr && top->live > 50 * kMiB;
+      },
+      60s))
+      << m.log();
+  const bool zlib = top->name.find("inflate") != std::string::npos ||
+                    top->name.find("deflate") != std::string::npos ||
+                    top->name.find("Inflater") != std::string::npos ||
+                    top->name.find("Deflater") != std::string::npos ||
+                    top->name.find("zcalloc") != std::string::npos ||
+                    top->name.find("libz") != std::string::npos;
+  EXPECT_TRUE(zlib) << top->name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Jdks, SitesJvmTest, ::testing::ValuesIn(FindJdkHomes()),
+                         [](const ::testing::TestParamInfo<std::string>& home) {
+                           return JdkTestName(home.param);
+                         });
+
+}  // namespace
+}  // namespace memtrimd::testing

@@ -1,0 +1,240 @@
+// Sampled allocation sites end to end: a preloaded glibc program whose three
+// known functions hold known memory (tests/workloads/site_holder), watched
+// by memtrimd with --collector.sites. The sites must be ranked as held,
+// each estimate near its truth, in every place memtrimd serves them
+// (/report, /metrics, /debug/pprof/heap read by Go's pprof, inspect
+// --sites), and memory the program frees must no longer show as held.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/json_value.h"
+#include "tests/integration/web_fixtures.h"
+
+namespace memtrimd::testing {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// The sites of the one target of /report's JSON: name -> live bytes, in
+// the order served (largest first); nullopt while it has none.
+struct ServedSites {
+  bool on = false;  // the target has sites (maybe none yet)
+  std::vector<std::pair<std::string, double>> rows;
+  std::string missing;
+};
+
+ServedSites ReportSites(const Memtrimd& m) {
+  ServedSites out;
+  HttpResponse r = Curl(m.url("/report?format=json"));
+  if (r.status != 200) return out;
+  std::optional<JsonValue> doc = ParseJson(r.body);
+  if (!doc) return out;
+  const JsonValue* targets = doc->Get("targets");
+  if (targets == nullptr || targets->items.empty()) return out;
+  const JsonValue& t = targets->items[0];
+  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
+  const JsonValue* sites = t.Path({"sites", "sites"});
+  if (sites == nullptr) return out;
+  out.on = true;
+  for (const JsonValue& s : sites->items) {
+    const JsonValue* name = s.Get("site");
+    const JsonValue* live = s.Get("live_bytes");
+    if (name != nullptr && live != nullptr) out.rows.emplace_back(name->text, live->Number());
+  }
+  return out;
+}
+
+double LiveOf(const ServedSites& s, const std::string& function) {
+  for (const auto& [name, bytes] : s.rows) {
+    if (name.find(function) != std::string::npos) return bytes;
+  }
+  return 0;
+}
+
+// `go tool pprof -top -cum` rows: function -> cumulative value as printed.
+std::map<std::string, std::string> CumRows(const std::string& out) {
+  std::map<std::string, std::string> rows;
+  std::istringstream in(out);
+  std::string line;
+  bool table = false;
+  while (std::getline(in, line)) {
+    if (line.find("flat%") != std::string::npos) {
+      table = true;
+      continue;
+    }
+    if (!table) continue;
+    std::istringstream fields(line);
+    std::string flat, flat_pct, sum_pct, cum, cum_pct, name;
+    if (fields >> flat >> flat_pct >> sum_pct >> cum >> cum_pct >> name) rows.emplace(name, cum);
+  }
+  return rows;
+}
+
+class SitesTest : public ::testing::Test {
+ protected:
+  // site_holder with a unit of 1 MiB, preloaded, waiting for `trigger_`
+  // before it holds anything.
+  Process StartHolder(std::vector<std::string> env = {}) {
+    SpawnOptions o;
+    o.stdout_path = out_;
+    o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+    o.env.insert(o.env.end(), env.begin(), env.end());
+    Process p({WorkloadBin("site_holder"), "1048576", trigger_}, o);
+    EXPECT_TRUE(WaitFor([&] { return Printed("armed") || !p.running(); }, 30s));
+    return p;
+  }
+  bool Printed(const std::string& word) {
+    return ReadFile(out_).find(word + "\n") != std::string::npos;
+  }
+
+  TempDir dir_;
+  std::string out_ = dir_ / "holder.out";
+  std::string trigger_ = dir_ / "hold";
+};
+
+TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
+  Process holder = StartHolder();
+  ASSERT_TRUE(holder.running());
+  const std::string pid = std::to_string(holder.pid());
+  Memtrimd m({"--target.pid=" + pid, "--collector.sites", "--sites.interval=300ms",
+              "--sample.interval=300ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  // Sampling is on once the first read of the sites comes back (empty).
+  ASSERT_TRUE(WaitFor([&] { return ReportSites(m).on; }, 30s)) << m.log();
+  WriteFile(trigger_, "");
+  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
+
+  ServedSites sites;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sites = ReportSites(m);
+        return LiveOf(sites, "hold_10") > 0 && LiveOf(sites, "hold_200") > 0;
+      },
+      30s))
+      << m.log();
+  ASSERT_GE(sites.rows.size(), 3u);
+  // Largest first, each named by its innermost functions.
+  EXPECT_EQ(sites.rows[0].first.rfind("hold < hold_200 < main", 0), 0u) << sites.rows[0].first;
+  EXPECT_EQ(sites.rows[1].first.rfind("hold < hold_50 < main", 0), 0u) << sites.rows[1].first;
+  EXPECT_EQ(sites.rows[2].first.rfind("hold < hold_10 < main", 0), 0u) << sites.rows[2].first;
+  EXPECT_NEAR(sites.rows[0].second / kMiB, 200.0, 20.0);
+  EXPECT_NEAR(sites.rows[1].second / kMiB, 50.0, 10.0);
+  EXPECT_NEAR(sites.rows[2].second / kMiB, 10.0, 5.0);
+
+  // /metrics: the same rows, and "other" for the rest.
+  Series s = m.Scrape();
+  std::optional<double> m200 = Find(s, "memtrimd_native_site_live_bytes", {"hold_200"});
+  ASSERT_TRUE(m200.has_value());
+  EXPECT_NEAR(*m200 / kMiB, 200.0, 20.0);
+  EXPECT_TRUE(Find(s, "memtrimd_native_site_live_bytes", {"site=\"other\""}).has_value());
+  std::optional<double> sampler = Find(s, "memtrimd_native_sites_sampler_bytes");
+  ASSERT_TRUE(sampler.has_value());
+  EXPECT_GT(*sampler, 0);
+  EXPECT_LE(*sampler, 4 * kMiB);
+
+  // Go's pprof reads the served profile: hold_200's stack holds ~200 MB.
+  HttpResponse profile = Curl(m.url("/debug/pprof/heap"));
+  ASSERT_EQ(profile.status, 200);
+  WriteFile(dir_ / "heap.pb.gz", profile.body);
+  SpawnOptions env;
+  env.env = {"HOME=" + dir_.path(), "PPROF_TMPDIR=" + dir_.path()};
+  RunResult top = RunCommand({GO_BIN, "tool", "pprof", "-top", "-cum", "-sample_index=inuse_space",
+                              "-unit=MB", dir_ / "heap.pb.gz"},
+                             env);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: inuse_space"), std::string::npos) << top.out;
+  std::map<std::string, std::string> cum = CumRows(top.out);
+  ASSERT_TRUE(cum.contains("hold_200")) << top.out;
+  const double mb200 = std::stod(cum["hold_200"]);  // "209.72MB": pprof's MB are 10^6 bytes
+  EXPECT_NEAR(mb200 * 1e6 / kMiB, 200.0, 20.0) << top.out;
+  EXPECT_TRUE(cum.contains("hold_50")) << top.out;
+  EXPECT_TRUE(cum.contains("hold_10")) << top.out;
+
+  // inspect --sites reads the same sampler (and leaves it on).
+  RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", pid, "--sites"});
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("Allocation sites"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("hold < hold_200 < main"), std::string::npos) << inspect.out;
+
+  // The program frees hold_50's block: it is no longer held.
+  WriteFile(trigger_ + ".free", "");
+  ASSERT_TRUE(WaitFor([&] { return Printed("freed"); }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sites = ReportSites(m);
+        return LiveOf(sites, "hold_200") > 0 && LiveOf(sites, "hold_50") == 0;
+      },
+      30s))
+      << m.log();
+  EXPECT_NEAR(LiveOf(sites, "hold_200") / kMiB, 200.0, 20.0);
+}
+
+// MEMTRIMD_AGENT_SAMPLING=0 in the program's environment: the agent
+// refuses, and memtrimd says why instead of showing sites.
+TEST_F(SitesTest, AProgramThatOptsOutIsNotSampledAndSaysWhy) {
+  Process holder = StartHolder({"MEMTRIMD_AGENT_SAMPLING=0"});
+  ASSERT_TRUE(holder.running());
+  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
+              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ServedSites sites;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sites = ReportSites(m);
+        return !sites.missing.empty();
+      },
+      30s))
+      << m.log();
+  EXPECT_NE(sites.missing.find("MEMTRIMD_AGENT_SAMPLING"), std::string::npos) << sites.missing;
+  EXPECT_TRUE(sites.rows.empty());
+  HttpResponse profile = Curl(m.url("/debug/pprof/heap"));
+  EXPECT_EQ(profile.status, 404);
+  EXPECT_NE(profile.body.find("MEMTRIMD_AGENT_SAMPLING"), std::string::npos) << profile.body;
+}
+
+// inspect --sites never turns a sampler on: a program nobody sampled says
+// so, and is still not sampled afterwards.
+TEST_F(SitesTest, InspectReadsOnlyAndNeverTurnsSamplingOn) {
+  Process holder = StartHolder();
+  ASSERT_TRUE(holder.running());
+  const std::string pid = std::to_string(holder.pid());
+  for (int i = 0; i < 2; ++i) {
+    RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", pid, "--sites", "--json"});
+    EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+    std::optional<JsonValue> doc = ParseJson(inspect.out);
+    ASSERT_TRUE(doc.has_value()) << inspect.out;
+    const JsonValue* why = doc->Get("sites_missing");
+    ASSERT_NE(why, nullptr) << inspect.out;
+    EXPECT_NE(why->text.find("sampling is off"), std::string::npos) << why->text;
+    EXPECT_EQ(doc->Get("sites"), nullptr);
+  }
+}
+
+// With basic auth the profile needs the credentials, as every path but
+// /healthz does.
+TEST_F(SitesTest, TheProfileIsBehindTheSameAuthentication) {
+  Process holder = StartHolder();
+  ASSERT_TRUE(holder.running());
+  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
+              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0",
+              "--web.config.file=" + WriteBasicAuthConfig(dir_)});
+  ASSERT_TRUE(m.started()) << m.log();
+  EXPECT_EQ(Curl(m.url("/debug/pprof/heap")).status, 401);
+  EXPECT_EQ(Curl(m.url("/debug/pprof/heap"), {"-u", "alice:wrong"}).status, 401);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Curl(m.url("/debug/pprof/heap"), {"-u", "alice:secret"}).status == 200;
+      },
+      30s))
+      << m.log();
+}
+
+}  // namespace
+}  // namespace memtrimd::testing
