@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 #include "daemon/analysis/advice.h"
 #include "daemon/analysis/allocator_findings.h"
@@ -9,6 +10,7 @@
 #include "daemon/analysis/rss_account.h"
 #include "daemon/base/units.h"
 #include "daemon/build_info.h"
+#include "daemon/report/site_report.h"
 #include "daemon/report/svg_chart.h"
 
 namespace memtrimd {
@@ -217,6 +219,127 @@ void RenderCharts(std::string& out, const TargetSnapshot& ts, const SampleHistor
   out += "</div>\n";
 }
 
+// The sites' chart colours: apart from each other, and from the "other"
+// line's grey.
+constexpr const char* kSiteColors[] = {"#e15759", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1"};
+static_assert(std::size(kSiteColors) == SiteHistory::kTopSites);
+
+std::string Percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "";
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%.0f %%",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
+// The largest sites over the last hour: a line per site while it was among
+// a read's largest, and the rest dashed.
+void RenderSitesChart(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
+                      uint64_t sequence, int64_t now_ms) {
+  if (history == nullptr) return;
+  std::optional<SiteHistoryView> h = history->sites().Of(ts.target, sequence);
+  if (!h || h->rest.empty()) return;
+  const int64_t to = std::max(now_ms, h->rest.back().t_ms);
+  const int64_t from =
+      std::min(std::max(to - history->window().count(), h->rest.front().t_ms), to - 60000);
+  std::vector<ChartSeries> series;
+  for (std::size_t i = 0; i < h->sites.size() && i < SiteHistory::kTopSites; ++i) {
+    const SiteTimeline& t = h->sites[i];
+    ChartSeries c{"site" + std::to_string(i),
+                  t.name + (t.nmt_tracked ? " (NMT counts it)" : ""),
+                  kSiteColors[i],
+                  false,
+                  {}};
+    for (const SiteHistoryPoint& p : t.points) c.points.push_back({p.t_ms, p.bytes});
+    series.push_back(std::move(c));
+  }
+  ChartSeries rest{"other_sites", "other sites", "#9aa5b1", true, {}};
+  for (const SiteHistoryPoint& p : h->rest) rest.points.push_back({p.t_ms, p.bytes});
+  series.push_back(std::move(rest));
+  out += "<div class=\"charts\" data-site-reads=\"" + std::to_string(h->rest.size()) + "\">\n";
+  out += RenderLineChart("Largest allocation sites, live", from, to, series, {},
+                         "One line per site while it is among the " +
+                             std::to_string(SiteHistory::kTopSites) +
+                             " largest at a read (every --sites.interval); the dashed line is "
+                             "everything else sampled.");
+  out += "</div>\n";
+}
+
+// "Who holds the native memory": the sampled allocation sites against the
+// account's part that holds them, "outside NMT" for a JVM with NMT (the
+// sites NMT counts are in its NMT-known parts instead), "native" otherwise.
+void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
+                 uint64_t sequence, int64_t now_ms) {
+  const TargetSample& s = ts.sample;
+  if (!s.sites) {
+    // Only with the sites collector on: it says why there are none.
+    if (!s.sites_missing.empty()) {
+      out +=
+          "<p class=\"sites-missing\">Allocation sites: " + HtmlEscape(s.sites_missing) + ".</p>\n";
+    }
+    return;
+  }
+  const agent::SiteProfile& p = *s.sites;
+  const std::optional<RssAccount> a = AccountRss(s);
+  // Before the account (its smaps read), NMT as the JVM reported it.
+  const bool nmt = a ? a->nmt.has_value() : s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
+  const bool jvm = (a && a->is_jvm) || s.jvm || s.jvm_perf;
+  const std::string part = nmt ? "outside_nmt" : "native";
+  const std::string words = nmt ? "outside NMT" : "native";
+  out += "<h3>Who holds the native memory</h3>\n";
+  out += "<table class=\"sites\" data-part=\"" + part + "\"";
+  if (a) out += " data-part-bytes=\"" + std::to_string(a->outside) + "\"";
+  out += "><tr><th>site (innermost function first)</th><th>live</th><th>of " + words + "</th>";
+  if (jvm) out += "<th>NMT counts it</th>";
+  out += "</tr>\n";
+  uint64_t shown = 0, explained = 0, in_nmt = 0;
+  for (const agent::NamedSite& site : p.sites) {
+    const uint64_t live = site.values.live_bytes;
+    // Memory NMT counts is not in "outside NMT"; without NMT it is native.
+    if (nmt && site.nmt_tracked) {
+      in_nmt += live;
+    } else {
+      explained += live;
+    }
+  }
+  for (std::size_t i = 0; i < p.sites.size() && i < report::kReportSites; ++i) {
+    const agent::NamedSite& site = p.sites[i];
+    const uint64_t live = site.values.live_bytes;
+    if (live == 0) break;
+    shown += live;
+    std::string share = nmt && site.nmt_tracked ? "in NMT" : a ? Percent(live, a->outside) : "";
+    out += "<tr data-site-rank=\"" + std::to_string(i) + "\" data-live-bytes=\"" +
+           std::to_string(live) + "\" data-nmt-tracked=\"" + (site.nmt_tracked ? "1" : "0") +
+           "\"><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + Mib(live) + "</td><td>" +
+           share + "</td>";
+    if (jvm) out += std::string("<td>") + (site.nmt_tracked ? "yes" : "no") + "</td>";
+    out += "</tr>\n";
+  }
+  const uint64_t rest = p.total.live_bytes > shown ? p.total.live_bytes - shown : 0;
+  out += "<tr data-site-rank=\"other\" data-live-bytes=\"" + std::to_string(rest) +
+         "\"><td class=\"l\">other sites</td><td>" + Mib(rest) + "</td><td></td>" +
+         (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
+
+  out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\">";
+  if (a) {
+    out +=
+        "The sampled sites explain " + Mib(explained) + " of the " + Mib(a->outside) + " " + words;
+    if (a->outside > 0) out += " (" + Percent(explained, a->outside) + ")";
+    out += ".";
+  } else {
+    out += "The sampled sites hold " + Mib(explained) + "; the share of " + words +
+           " needs the account (a smaps read, every --smaps.interval).";
+  }
+  if (in_nmt > 0) out += " Sites NMT counts (the JVM's own malloc) hold " + Mib(in_nmt) + " more.";
+  const int64_t age_ms = std::max<int64_t>(0, now_ms - UnixMs(p.started_at));
+  out += " Sampling since " + ClockUtc(UnixMs(p.started_at)) + " UTC (" +
+         FormatDuration(std::chrono::milliseconds(age_ms)) +
+         " ago): older allocations are not seen. Each figure is an estimate from samples taken "
+         "every " +
+         FormatBytes(static_cast<double>(p.period)) + " allocated on average.</p>\n";
+  RenderSitesChart(out, ts, history, sequence, now_ms);
+}
+
 void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats* trims) {
   const TargetSample& s = ts.sample;
   out += "<h3>What it means, and what to do</h3>\n<ul class=\"findings\">\n";
@@ -318,6 +441,7 @@ void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& 
   }
   out += "</p>\n";
   RenderAccountSection(out, ts);
+  RenderSites(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderFindings(out, ts, TrimsOf(trims, ts.target));
   out += "</section>\n";

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
+#include <tuple>
 
 #include "daemon/analysis/rss_account.h"
 #include "daemon/report/svg_chart.h"
@@ -379,6 +381,129 @@ TEST(IncidentPage, NoSampleOrNoTarget) {
   snap.no_target_reason = "no process matches --target.match";
   EXPECT_NE(RenderIncidentPage(&snap, nullptr, nullptr, {}).html.find("no process matches"),
             std::string::npos);
+}
+
+// Sites as BuildSiteProfile leaves them: named, largest first.
+std::shared_ptr<const agent::SiteProfile> Sites(
+    std::chrono::system_clock::time_point read_at,
+    std::vector<std::tuple<std::string, uint64_t, bool>> sites, uint64_t unnamed = 0) {
+  auto p = std::make_shared<agent::SiteProfile>();
+  p->read_at = read_at;
+  p->started_at = read_at - 5min;
+  p->period = 512 * 1024;
+  for (auto& [name, bytes, tracked] : sites) {
+    agent::NamedSite s;
+    s.name = name;
+    s.values.live_bytes = bytes;
+    s.nmt_tracked = tracked;
+    p->total.live_bytes += bytes;
+    p->sites.push_back(std::move(s));
+  }
+  p->total.live_bytes += unnamed;
+  return p;
+}
+
+std::string Attr(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex(pattern))) return "";
+  return m[1];
+}
+
+// Issue 25: the sites' table against the account's native part, what they
+// explain of it, and their last hour as a chart.
+TEST(IncidentPage, SitesTableExplainsTheNativePartAndChartsTheLastHour) {
+  SampleHistory history(1h);
+  TargetSnapshot ts = Program(42, 100, 400);
+  Snapshot snap;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    snap.sequence = i;
+    snap.taken_at = std::chrono::system_clock::time_point(1'800'000'000s) + i * 30s;
+    ts.sample.sites = Sites(snap.taken_at,
+                            {{"hold < hold_200 < main", (40 + i) * kMiB, false},
+                             {"hold < hold_50 < main", 10 * kMiB, false},
+                             {"zcalloc < inflate", 2 * kMiB, false}},
+                            kMiB);
+    snap.targets = {ts};
+    history.Record(snap);
+  }
+  const std::string html = RenderIncidentPage(&snap, nullptr, &history, {}).html;
+  auto account = AccountRss(ts.sample);
+  ASSERT_TRUE(account);
+  ASSERT_FALSE(account->nmt);
+  // Against "native", no NMT column for a program that is not a JVM.
+  EXPECT_NE(html.find("<h3>Who holds the native memory</h3>"), std::string::npos);
+  EXPECT_EQ(Attr(html, R"re(<table class="sites" data-part="([a-z_]+)")re"), "native");
+  EXPECT_EQ(Attr(html, R"re(data-part-bytes="(\d+)")re"), std::to_string(account->outside));
+  EXPECT_EQ(html.find("NMT counts it"), std::string::npos);
+  // Rows in order, names escaped, the share of native per site.
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="0" data-live-bytes="(\d+)")re"),
+            std::to_string(43 * kMiB));
+  EXPECT_NE(html.find("<td class=\"l\">hold &lt; hold_200 &lt; main</td><td>43.0 MiB</td><td>" +
+                      std::to_string(static_cast<int>(
+                          std::lround(4300.0 * kMiB / static_cast<double>(account->outside)))) +
+                      " %</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="2" data-live-bytes="(\d+)")re"),
+            std::to_string(2 * kMiB));
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="other" data-live-bytes="(\d+)")re"),
+            std::to_string(kMiB));
+  // What the sites explain: all of them, none being NMT's.
+  EXPECT_EQ(Attr(html, R"re(class="sites-explain" data-explained-bytes="(\d+)")re"),
+            std::to_string(55 * kMiB));
+  EXPECT_NE(html.find("The sampled sites explain 55.0 MiB of the "), std::string::npos);
+  EXPECT_NE(html.find("Sampling since 07:56:30 UTC (5m ago): older allocations are not seen."),
+            std::string::npos)
+      << html;
+  // The chart: one point per read for each site, the rest dashed.
+  EXPECT_EQ(Attr(html, R"re(data-site-reads="(\d+)")re"), "3");
+  EXPECT_EQ(Attr(html, R"re(data-series="site0" data-count="(\d+)")re"), "3");
+  EXPECT_EQ(Attr(html, R"re(data-series="site0" data-count="3" data-last="(\d+)")re"),
+            std::to_string(43 * kMiB));
+  EXPECT_EQ(Attr(html, R"re(data-series="other_sites" data-count="3" data-last="(\d+)")re"),
+            std::to_string(kMiB));
+  EXPECT_NE(html.find("hold &lt; hold_200 &lt; main: 43.0 MiB"), std::string::npos);
+  EXPECT_EQ(html.find("style="), std::string::npos);
+  EXPECT_EQ(html.find("sites-missing"), std::string::npos);
+}
+
+// For a JVM the sites NMT counts are said to be NMT's, and only the others
+// explain what is outside NMT.
+TEST(IncidentPage, SitesOfAJvmSayWhichNmtCounts) {
+  TargetSnapshot ts = JvmTarget();
+  ts.sample.sites =
+      Sites(std::chrono::system_clock::time_point(1'800'000'000s),
+            {{"os::malloc < Unsafe_AllocateMemory0 < [java]", 30 * kMiB, true},
+             {"zcalloc < inflateInit2_ < Java_java_util_zip_Inflater_init", 20 * kMiB, false}});
+  Snapshot snap = OneTarget(ts, nullptr);
+  const std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<th>NMT counts it</th>"), std::string::npos);
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="0" [^>]*data-nmt-tracked="(\d)")re"), "1");
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="1" [^>]*data-nmt-tracked="(\d)")re"), "0");
+  EXPECT_EQ(Attr(html, R"re(class="sites-explain" data-explained-bytes="(\d+)")re"),
+            std::to_string(20 * kMiB));
+  EXPECT_NE(html.find("Sites NMT counts (the JVM's own malloc) hold 30.0 MiB more."),
+            std::string::npos)
+      << html;
+  // No account (no smaps read in this sample): said, and no share.
+  EXPECT_NE(html.find("needs the account"), std::string::npos);
+  // No history given: no chart, the table still there.
+  EXPECT_EQ(html.find("data-site-reads"), std::string::npos);
+}
+
+TEST(IncidentPage, WithoutSitesOneLineSaysWhyOnlyWhenTheCollectorIsOn) {
+  TargetSnapshot ts = Program(42, 100, 400);
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("Who holds the native memory"), std::string::npos);
+  EXPECT_EQ(html.find("Allocation sites"), std::string::npos);
+  ts.sample.sites_missing = "the agent is not loaded <here>";
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<p class=\"sites-missing\">Allocation sites: the agent is not loaded "
+                      "&lt;here&gt;.</p>"),
+            std::string::npos);
+  EXPECT_EQ(html.find("Who holds the native memory"), std::string::npos);
 }
 
 }  // namespace
