@@ -12,7 +12,13 @@
 // prints "armed", flushed, and holds nothing until the file TRIGGER exists
 // (sampling is turned on before the memory is taken); after "ready" it frees
 // hold_50's block once TRIGGER.free exists and prints "freed".
+// A third argument BLOCK holds each site in blocks of BLOCK bytes (the last
+// one smaller when BLOCK does not divide it) instead of one block, as real
+// programs do; a fourth, CHURN, starts that many threads that malloc and
+// free short-lived blocks (16 B to 64 KiB, 32 live at a time) in function
+// churn without end, so that a sampler must tell held from freed.
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +35,61 @@
 #define SITE __attribute__((noinline, noclone))
 #endif
 
-static void* held[3];
+// A site's blocks. The array itself is mmap'd, so that the site holds
+// exactly what it says in malloc'd memory.
+struct blocks {
+  char** p;
+  size_t n;
+};
+
+static struct blocks held[3];
 static void* sites[3];
 static void* callers[3];
+static size_t block_bytes;  // 0: one block per site
 
-SITE static void* hold(size_t bytes, void** site) {
+SITE static struct blocks hold(size_t bytes, void** site) {
   *site = __builtin_return_address(0);
-  char* p = malloc(bytes);
-  if (p != NULL) memset(p, 1, bytes);  // resident, as live memory is
-  return p;
+  const size_t block = block_bytes == 0 ? bytes : block_bytes;
+  const size_t n = (bytes + block - 1) / block;
+  struct blocks b = {NULL, 0};
+  void* array =
+      mmap(NULL, n * sizeof(char*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (array == MAP_FAILED) return b;
+  b.p = array;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t size = i + 1 < n ? block : bytes - i * block;
+    b.p[i] = malloc(size);
+    if (b.p[i] == NULL) return (struct blocks){NULL, 0};
+    memset(b.p[i], 1, size);  // resident, as live memory is
+  }
+  b.n = n;
+  return b;
+}
+
+static void release(struct blocks* b) {
+  for (size_t i = 0; i < b->n; ++i) free(b->p[i]);
+  munmap(b->p, b->n * sizeof(char*));
+  b->p = NULL;
+  b->n = 0;
+}
+
+// Short-lived allocations beside the held ones: 256 a batch, a 1 ms pause
+// between batches.
+SITE static void* churn(void* arg) {
+  uint64_t x = (uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
+  char* ring[32] = {0};
+  const struct timespec pause_ns = {0, 1000 * 1000};
+  for (unsigned k = 0;; ++k) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const size_t size = 16 + (size_t)(x % (64 * 1024 - 16));
+    free(ring[k % 32]);
+    ring[k % 32] = malloc(size);
+    if (ring[k % 32] != NULL) ring[k % 32][size - 1] = 1;
+    if (k % 256 == 255) nanosleep(&pause_ns, NULL);
+  }
+  return NULL;
 }
 
 SITE void hold_200(size_t unit) {
@@ -64,6 +116,12 @@ static void wait_for_file(const char* path) {
 int main(int argc, char** argv) {
   size_t unit = argc > 1 ? strtoull(argv[1], NULL, 10) : 1u << 20;
   const char* trigger = argc > 2 ? argv[2] : NULL;
+  block_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 0;
+  const long churners = argc > 4 ? strtol(argv[4], NULL, 10) : 0;
+  for (long i = 0; i < churners; ++i) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, churn, (void*)(uintptr_t)(i + 1)) != 0) return 1;
+  }
   char free_trigger[4096];
   if (trigger != NULL) {
     snprintf(free_trigger, sizeof free_trigger, "%s.free", trigger);
@@ -74,7 +132,7 @@ int main(int argc, char** argv) {
   hold_200(unit);
   hold_50(unit);
   hold_10(unit);
-  if (held[0] == NULL || held[1] == NULL || held[2] == NULL) return 1;
+  if (held[0].n == 0 || held[1].n == 0 || held[2].n == 0) return 1;
   static const char* const kNames[] = {"hold_200", "hold_50", "hold_10"};
   void (*const functions[])(size_t) = {hold_200, hold_50, hold_10};
   for (int i = 0; i < 3; ++i) {
@@ -92,8 +150,7 @@ int main(int argc, char** argv) {
   fflush(stdout);
   if (trigger != NULL) {
     wait_for_file(free_trigger);
-    free(held[1]);
-    held[1] = NULL;
+    release(&held[1]);
     printf("freed\n");
     fflush(stdout);
   }
