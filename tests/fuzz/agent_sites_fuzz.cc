@@ -1,0 +1,77 @@
+// Fuzz target: the agent's "sites" body (agent::ParseAgentSites), the
+// largest answer memtrimd reads from a target's agent.
+//
+// Invariants: an accepted body ends in a newline; it has exactly as many
+// stacks as its stacks= line says, none with more than 256 addresses; the
+// values written back in the agent's own layout, with an unknown key added
+// (as a newer agent may send), parse to the same values; the same text
+// without its last newline, or with one stack line fewer, is refused.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "collectors/agent/agent_sites.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string StackLine(const memtrimd::agent::AgentStack& s) {
+  using std::to_string;
+  const memtrimd::agent::SiteValues& v = s.values;
+  std::string line = "stack " + to_string(v.live_samples) + " " + to_string(v.live_bytes) + " " +
+                     to_string(v.live_objects) + " " + to_string(v.alloc_samples) + " " +
+                     to_string(v.alloc_bytes) + " " + to_string(v.alloc_objects);
+  for (uint64_t pc : s.pcs) line += " " + Hex(pc);
+  return line + "\n";
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace agent = memtrimd::agent;
+  using std::to_string;
+  std::string_view body = memtrimd::fuzz::AsText(data, size);
+
+  auto s = agent::ParseAgentSites(body);
+  if (!s.ok()) return 0;
+  FUZZ_CHECK(!body.empty() && body.back() == '\n');
+  for (const agent::AgentStack& st : s->stacks) FUZZ_CHECK(st.pcs.size() <= 256);
+  std::string head = "on=" + to_string(s->on ? 1 : 0) + "\nperiod=" + to_string(s->period) +
+                     "\ngeneration=" + to_string(s->generation) +
+                     "\nstarted_ns=" + to_string(s->started_ns) +
+                     "\nsamples=" + to_string(s->samples) + "\nfuture_key=x" +
+                     "\nlive_samples=" + to_string(s->live_samples) +
+                     "\ndropped_live=" + to_string(s->dropped_live) +
+                     "\ndropped_stacks=" + to_string(s->dropped_stacks) +
+                     "\nsampler_bytes=" + to_string(s->sampler_bytes) +
+                     "\nhooked_objects=" + to_string(s->hooked_objects) +
+                     (s->truncated ? "\ntruncated=1" : "") + "\nstacks=";
+  std::string lines;
+  for (const agent::AgentStack& st : s->stacks) lines += StackLine(st);
+  std::string text = head + to_string(s->stacks.size()) + "\n" + lines;
+  auto again = agent::ParseAgentSites(text);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(again->on == s->on && again->period == s->period &&
+             again->generation == s->generation && again->started_ns == s->started_ns &&
+             again->samples == s->samples && again->live_samples == s->live_samples &&
+             again->dropped_live == s->dropped_live && again->dropped_stacks == s->dropped_stacks &&
+             again->sampler_bytes == s->sampler_bytes &&
+             again->hooked_objects == s->hooked_objects && again->truncated == s->truncated &&
+             again->stacks.size() == s->stacks.size());
+  for (std::size_t i = 0; i < s->stacks.size(); ++i) {
+    FUZZ_CHECK(StackLine(again->stacks[i]) == StackLine(s->stacks[i]));
+  }
+  FUZZ_CHECK(!agent::ParseAgentSites(text.substr(0, text.size() - 1)).ok());
+  if (!s->stacks.empty()) {
+    std::string fewer = head + to_string(s->stacks.size() + 1) + "\n" + lines;
+    FUZZ_CHECK(!agent::ParseAgentSites(fewer).ok());
+  }
+  return 0;
+}
