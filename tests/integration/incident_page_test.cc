@@ -37,6 +37,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
@@ -543,6 +544,151 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
                     fs::copy_options::overwrite_existing);
     }
   }
+}
+
+// Issue 25: "who holds the native memory" on the page. A preloaded
+// site_holder whose hold_200, hold_50 and hold_10 hold 200, 50 and 10 MiB
+// (sampling turned on before it takes them), watched with --collector.sites:
+// Chromium shows the sites' table with hold_200 first and each row's bytes
+// those of /report's "sites" in the same sample, what the sites explain of
+// the account's "native", and the chart of the sites' last reads, under the
+// same Content-Security-Policy as above.
+class IncidentPageSitesTest : public ::testing::Test {
+ protected:
+  bool Printed(const std::string& word) {
+    return ReadFile(out_).find(word + "\n") != std::string::npos;
+  }
+  TempDir dir_;
+  std::string out_ = dir_ / "holder.out";
+  std::string trigger_ = dir_ / "hold";
+};
+
+// A site's name as the serialised DOM prints it in a cell's text.
+std::string DomText(const std::string& raw) {
+  std::string out;
+  for (char c : raw) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '&') {
+      out += "&amp;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+TEST_F(IncidentPageSitesTest, ChromiumShowsTheSitesOfTheReportAndTheirChart) {
+  SpawnOptions o;
+  o.stdout_path = out_;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process holder({WorkloadBin("site_holder"), "1048576", trigger_}, o);
+  ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder.running(); }, 30s));
+  ASSERT_TRUE(holder.running());
+  WriteFile(dir_ / "web.yml",
+            "http_server_config:\n  headers:\n    Content-Security-Policy: default-src 'self'\n");
+  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
+              "--sites.interval=1s", "--sample.interval=3s", "--smaps.interval=3s",
+              "--trim.interval=0", "--web.config.file=" + (dir_ / "web.yml")});
+  ASSERT_TRUE(m.started()) << m.log();
+  auto report = [&]() { return ParseJson(Curl(m.url("/report?format=json")).body); };
+  // Sampling is on once the first read of the sites comes back; then the
+  // holder takes its memory.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = report();
+        return r && r->Path({"targets"}) != nullptr && !r->Get("targets")->items.empty() &&
+               r->Get("targets")->items[0].Path({"sites", "sites"}) != nullptr;
+      },
+      30s))
+      << m.log();
+  WriteFile(trigger_, "");
+  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
+
+  // The page and /report of one sample, once the three sites are in it and
+  // the chart has two reads since. Samples 3 s apart leave Chromium time to
+  // load the page before /report moves on to the next.
+  std::optional<Matched> got;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Browser b = OpenInChromium(dir_, m.url("/"), "--dump-dom");
+        if (b.exit_code != 0) return false;
+        auto r = report();
+        if (!r || r->Get("sequence") == nullptr) return false;
+        if (Attr(b.out, R"re(<body data-sequence="(\d+)")re") != r->Get("sequence")->text)
+          return false;
+        const JsonValue* sites = r->Get("targets")->items[0].Path({"sites", "sites"});
+        if (sites == nullptr || sites->items.size() < 3) return false;
+        if (sites->items[2].Get("site")->text.find("hold_10") == std::string::npos) return false;
+        const std::string reads = Attr(b.out, R"re(data-site-reads="(\d+)")re");
+        if (reads.empty() || std::stoi(reads) < 2) return false;
+        got = Matched{b.out, *r, b};
+        return true;
+      },
+      90s))
+      << m.log();
+  const std::string& dom = got->dom;
+  const JsonValue& target = got->report.Get("targets")->items[0];
+  const JsonValue* sites = target.Path({"sites", "sites"});
+  ASSERT_NE(sites, nullptr);
+
+  // The table: hold_200 first, and every row /report's site with its bytes.
+  EXPECT_EQ(sites->items[0].Get("site")->text.rfind("hold < hold_200 < main", 0), 0u);
+  std::regex row(
+      R"re(<tr data-site-rank="(\d+)" data-live-bytes="(\d+)" data-nmt-tracked="([01])"><td class="l">([^<]*(?:&lt;[^<]*)*)</td>)re");
+  std::vector<std::tuple<std::string, std::string, std::string>> rows;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), row); it != std::sregex_iterator();
+       ++it) {
+    rows.emplace_back((*it)[4], (*it)[2], (*it)[3]);
+  }
+  // The page lists the sites that hold something; /report also those whose
+  // sampled allocations were all freed.
+  std::vector<const JsonValue*> held;
+  for (const JsonValue& s : sites->items) {
+    if (*s.Get("live_bytes")->Int() > 0) held.push_back(&s);
+  }
+  ASSERT_EQ(rows.size(), held.size()) << dom;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const JsonValue& s = *held[i];
+    EXPECT_EQ(std::get<0>(rows[i]), DomText(s.Get("site")->text)) << i;
+    EXPECT_EQ(std::get<1>(rows[i]), s.Get("live_bytes")->text) << i;
+    EXPECT_EQ(std::get<2>(rows[i]), s.Get("nmt_tracked")->boolean ? "1" : "0") << i;
+  }
+  EXPECT_EQ(std::get<0>(rows[0]), "hold &lt; hold_200 &lt; main");
+  EXPECT_NEAR(std::stod(std::get<1>(rows[0])) / (1 << 20), 200.0, 20.0);
+  // Not a JVM: against "native", no NMT column.
+  EXPECT_EQ(Attr(dom, R"re(<table class="sites" data-part="([a-z_]+)")re"), "native");
+  ASSERT_NE(target.Path({"rss_account", "native_bytes"}), nullptr);
+  EXPECT_EQ(Attr(dom, R"re(data-part-bytes="(\d+)")re"),
+            target.Path({"rss_account", "native_bytes"})->text);
+  EXPECT_EQ(dom.find("NMT counts it"), std::string::npos);
+  // What they explain: every site's bytes (none is NMT's), at least the
+  // three rows', at most all sampled.
+  const uint64_t explained =
+      std::stoull(Attr(dom, R"re(class="sites-explain" data-explained-bytes="(\d+)")re"));
+  uint64_t three = 0;
+  for (std::size_t i = 0; i < 3; ++i) three += *sites->items[i].Get("live_bytes")->Int();
+  EXPECT_GE(explained, three);
+  EXPECT_LE(explained, static_cast<uint64_t>(*target.Path({"sites", "live_bytes"})->Int()));
+  EXPECT_NE(dom.find("older allocations are not seen"), std::string::npos);
+  const std::string reads = Attr(dom, R"re(data-site-reads="(\d+)")re");
+  std::cout << "[ NOTE     ] sample " << got->report.Get("sequence")->text << ": hold_200 "
+            << std::get<1>(rows[0]) << " B; the sites explain " << explained << " B of native "
+            << target.Path({"rss_account", "native_bytes"})->text << " B; chart reads " << reads
+            << "\n";
+
+  // The chart: hold_200's line first, its last point this sample's bytes
+  // (kept in KiB), and the rest dashed, a point per read.
+  EXPECT_EQ(Attr(dom, R"re(data-series="other_sites" data-count="(\d+)")re"), reads);
+  const std::string last =
+      Attr(dom, R"re(data-series="site0" data-count="\d+" data-last="(\d+)")re");
+  ASSERT_FALSE(last.empty()) << dom;
+  EXPECT_NEAR(std::stod(last), sites->items[0].Get("live_bytes")->Number(), 512.0);
+  EXPECT_NE(dom.find("hold &lt; hold_200 &lt; main: "), std::string::npos);
+  EXPECT_EQ(ConsoleLines(got->browser.log), std::vector<std::string>{});
+  EXPECT_EQ(dom.find("style="), std::string::npos);
 }
 
 }  // namespace
