@@ -32,8 +32,9 @@
  * hook (a signal handler that mallocs, the unwinder, the real allocator
  * calling through a patched GOT) passes straight through.
  *
- * Two tables, mmap'd on the first "on" and never unmapped, at most 4 MiB of
- * address space together (memtrimd's hard cap on the sampler's memory):
+ * Two tables and a filter, mmap'd on the first "on" and never unmapped,
+ * 3.31 MiB together (at most 4 MiB: memtrimd's hard cap on the sampler's
+ * memory):
  *   live   65,536 slots of 32 bytes (2 MiB): open addressing of the sampled
  *          allocations still live, {pointer, weights, stack, generation};
  *          a slot is claimed with a CAS on its key, freed slots become
@@ -41,8 +42,11 @@
  *          insert that finds no slot is dropped and counted: dropped_live).
  *          free, realloc and reallocarray take the pointer out BEFORE the
  *          real call (after it another thread may get the same address from
- *          malloc and insert it first). While on, every free probes the
- *          table; while off nothing does.
+ *          malloc and insert it first). While on, every free reads the
+ *          filter, and probes the table only when the filter says a
+ *          sampled pointer with its hash is live; while off nothing does.
+ *   filter 65,536 one-byte counters (64 KiB) of live sampled pointers by
+ *          another part of their hash (see FILTER_SLOTS).
  *   stacks 4,096 rows of 320 bytes (1.25 MiB): stacks deduplicated by a hash
  *          of their frames (lock-free insert: CAS on the row's tag), each
  *          with atomic counters: live samples, bytes and objects, allocated
@@ -77,6 +81,13 @@
 
 #define LIVE_SLOTS 65536u /* a power of two */
 #define LIVE_PROBES 64
+/* Counters in front of the live table, one byte each, indexed by another
+ * part of the pointer's hash: every free while on looks here first, and the
+ * 64 KiB stay in the CPU's cache where the 2 MiB table would not (a probe of
+ * the table was a cache miss on nearly every free, most of the sampler's cost
+ * in a malloc-bound program). 0: no sampled pointer of this hash is live. */
+#define FILTER_SLOTS 65536u /* a power of two */
+#define FILTER_FULL 255u    /* saturated: never decremented again (until a reset) */
 #define STACK_ROWS 4096u
 #define STACK_PROBES 32
 #define MAX_FRAMES 32
@@ -109,7 +120,8 @@ struct stack_row {
 
 _Static_assert(sizeof(struct live_slot) == 32, "live slot size");
 _Static_assert(sizeof(struct stack_row) == 320, "stack row size");
-_Static_assert(LIVE_SLOTS * sizeof(struct live_slot) + STACK_ROWS * sizeof(struct stack_row) <=
+_Static_assert(LIVE_SLOTS * sizeof(struct live_slot) + STACK_ROWS * sizeof(struct stack_row) +
+                       FILTER_SLOTS <=
                    (4u << 20),
                "the sampler's tables must stay within 4 MiB");
 
@@ -158,6 +170,7 @@ static void* g_map;
 static size_t g_map_bytes;
 static struct live_slot* g_slots;
 static struct stack_row* g_rows;
+static uint8_t* g_filter;
 
 static uint64_t g_seen_dlopens, g_repatch_until, g_repatch_next;
 static int g_on_pid; /* the process that turned sampling on */
@@ -257,6 +270,25 @@ static uint32_t slot_of(uintptr_t p) {
   return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 48) & (LIVE_SLOTS - 1);
 }
 
+static uint8_t* filter_of(uintptr_t p) {
+  return &g_filter[(uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 24) & (FILTER_SLOTS - 1)];
+}
+
+/* +1 or -1 on a filter counter, never past 0 or FILTER_FULL (a saturated one
+ * stays: a free then probes the table, which is only slower). */
+static void filter_step(uint8_t* c, int up) {
+  uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+  for (;;) {
+    if (v == FILTER_FULL || (!up && v == 0)) {
+      return;
+    }
+    const uint8_t next = (uint8_t)(up ? v + 1 : v - 1);
+    if (__atomic_compare_exchange_n(c, &v, next, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+      return;
+    }
+  }
+}
+
 /* Takes a sample's weights off its row (current generation only). */
 static void forget(const struct live_slot* s, uint32_t gen) {
   if (s->gen != gen) {
@@ -271,6 +303,10 @@ static void forget(const struct live_slot* s, uint32_t gen) {
 
 /* Before the real free: the pointer's sample, if any, is no longer live. */
 static void live_remove(uintptr_t p) {
+  uint8_t* counter = filter_of(p);
+  if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) == 0) {
+    return; /* the common case: no sampled pointer like it is live */
+  }
   const uint32_t gen = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
   const uint32_t start = slot_of(p);
   for (uint32_t i = 0; i < LIVE_PROBES; ++i) {
@@ -284,6 +320,7 @@ static void live_remove(uintptr_t p) {
       if (__atomic_compare_exchange_n(&s->key, &key, TOMBSTONE, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_RELAXED)) {
         forget(&copy, gen);
+        filter_step(counter, 0);
       }
       return;
     }
@@ -305,6 +342,7 @@ static int live_insert(uintptr_t p, int64_t bytes, uint32_t objects, uint32_t ro
         if (__atomic_compare_exchange_n(&s->key, &key, TOMBSTONE, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
           forget(&copy, gen);
+          filter_step(filter_of(p), 0);
           key = TOMBSTONE;
         }
       }
@@ -327,6 +365,9 @@ static int live_insert(uintptr_t p, int64_t bytes, uint32_t objects, uint32_t ro
     }
     /* Fields first: the pointer is not handed to the program (so cannot be
      * freed) before this returns, but "sites" and a reset may look. */
+    /* Counted before the key is visible, so a free that finds the key also
+     * finds the counter above 0. */
+    filter_step(filter_of(p), 1);
     if (__atomic_compare_exchange_n(&reuse->key, &expected, p, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       reuse->bytes = bytes;
@@ -335,6 +376,7 @@ static int live_insert(uintptr_t p, int64_t bytes, uint32_t objects, uint32_t ro
       reuse->gen = gen;
       return 1;
     }
+    filter_step(filter_of(p), 0);
   }
   ADD(g_dropped_live, 1);
   return 0;
@@ -664,8 +706,8 @@ void agent_sampler_on(const char* period_text, struct out* o) {
     return;
   }
   if (g_map == NULL) {
-    const size_t bytes =
-        LIVE_SLOTS * sizeof(struct live_slot) + STACK_ROWS * sizeof(struct stack_row);
+    const size_t bytes = LIVE_SLOTS * sizeof(struct live_slot) +
+                         STACK_ROWS * sizeof(struct stack_row) + FILTER_SLOTS;
     void* m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (m == MAP_FAILED) {
@@ -676,6 +718,7 @@ void agent_sampler_on(const char* period_text, struct out* o) {
     g_map_bytes = bytes;
     g_slots = m;
     g_rows = (struct stack_row*)((char*)m + LIVE_SLOTS * sizeof(struct live_slot));
+    g_filter = (uint8_t*)g_rows + STACK_ROWS * sizeof(struct stack_row);
   }
   /* Off, a new generation, empty tables, then on. Hooks still in flight
    * carry the old generation: their rows are skipped and reclaimed. */
