@@ -8,12 +8,14 @@
  * of a malloc/free pair is most of the loop, the worst case for anything that
  * hooks them.
  *
- *   malloc_churn [--threads N] [--seconds S] [--ready-file PATH]
+ *   malloc_churn [--threads N] [--seconds S] [--ready-file PATH] [--go-file PATH]
  *
  * Prints "ops=<malloc/free pairs of all threads> seconds=<elapsed>" and
  * "ops_per_second=<n>". --ready-file PATH is written with the pid once every
- * thread has filled its ring; the timed part starts then, so that a tool
- * switched on right after the file appears sees the whole timed part.
+ * thread has filled its ring; the timed part starts then, or with
+ * --go-file once PATH exists too, so that a tool switched on in between
+ * (its switch can take a second on a busy machine) sees the whole timed
+ * part.
  * SIGTERM/SIGINT end it early (it still prints).
  */
 #define _GNU_SOURCE
@@ -104,9 +106,11 @@ static double now_seconds(void) {
 int main(int argc, char** argv) {
   long threads = 2, seconds = 10;
   const char* ready = NULL;
+  const char* go = NULL;
   static const struct option longs[] = {{"threads", required_argument, NULL, 't'},
                                         {"seconds", required_argument, NULL, 's'},
                                         {"ready-file", required_argument, NULL, 'r'},
+                                        {"go-file", required_argument, NULL, 'g'},
                                         {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -120,8 +124,13 @@ int main(int argc, char** argv) {
       case 'r':
         ready = optarg;
         break;
+      case 'g':
+        go = optarg;
+        break;
       default:
-        fprintf(stderr, "usage: malloc_churn [--threads N] [--seconds S] [--ready-file PATH]\n");
+        fprintf(stderr,
+                "usage: malloc_churn [--threads N] [--seconds S] [--ready-file PATH] "
+                "[--go-file PATH]\n");
         return 2;
     }
   }
@@ -154,6 +163,10 @@ int main(int argc, char** argv) {
       fprintf(stderr, "malloc_churn: cannot write %s: %s\n", ready, strerror(errno));
       return 1;
     }
+  }
+  while (go != NULL && access(go, F_OK) != 0) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
   }
   const double start = now_seconds();
   atomic_store(&g_go, 1);

@@ -138,16 +138,19 @@ variants=(off on jemalloc jemalloc_prof heaptrack)
 declare -A churn_ops churn_rss
 for ((rep = 1; rep <= reps; rep++)); do
   for v in "${variants[@]}"; do
-    rm -f "$tmp/ready"
+    rm -f "$tmp/ready" "$tmp/go"
     # shellcheck disable=SC2046,SC2086  # word splitting of the variant's words
     env $(variant_env "$v") $(variant_prefix "$v" "churn.$rep") "$churn" --threads 2 \
-      --seconds "$seconds" --ready-file "$tmp/ready" > "$tmp/out" 2> "$tmp/err" &
+      --seconds "$seconds" --ready-file "$tmp/ready" --go-file "$tmp/go" > "$tmp/out" 2> "$tmp/err" &
     launcher=$!
     track_pid "$launcher"
     wait_for_file "$tmp/ready" "$launcher" 120
     pid=$(cat "$tmp/ready")
+    # The timed part starts once sampling is on (the switch can take a
+    # second while the program's threads keep both cores busy).
     [[ $v == on ]] && turn_on "$pid"
-    sleep $((seconds - 1))
+    touch "$tmp/go"
+    sleep $((seconds / 2))
     rss=$(rss_kib "$pid")
     wait "$launcher" || die "malloc_churn ($v) failed: $(cat "$tmp/err")"
     untrack_pid "$launcher"
@@ -166,7 +169,9 @@ if ((mariadb)); then
     die "mariadb-server and sysbench are needed (or --no-mariadb)"
   [[ $(id -u) -eq 0 ]] || die "mariadbd --user=mysql needs root (or --no-mariadb)"
   data=$tmp/data
-  sock=$tmp/mysqld.sock
+  # mariadbd drops to mysql before it binds its socket: a directory of its own.
+  install -d -o mysql -g mysql "$tmp/run"
+  sock=$tmp/run/mysqld.sock
   mariadb-install-db --no-defaults --user=mysql --datadir="$data" \
     --auth-root-authentication-method=normal --skip-test-db > "$tmp/install.log" 2>&1 ||
     die "mariadb-install-db failed: $(tail -5 "$tmp/install.log")"

@@ -114,13 +114,23 @@ class StallTest : public ::testing::Test {
 TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
   Process frag = StartAgentFragmenter();
   ASSERT_TRUE(frag.running());
-  const std::vector<std::string> flags = {"--target.pid=" + Str(frag.pid()), "--sample.interval=1s",
-                                          "--smaps.interval=1s", "--jvm.command-timeout=6s",
-                                          "--trim.interval=0"};
+  // The sites collector too: its sampler is on in the target when it stops.
+  const std::vector<std::string> flags = {"--target.pid=" + Str(frag.pid()),
+                                          "--sample.interval=1s",
+                                          "--smaps.interval=1s",
+                                          "--jvm.command-timeout=6s",
+                                          "--trim.interval=0",
+                                          "--collector.sites",
+                                          "--sites.interval=1s"};
   Memtrimd m(flags);
   ASSERT_TRUE(m.started()) << m.log();
   ASSERT_TRUE(WaitFor(
-      [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"agent\""}) == 1.0; }, 30s))
+      [&] {
+        Series s = m.Scrape();
+        return Find(s, "memtrimd_collector_success", {"\"agent\""}) == 1.0 &&
+               Find(s, "memtrimd_collector_success", {"\"sites\""}) == 1.0;
+      },
+      30s))
       << m.log();
 
   Stopped stop(frag.pid());
@@ -129,7 +139,8 @@ TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
   // interval meanwhile, and the query's failure shows once it ends.
   double max_age = 0;
   EXPECT_TRUE(SamplesKeepComing(m, 8, &max_age, [](const Series& s) {
-    return Find(s, "memtrimd_collector_success", {"\"agent\""}) == 0.0;
+    return Find(s, "memtrimd_collector_success", {"\"agent\""}) == 0.0 &&
+           Find(s, "memtrimd_collector_success", {"\"sites\""}) == 0.0;
   })) << m.log();
   std::cout << "agent target stopped: sample age at most " << max_age << " s\n";
   EXPECT_TRUE(LogHas(m.log(), {"collector failed", "collector=agent"})) << m.log();
@@ -145,7 +156,12 @@ TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
 
   stop.Continue();
   EXPECT_TRUE(WaitFor(
-      [&] { return Find(m.Scrape(), "memtrimd_collector_success", {"\"agent\""}) == 1.0; }, 30s))
+      [&] {
+        Series s = m.Scrape();
+        return Find(s, "memtrimd_collector_success", {"\"agent\""}) == 1.0 &&
+               Find(s, "memtrimd_collector_success", {"\"sites\""}) == 1.0;
+      },
+      30s))
       << m.log();
   EXPECT_TRUE(frag.running());
 }

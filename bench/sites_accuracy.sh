@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# sites_accuracy.sh: how far the allocation sampler's estimate of a site's
+# live bytes falls from the truth. site_holder (tests/workloads) holds 200,
+# 50 and 10 MiB at three known functions, in blocks of a given size, beside
+# two threads churning short-lived blocks; its agent samples at the default
+# mean of 512 KiB from before the memory is taken. Each run's "sites"
+# answer is attributed to the three functions by the return addresses the
+# program prints (the address in hold_N of its call to hold() is in the
+# stack), and the estimate compared with the truth. --runs runs per block
+# size; prints, per block size and site: the mean estimate, the mean and
+# largest relative error, and what theory predicts for the error's standard
+# deviation (each block of s bytes is sampled with p = 1 - e^(-s/T) and then
+# stands for s/p bytes: sd = sqrt(n * s^2 * (1-p)/p) for n blocks).
+#
+#   bench/sites_accuracy.sh BUILD_DIR [--runs N]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+[[ $# -ge 1 ]] || {
+  echo "usage: $0 BUILD_DIR [--runs N]" >&2
+  exit 2
+}
+build=$(cd "$1" && pwd)
+shift
+runs=10
+if [[ $# -eq 2 && $1 == --runs && $2 =~ ^[1-9][0-9]*$ ]]; then runs=$2; elif [[ $# -ne 0 ]]; then
+  echo "usage: $0 BUILD_DIR [--runs N]" >&2
+  exit 2
+fi
+agent=$build/collectors/agent/libmemtrimd_agent.so
+holder=$build/tests/workloads/site_holder
+for f in "$agent" "$holder"; do [[ -e $f ]] || die "$f not found: build $build first"; done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/memtrimd_sites_accuracy.XXXXXX")
+cleanup() {
+  stop_tracked
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# One run: prints "hold_200 <estimate> hold_50 <estimate> hold_10 <estimate>".
+one_run() { # BLOCK
+  rm -f "$tmp"/go "$tmp"/out
+  MEMTRIMD_AGENT_SOCKET="$tmp/agent.%p.sock" LD_PRELOAD="$agent" \
+    "$holder" 1048576 "$tmp/go" "$1" 2 > "$tmp/out" &
+  local pid=$!
+  track_pid "$pid"
+  local deadline=$((SECONDS + 30))
+  until grep -qx armed "$tmp/out" 2> /dev/null && [[ -S $tmp/agent.$pid.sock ]]; do
+    ((SECONDS < deadline)) || die "site_holder not armed"
+    sleep 0.02
+  done
+  python3 - "$tmp/agent.$pid.sock" "$tmp/go" "$tmp/out" << 'PY'
+import os, socket, sys, time
+sock, go, out = sys.argv[1:4]
+def ask(line):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(sock)
+    s.sendall(line.encode() + b"\n")
+    data = b""
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            break
+        data += b
+    status, _, body = data.decode().partition("\n")
+    if status != "0":
+        sys.exit("agent refused %r: %s" % (line, body))
+    return body
+ask("sampling on 524288")
+open(go, "w").close()
+deadline = time.time() + 60
+while "ready\n" not in open(out).read():
+    if time.time() > deadline:
+        sys.exit("site_holder never ready")
+    time.sleep(0.02)
+sites = {}
+for line in open(out):
+    f = line.split()
+    if len(f) == 3 and f[0] == "site":
+        sites[int(f[2], 16)] = f[1]
+est = {name: 0 for name in sites.values()}
+for line in ask("sites").splitlines():
+    f = line.split()
+    if not f or f[0] != "stack":
+        continue
+    for pc in f[7:]:
+        name = sites.get(int(pc, 16))
+        if name:
+            est[name] += int(f[2])
+            break
+print(" ".join("%s %d" % (n, est[n]) for n in ("hold_200", "hold_50", "hold_10")))
+PY
+  stop_pid "$pid"
+  untrack_pid "$pid"
+}
+
+machine_description
+echo
+echo "| block | site | truth | mean estimate | mean error | largest error | predicted sd |"
+echo "|---:|---|---:|---:|---:|---:|---:|"
+for block in 1048576 65536; do
+  : > "$tmp/results"
+  for ((i = 1; i <= runs; i++)); do
+    one_run "$block" >> "$tmp/results"
+    log "block $block run $i: $(tail -1 "$tmp/results")"
+  done
+  python3 - "$block" "$tmp/results" << 'PY'
+import math, sys
+block = int(sys.argv[1]); T = 524288.0
+rows = [l.split() for l in open(sys.argv[2]) if l.strip()]
+for i, (name, mib) in enumerate((("hold_200", 200), ("hold_50", 50), ("hold_10", 10))):
+    truth = mib * 1048576
+    est = [int(r[2 * i + 1]) for r in rows]
+    err = [abs(e - truth) / truth for e in est]
+    n = truth // block
+    p = 1 - math.exp(-block / T)
+    sd = math.sqrt(n * block * block * (1 - p) / p) / truth
+    print("| %s | %s | %d MiB | %.1f MiB | %.1f %% | %.1f %% | %.1f %% |" % (
+        "1 MiB" if block == 1048576 else "%d KiB" % (block // 1024), name, mib,
+        sum(est) / len(est) / 1048576, 100 * sum(err) / len(err), 100 * max(err), 100 * sd))
+PY
+done
