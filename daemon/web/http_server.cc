@@ -413,26 +413,33 @@ int HttpServer::ServeTrimApi(mg_connection* conn, std::string_view method, const
   return 200;
 }
 
+// The ?pid=N of a request: nullopt without one; false (after a 400 reply)
+// when it is no process id.
+static bool PidQuery(mg_connection* conn, const std::string& headers, std::optional<pid_t>& pid) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  if (ri->query_string == nullptr) return true;
+  char value[32];
+  if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) <=
+      0) {
+    return true;
+  }
+  auto n = text::ParseUint(value);
+  if (!n || *n == 0 || *n > 0x7fffffff) {
+    Reply(conn, 400, "Bad Request", "text/plain; charset=utf-8", "pid: not a process id\n",
+          headers);
+    return false;
+  }
+  pid = static_cast<pid_t>(*n);
+  return true;
+}
+
 // GET /debug/pprof/heap[?pid=N]: the sampled allocation sites of one
 // target (--collector.sites) as a gzip'd pprof heap profile, the path
 // Grafana Alloy's pyroscope.scrape and `go tool pprof` ask by default.
 // Without pid: the one watched target; several need pid=.
 int HttpServer::ServeHeapProfile(mg_connection* conn, const std::string& headers) {
-  const mg_request_info* ri = mg_get_request_info(conn);
   std::optional<pid_t> pid;
-  if (ri->query_string != nullptr) {
-    char value[32];
-    if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) >
-        0) {
-      auto n = text::ParseUint(value);
-      if (!n || *n == 0 || *n > 0x7fffffff) {
-        Reply(conn, 400, "Bad Request", "text/plain; charset=utf-8", "pid: not a process id\n",
-              headers);
-        return 400;
-      }
-      pid = static_cast<pid_t>(*n);
-    }
-  }
+  if (!PidQuery(conn, headers, pid)) return 400;
   std::shared_ptr<const Snapshot> snap = store_.Latest();
   const TargetSnapshot* target = nullptr;
   if (snap) {
@@ -578,19 +585,7 @@ int HttpServer::Serve(mg_connection* conn) {
     IncidentPageOptions page_options;
     page_options.metrics_path = options_.telemetry_path;
     page_options.refresh = options_.page_refresh;
-    if (ri->query_string != nullptr) {
-      char value[32];
-      if (mg_get_var(ri->query_string, std::strlen(ri->query_string), "pid", value, sizeof(value)) >
-          0) {
-        auto n = text::ParseUint(value);
-        if (!n || *n == 0 || *n > 0x7fffffff) {
-          Reply(conn, 400, "Bad Request", "text/plain; charset=utf-8", "pid: not a process id\n",
-                h);
-          return 400;
-        }
-        page_options.pid = static_cast<pid_t>(*n);
-      }
-    }
+    if (!PidQuery(conn, h, page_options.pid)) return 400;
     // The snapshot and trim state /metrics and /report read: one source.
     std::shared_ptr<const Snapshot> snap = store_.Latest();
     std::optional<std::vector<TrimStats>> stats;

@@ -16,7 +16,7 @@
 
 #include "tests/integration/harness.h"
 #include "tests/integration/jni_site_holder.h"
-#include "tests/integration/json_value.h"
+#include "tests/integration/served_sites.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -25,40 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-struct Site {
-  std::string name;
-  double live = 0;
-  bool nmt_tracked = false;
-};
-
-struct Sites {
-  bool on = false;
-  std::vector<Site> rows;  // largest first
-  std::string missing;
-};
-
-Sites ReadSites(const Memtrimd& m) {
-  Sites out;
-  HttpResponse r = Curl(m.url("/report?format=json"));
-  if (r.status != 200) return out;
-  std::optional<JsonValue> doc = ParseJson(r.body);
-  if (!doc) return out;
-  const JsonValue* targets = doc->Get("targets");
-  if (targets == nullptr || targets->items.empty()) return out;
-  const JsonValue& t = targets->items[0];
-  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
-  const JsonValue* sites = t.Path({"sites", "sites"});
-  if (sites == nullptr) return out;
-  out.on = true;
-  for (const JsonValue& s : sites->items) {
-    Site row;
-    if (const JsonValue* n = s.Get("site")) row.name = n->text;
-    if (const JsonValue* l = s.Get("live_bytes")) row.live = l->Number();
-    if (const JsonValue* t2 = s.Get("nmt_tracked")) row.nmt_tracked = t2->boolean;
-    out.rows.push_back(std::move(row));
-  }
-  return out;
-}
+using Site = ServedSite;
+using Sites = ServedSites;
 
 // The live bytes of the first site whose name starts with `function`, and
 // its rank among all; -1 when none.
@@ -94,13 +62,14 @@ TEST_P(SitesJvmTest, AgentLoadedLaterRanksTheJniSitesAndFreesAreMatched) {
   ASSERT_TRUE(holder.started()) << holder.Log();
   Memtrimd m(Flags(holder.pid()));
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return ReadSites(m).on; }, 60s)) << m.log() << ReadSites(m).missing;
+  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 60s))
+      << m.log() << ReadServedSites(m).missing;
   ASSERT_TRUE(holder.Hold()) << holder.Log();
 
   Sites s;
   ASSERT_TRUE(WaitFor(
       [&] {
-        s = ReadSites(m);
+        s = ReadServedSites(m);
         return RankOf(s, "jni_hold_200") >= 0 && RankOf(s, "jni_hold_50") >= 0 &&
                RankOf(s, "jni_hold_10") >= 0;
       },
@@ -127,7 +96,7 @@ TEST_P(SitesJvmTest, AgentLoadedLaterRanksTheJniSitesAndFreesAreMatched) {
   ASSERT_TRUE(holder.Free50()) << holder.Log();
   ASSERT_TRUE(WaitFor(
       [&] {
-        s = ReadSites(m);
+        s = ReadServedSites(m);
         double live50 = 0;
         return RankOf(s, "jni_hold_50", &live50) < 0 || live50 == 0;
       },
@@ -149,7 +118,7 @@ TEST_P(SitesJvmTest, MemoryTakenBeforeTheAgentCameIsNotSeen) {
   // sites never do.
   ASSERT_TRUE(WaitFor(
       [&] {
-        s = ReadSites(m);
+        s = ReadServedSites(m);
         return s.on && RankOf(s, "jni_churn") >= 0;
       },
       60s))
@@ -180,7 +149,8 @@ TEST_P(SitesJvmTest, ZlibHolderNamesZlibAsTheLargestHolderOutsideNmt) {
       << ReadFile(dir_ / "zlib.err");
   Memtrimd m(Flags(jvm.pid()));
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return ReadSites(m).on; }, 60s)) << m.log() << ReadSites(m).missing;
+  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 60s))
+      << m.log() << ReadServedSites(m).missing;
   ASSERT_TRUE(in.Write("hold\n"));
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !jvm.running(); }, 60s) && jvm.running())
       << ReadFile(dir_ / "zlib.err");
@@ -188,7 +158,7 @@ TEST_P(SitesJvmTest, ZlibHolderNamesZlibAsTheLargestHolderOutsideNmt) {
   const Site* top = nullptr;
   ASSERT_TRUE(WaitFor(
       [&] {
-        s = ReadSites(m);
+        s = ReadServedSites(m);
         top = nullptr;
         for (const Site& row : s.rows) {
           if (!row.nmt_tracked) {

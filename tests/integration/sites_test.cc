@@ -15,6 +15,8 @@
 
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
+#include "tests/integration/pprof_top.h"
+#include "tests/integration/served_sites.h"
 #include "tests/integration/web_fixtures.h"
 
 namespace memtrimd::testing {
@@ -22,44 +24,13 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// The sites of the one target of /report's JSON: name -> live bytes, in
-// the order served (largest first); nullopt while it has none.
-struct ServedSites {
-  bool on = false;          // the target has sites (maybe none yet)
-  double read_seconds = 0;  // when memtrimd read them from the agent
-  std::vector<std::pair<std::string, double>> rows;
-  std::string missing;
-};
-
-ServedSites ReportSites(const Memtrimd& m) {
-  ServedSites out;
-  HttpResponse r = Curl(m.url("/report?format=json"));
-  if (r.status != 200) return out;
-  std::optional<JsonValue> doc = ParseJson(r.body);
-  if (!doc) return out;
-  const JsonValue* targets = doc->Get("targets");
-  if (targets == nullptr || targets->items.empty()) return out;
-  const JsonValue& t = targets->items[0];
-  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
-  const JsonValue* sites = t.Path({"sites", "sites"});
-  if (sites == nullptr) return out;
-  out.on = true;
-  if (const JsonValue* at = t.Path({"sites", "read_seconds"})) out.read_seconds = at->Number();
-  for (const JsonValue& s : sites->items) {
-    const JsonValue* name = s.Get("site");
-    const JsonValue* live = s.Get("live_bytes");
-    if (name != nullptr && live != nullptr) out.rows.emplace_back(name->text, live->Number());
-  }
-  return out;
-}
-
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double LiveOf(const ServedSites& s, const std::string& function) {
-  for (const auto& [name, bytes] : s.rows) {
-    if (name.find(function) != std::string::npos) return bytes;
+  for (const ServedSite& row : s.rows) {
+    if (row.name.find(function) != std::string::npos) return row.live;
   }
   return 0;
 }
@@ -67,19 +38,7 @@ double LiveOf(const ServedSites& s, const std::string& function) {
 // `go tool pprof -top -cum` rows: function -> cumulative value as printed.
 std::map<std::string, std::string> CumRows(const std::string& out) {
   std::map<std::string, std::string> rows;
-  std::istringstream in(out);
-  std::string line;
-  bool table = false;
-  while (std::getline(in, line)) {
-    if (line.find("flat%") != std::string::npos) {
-      table = true;
-      continue;
-    }
-    if (!table) continue;
-    std::istringstream fields(line);
-    std::string flat, flat_pct, sum_pct, cum, cum_pct, name;
-    if (fields >> flat >> flat_pct >> sum_pct >> cum >> cum_pct >> name) rows.emplace(name, cum);
-  }
+  for (const PprofTopRow& r : PprofTopRows(out)) rows.emplace(r.name, r.cum);
   return rows;
 }
 
@@ -116,7 +75,7 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
               "--sample.interval=300ms", "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
   // Sampling is on once the first read of the sites comes back (empty).
-  ASSERT_TRUE(WaitFor([&] { return ReportSites(m).on; }, 30s)) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
   WriteFile(trigger_, "");
   ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
   const double ready_at = NowSeconds();
@@ -125,19 +84,19 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
   ServedSites sites;
   ASSERT_TRUE(WaitFor(
       [&] {
-        sites = ReportSites(m);
+        sites = ReadServedSites(m);
         return sites.read_seconds > ready_at + 0.1;
       },
       30s))
       << m.log();
   ASSERT_GE(sites.rows.size(), 3u);
   // Largest first, each named by its innermost functions.
-  EXPECT_EQ(sites.rows[0].first.rfind("hold < hold_200 < main", 0), 0u) << sites.rows[0].first;
-  EXPECT_EQ(sites.rows[1].first.rfind("hold < hold_50 < main", 0), 0u) << sites.rows[1].first;
-  EXPECT_EQ(sites.rows[2].first.rfind("hold < hold_10 < main", 0), 0u) << sites.rows[2].first;
-  EXPECT_NEAR(sites.rows[0].second / kMiB, 200.0, 20.0);
-  EXPECT_NEAR(sites.rows[1].second / kMiB, 50.0, 10.0);
-  EXPECT_NEAR(sites.rows[2].second / kMiB, 10.0, 5.0);
+  EXPECT_EQ(sites.rows[0].name.rfind("hold < hold_200 < main", 0), 0u) << sites.rows[0].name;
+  EXPECT_EQ(sites.rows[1].name.rfind("hold < hold_50 < main", 0), 0u) << sites.rows[1].name;
+  EXPECT_EQ(sites.rows[2].name.rfind("hold < hold_10 < main", 0), 0u) << sites.rows[2].name;
+  EXPECT_NEAR(sites.rows[0].live / kMiB, 200.0, 20.0);
+  EXPECT_NEAR(sites.rows[1].live / kMiB, 50.0, 10.0);
+  EXPECT_NEAR(sites.rows[2].live / kMiB, 10.0, 5.0);
 
   // /metrics: the same rows, and "other" for the rest.
   Series s = m.Scrape();
@@ -180,7 +139,7 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
   const double freed_at = NowSeconds();
   ASSERT_TRUE(WaitFor(
       [&] {
-        sites = ReportSites(m);
+        sites = ReadServedSites(m);
         return sites.read_seconds > freed_at + 0.1;
       },
       30s))
@@ -200,7 +159,7 @@ TEST_F(SitesTest, AProgramThatOptsOutIsNotSampledAndSaysWhy) {
   ServedSites sites;
   ASSERT_TRUE(WaitFor(
       [&] {
-        sites = ReportSites(m);
+        sites = ReadServedSites(m);
         return !sites.missing.empty();
       },
       30s))

@@ -22,6 +22,7 @@
 #include "collectors/symbols/target_elf.h"
 #include "daemon/report/pprof_profile.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/pprof_top.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -224,21 +225,7 @@ TEST_F(SymbolizeTest, StrippedProgramNamedFromItsDebugFile) {
 // `go tool pprof -top` rows: name -> flat value as printed, in order.
 std::vector<std::pair<std::string, std::string>> TopRows(const std::string& out) {
   std::vector<std::pair<std::string, std::string>> rows;
-  std::istringstream in(out);
-  std::string line;
-  bool table = false;
-  while (std::getline(in, line)) {
-    if (line.find("flat%") != std::string::npos) {
-      table = true;
-      continue;
-    }
-    if (!table) continue;
-    std::istringstream fields(line);
-    std::string flat, flat_pct, sum_pct, cum, cum_pct, name;
-    if (fields >> flat >> flat_pct >> sum_pct >> cum >> cum_pct >> name) {
-      rows.emplace_back(name, flat);
-    }
-  }
+  for (const PprofTopRow& r : PprofTopRows(out)) rows.emplace_back(r.name, r.flat);
   return rows;
 }
 

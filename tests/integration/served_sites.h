@@ -1,0 +1,51 @@
+// The sampled allocation sites of the one target of a memtrimd's /report
+// JSON, for the tests of --collector.sites.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/json_value.h"
+
+namespace memtrimd::testing {
+
+struct ServedSite {
+  std::string name;
+  double live = 0;  // bytes
+  bool nmt_tracked = false;
+};
+
+struct ServedSites {
+  bool on = false;               // the target has sites (maybe none yet)
+  double read_seconds = 0;       // when memtrimd read them from the agent
+  std::vector<ServedSite> rows;  // largest first
+  std::string missing;           // sites_missing: why there are none
+};
+
+inline ServedSites ReadServedSites(const Memtrimd& m) {
+  ServedSites out;
+  HttpResponse r = Curl(m.url("/report?format=json"));
+  if (r.status != 200) return out;
+  std::optional<JsonValue> doc = ParseJson(r.body);
+  if (!doc) return out;
+  const JsonValue* targets = doc->Get("targets");
+  if (targets == nullptr || targets->items.empty()) return out;
+  const JsonValue& t = targets->items[0];
+  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
+  const JsonValue* sites = t.Path({"sites", "sites"});
+  if (sites == nullptr) return out;
+  out.on = true;
+  if (const JsonValue* at = t.Path({"sites", "read_seconds"})) out.read_seconds = at->Number();
+  for (const JsonValue& s : sites->items) {
+    ServedSite row;
+    if (const JsonValue* n = s.Get("site")) row.name = n->text;
+    if (const JsonValue* l = s.Get("live_bytes")) row.live = l->Number();
+    if (const JsonValue* t2 = s.Get("nmt_tracked")) row.nmt_tracked = t2->boolean;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+}  // namespace memtrimd::testing
