@@ -565,11 +565,12 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
     std::string sites = report::SitesText(*ts.sample.sites, report::kReportSites, now);
     if (!sites.empty() && sites.back() == '\n') sites.pop_back();
     t.Heading(sites);
-  } else if (!ts.sample.sites_missing.empty()) {
+  } else if (const CollectorOutcome* o = Outcome(ts, "sites"); o != nullptr) {
+    // Only when it ran: the collector is off unless asked for.
     t.Heading("Allocation sites");
-    t.Say(ts.sample.sites_missing);
+    if (!ts.sample.sites_missing.empty()) t.Say(ts.sample.sites_missing);
+    ExplainFailure(t, ts, "sites");
   }
-  ExplainFailure(t, ts, "sites");
   return t.Take();
 }
 
