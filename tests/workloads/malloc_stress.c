@@ -75,6 +75,10 @@ static void* fork_storm(void* arg) {
   while (!atomic_load(&g_extra_stop)) {
     pid_t pid = fork();
     if (pid == 0) {
+      /* Dies with the thread that forked it: a child left hanging (as in a
+       * malloc whose lock another thread held at the fork) must not outlive
+       * the test that stops this program. */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       /* The child allocates through the same (possibly hooked) malloc. */
       int bad = 0;
       for (unsigned i = 0; i < 32; ++i) bad |= fill_and_check(1024 + i * 4096, (unsigned char)i);
