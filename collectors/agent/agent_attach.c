@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 
 #include "agent_attach.h"
+#include "agent_phdr.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -41,18 +42,6 @@ struct scan {
   int found;
 };
 
-/* Whether the object `info` describes holds the address `a`. */
-static int holds(const struct dl_phdr_info* info, uintptr_t a) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
-    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && a >= start && a - start < ph->p_memsz) {
-      return 1;
-    }
-  }
-  return 0;
-}
-
 /* Whether `name` is `suffix` or ends in "/" + `suffix`. */
 static int named(const char* name, const char* suffix) {
   size_t n = strlen(name), s = strlen(suffix);
@@ -69,7 +58,7 @@ static int scan_one(struct dl_phdr_info* info, size_t size, void* data) {
   if (name == NULL || name[0] == '\0' || strlen(name) >= sizeof s->name) {
     return 0;
   }
-  const int self = holds(info, (uintptr_t)&scan_one);
+  const int self = agent_object_holds(info, (uintptr_t)&scan_one);
   if (s->suffix != NULL ? (named(name, s->suffix) && !(s->skip_self && self)) : self) {
     memcpy(s->name, name, strlen(name) + 1);
     s->found = 1;

@@ -59,6 +59,7 @@
 #define _GNU_SOURCE
 
 #include "agent_got.h"
+#include "agent_phdr.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -122,21 +123,10 @@ static uintptr_t g_self_start, g_self_end; /* this library's code */
 static long g_page;
 static int g_lock; /* pid of the process whose thread runs a pass; 0: none */
 
-static int holds(const struct dl_phdr_info* info, uintptr_t a) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
-    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && a >= start && a - start < ph->p_memsz) {
-      return 1;
-    }
-  }
-  return 0;
-}
-
 static int find_self(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
   (void)data;
-  if (!holds(info, (uintptr_t)&find_self)) {
+  if (!agent_object_holds(info, (uintptr_t)&find_self)) {
     return 0;
   }
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -259,7 +249,7 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
       o->entries++;
       continue;
     }
-    if (now != h->real && !holds(o->info, (uintptr_t)now)) {
+    if (now != h->real && !agent_object_holds(o->info, (uintptr_t)now)) {
       continue; /* bound elsewhere on purpose: leave it */
     }
     if (write_entry(o, slot, h->hook) != 0) {
@@ -275,8 +265,8 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
   struct pass* s = data;
   struct got_result* out = s->out;
   const char* name = info->dlpi_name != NULL ? info->dlpi_name : "";
-  if (holds(info, (uintptr_t)&patch_one) || holds(info, s->loader) ||
-      (s->vdso != 0 && holds(info, s->vdso)) || strstr(name, "linux-vdso") != NULL) {
+  if (agent_object_holds(info, (uintptr_t)&patch_one) || agent_object_holds(info, s->loader) ||
+      (s->vdso != 0 && agent_object_holds(info, s->vdso)) || strstr(name, "linux-vdso") != NULL) {
     return 0;
   }
   struct object o = {.info = info};
