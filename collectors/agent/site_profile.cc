@@ -29,6 +29,9 @@ std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) 
   return "[unknown]";
 }
 
+// Frames kept of one stack (twice what the agent walks).
+constexpr std::size_t kMaxKeptFrames = 64;
+
 // Longest name served as a label value: C++ names can run to kilobytes.
 constexpr std::size_t kMaxNameBytes = 240;
 
@@ -131,7 +134,13 @@ SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry>
     SiteStack kept;
     kept.values = s.values;
     kept.addresses.reserve(s.pcs.size());
-    for (uint64_t pc : s.pcs) kept.addresses.push_back(pc > 0 ? pc - 1 : 0);
+    // The agent walks 32 frames; a target that sends more (its answer is
+    // its own) gets no more than kMaxKeptFrames kept, so a profile's
+    // symbolised frames stay bounded per target.
+    for (uint64_t pc : s.pcs) {
+      if (kept.addresses.size() == kMaxKeptFrames) break;
+      kept.addresses.push_back(pc > 0 ? pc - 1 : 0);
+    }
     p.stacks.push_back(std::move(kept));
   }
 

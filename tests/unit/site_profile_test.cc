@@ -144,6 +144,18 @@ TEST(SiteProfileNmt, StacksFromLibjvmAreNmtsOthersAreNot) {
   EXPECT_TRUE(p.sites.front().nmt_tracked);
 }
 
+// A target's answer is its own: a stack of 256 addresses (the parser's
+// cap; the agent walks 32) keeps 64, so a profile's frames stay bounded.
+TEST(SiteProfileNmt, ADeepStackIsCutAt64Frames) {
+  std::vector<uint64_t> deep;
+  for (uint64_t i = 0; i < 256; ++i) deep.push_back(0x100000 + i * 16);
+  SiteProfile p = Build({Stack(kMiB, deep)});
+  ASSERT_EQ(p.stacks.size(), 1u);
+  EXPECT_EQ(p.stacks[0].addresses.size(), 64u);
+  EXPECT_EQ(p.addresses.size(), 64u);
+  EXPECT_EQ(p.total.live_bytes, kMiB);
+}
+
 TEST(SiteProfileNmt, ASiteIsNmtsOnlyWhenAllItsStacksAre) {
   // Three libc frames name both stacks alike; the fourth, the caller that
   // matters, is libjvm's in one and zlib's in the other.
