@@ -20,8 +20,10 @@
 #include "daemon/report/history.h"
 #include "daemon/report/inspect.h"
 #include "daemon/sampling/collector_set.h"
+#include "daemon/sampling/process_look.h"
 #include "daemon/sampling/scheduler.h"
 #include "daemon/sampling/target_read.h"
+#include "daemon/sampling/target_search.h"
 #include "daemon/sampling/target_selector.h"
 #include "daemon/trim/trim.h"
 #include "daemon/trim/trim_engine.h"
@@ -214,9 +216,12 @@ int RunDaemonCommand(const DaemonConfig& c) {
   StopWithPokes(server.BoundPorts(), [&] { server.Stop(); });
   trims.Stop();
   scheduler.Stop();
-  // A target read still running (TargetRead) may never end: one blocked on
-  // a FUSE server that took its request waits for that server.
-  if (std::size_t left = AbandonedCalls() + TargetRead::Running(); left > 0) {
+  // A target read, a process look or a sidecar's search for its target
+  // still running (TargetRead, ProcessLook, TargetSearch) may never end: one blocked on a FUSE
+  // server that took its request waits for that server.
+  if (std::size_t left = AbandonedCalls() + TargetRead::Running() + ProcessLook::Running() +
+                         TargetSearch::Running();
+      left > 0) {
     // Those calls end at their deadlines on threads of their own. Exit now,
     // without running static destructors under them; the log is flushed
     // line by line and memtrimd writes nothing else.

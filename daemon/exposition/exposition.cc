@@ -301,6 +301,7 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
   if (snap->node_mode) {
     b.Add(kTargetsSkipped, {"targets_max"}, static_cast<double>(snap->targets_skipped));
     b.Add(kTargetsSkipped, {"unreadable"}, static_cast<double>(snap->targets_unreadable));
+    b.Add(kTargetsSkipped, {"read_stalled"}, static_cast<double>(snap->targets_look_stalled));
   }
   std::map<std::string, int> failing;
   for (const TargetSnapshot& ts : snap->targets) {

@@ -31,7 +31,9 @@ const MetricDef kTargetsSkipped{
     "Processes memtrimd does not watch, by reason: targets_max (matched, "
     "but beyond --targets.max: the smallest by anonymous RSS plus swap, JVMs and "
     "programs with MEMTRIMD_TRIM=1 last), unreadable (its "
-    "/proc files are shut to memtrimd: CAP_SYS_PTRACE is missing)."};
+    "/proc files are shut to memtrimd: CAP_SYS_PTRACE is missing), read_stalled (its "
+    "first read, of its maps, command line and environment, has not ended: its memory map "
+    "is held locked; not watched until it ends)."};
 const MetricDef kTargetsReadStalled{
     "memtrimd_targets_read_stalled",
     MetricType::Gauge,

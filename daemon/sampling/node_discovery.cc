@@ -123,16 +123,30 @@ NodeChoice ChooseNodeTargets(std::span<const NodeCandidate> candidates,
 NodeDiscovery::NodeDiscovery(NodeSelectors selectors, std::string proc_root)
     : selectors_(std::move(selectors)), proc_root_(std::move(proc_root)), filter_(selectors_) {}
 
-bool NodeDiscovery::CommandLineSelected(const std::string& proc_dir, const std::string& comm,
+bool NodeDiscovery::CommandLineSelected(const std::string& comm, const std::string& cmdline,
                                         uint64_t private_bytes) const {
   if (private_bytes < selectors_.min_rss_bytes || IsMemtrimdComm(comm)) return false;
-  Result<std::string> raw = ReadSmallFile(proc_dir + "/cmdline", 1u << 20);
-  return filter_.Selects(comm, raw.ok() ? procfs::CmdlineToString(*raw) : "");
+  return filter_.Selects(comm, cmdline);
 }
 
 Discovery NodeDiscovery::Discover() {
   ++scan_;
   Discovery out;
+  // What this scan may still spend waiting for looks that do not end.
+  std::chrono::steady_clock::duration stall_left = kScanStall;
+  // Looks still running, by owner: one user's stuck processes may hold at
+  // most kLooksPerUid threads, and all of them kLooksInAll. Pruned as looks
+  // end, so that a healthy node's looks, each ending in milliseconds, never
+  // wait for one another.
+  std::map<uid_t, std::vector<std::shared_ptr<ProcessLook>>> looks_of;
+  for (const auto& [key, known] : known_) {
+    if (known.look && !known.look->finished()) looks_of[known.euid].push_back(known.look);
+  }
+  const auto running_of = [&](uid_t uid) {
+    std::vector<std::shared_ptr<ProcessLook>>& looks = looks_of[uid];
+    std::erase_if(looks, [](const auto& look) { return look->finished(); });
+    return looks.size();
+  };
   std::vector<NodeCandidate> candidates;
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc_root_.c_str()), ::closedir);
   if (!dir) return out;
@@ -163,7 +177,39 @@ Discovery NodeDiscovery::Discover() {
     }
     Known& k = it->second;
     if (inserted) {
-      Result<Target> t = procfs::ReadTarget(proc_root_, pid);
+      if (running_of(st->euid) >= kLooksPerUid || ProcessLook::Running() >= kLooksInAll) {
+        // Looked at once an earlier look of its owner (or any) ends.
+        known_.erase(it);
+        ++out.looks_stalled;
+        continue;
+      }
+      k.euid = st->euid;
+      k.look = ProcessLook::Start(proc_root_, pid, *read_dir);
+      looks_of[st->euid].push_back(k.look);
+      const auto wait_from = std::chrono::steady_clock::now();
+      if (!k.look->WaitUntil(
+              wait_from + std::min<std::chrono::steady_clock::duration>(kLookWait, stall_left))) {
+        stall_left -= std::min<std::chrono::steady_clock::duration>(
+            stall_left, std::chrono::steady_clock::now() - wait_from);
+      }
+    }
+    if (k.look) {
+      if (!k.look->finished()) {
+        // Its memory map is held locked (or a path it names hangs), or the
+        // machine is slow: kept and not a candidate until the look ends,
+        // which may be never.
+        k.seen_in_scan = scan_;
+        if (k.look->elapsed() < kLookStalled) {
+          ++out.looks_young;
+        } else {
+          ++out.looks_stalled;
+        }
+        continue;
+      }
+      ProcessFacts facts = k.look->Take();
+      k.look.reset();
+      Result<Target>& t = facts.target;
+      k.candidate.cmdline = std::move(facts.cmdline);
       if (!t.ok() && t.status().code() == ErrorCode::kPermissionDenied) {
         // Kept (and counted every scan) rather than retried: a process's
         // owner does not change what memtrimd may read of it.
@@ -175,9 +221,7 @@ Discovery NodeDiscovery::Discover() {
         continue;
       } else {
         k.candidate.target = std::move(t).value();
-        Result<std::string> raw = ReadSmallFile(*read_dir + "/cmdline", 1u << 20);
-        if (raw.ok()) k.candidate.cmdline = procfs::CmdlineToString(*raw);
-        Result<std::string> env = ReadSmallFile(*read_dir + "/environ", 1u << 20);
+        const Result<std::string>& env = facts.environ;
         if (env.ok()) {
           std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
           k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
@@ -194,7 +238,7 @@ Discovery NodeDiscovery::Discover() {
       // Counted when it would have been a candidate as far as memtrimd can
       // tell without its maps: the command line (world-readable) passes the
       // regexes and its RSS the floor.
-      if (CommandLineSelected(*read_dir, st->name, st->rss_anon + st->vm_swap)) {
+      if (CommandLineSelected(st->name, k.candidate.cmdline, st->rss_anon + st->vm_swap)) {
         if (out.unreadable++ == 0) out.unreadable_reason = k.unreadable->message();
       }
       continue;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <span>
@@ -25,6 +26,7 @@
 
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
+#include "daemon/sampling/process_look.h"
 
 namespace memtrimd {
 
@@ -102,27 +104,47 @@ struct Discovery {
   // environ without CAP_DAC_OVERRIDE): their MEMTRIMD_WATCH and
   // MEMTRIMD_TRIM are unknown, so they are watched but never trimmed.
   std::size_t environ_unreadable = 0;
+  // Processes whose first look (ProcessLook) has run kLookStalled without
+  // ending, or waits for a thread: not candidates until it ends.
+  std::size_t looks_stalled = 0;
+  // Looks not ended yet, younger than that (a scan stops waiting for looks
+  // after kScanStall): the scheduler scans again at its next tick.
+  std::size_t looks_young = 0;
 };
 
 // Scans `proc_root`. Facts that do not change in a process's life (its
-// runtime from maps, command line, environment) are read once per process
-// and kept, so a rescan of a busy node reads each process's status and stat
-// only.
+// runtime from maps, command line, environment) are read once per process,
+// on a thread of its own (ProcessLook), and kept, so a rescan of a busy node
+// reads each process's status and stat only.
 class NodeDiscovery {
  public:
   NodeDiscovery(NodeSelectors selectors, std::string proc_root = "/proc");
   Discovery Discover();
 
  private:
+  // How long a scan waits for one new process's look, and in all for looks
+  // that do not end in that time: a look answers in a few milliseconds
+  // unless the process's memory map is held locked. A look not waited for
+  // is taken at a later scan.
+  static constexpr std::chrono::milliseconds kLookWait{200};
+  static constexpr std::chrono::milliseconds kScanStall{1000};
+  // A look running this long counts as stalled.
+  static constexpr std::chrono::milliseconds kLookStalled{2000};
+  // Threads that looks left running may hold: per owner, and in all.
+  static constexpr std::size_t kLooksPerUid = 4;
+  static constexpr std::size_t kLooksInAll = 32;
+
   struct Known {
     NodeCandidate candidate;
+    std::shared_ptr<ProcessLook> look;  // until it ends and is taken
+    uid_t euid = 0;
     uint64_t seen_in_scan = 0;
     std::optional<Status> unreadable;  // ReadTarget's error: not a candidate
     bool environ_unreadable = false;
   };
   // Whether a process memtrimd cannot read would pass the selectors it can
   // check: the regexes on its comm and command line, and the floor.
-  bool CommandLineSelected(const std::string& proc_dir, const std::string& comm,
+  bool CommandLineSelected(const std::string& comm, const std::string& cmdline,
                            uint64_t private_bytes) const;
 
   NodeSelectors selectors_;

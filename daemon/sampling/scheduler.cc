@@ -12,7 +12,9 @@
 namespace memtrimd {
 
 Scheduler::Scheduler(SchedulerOptions options, TargetSelector selector, SnapshotStore& store)
-    : options_(std::move(options)), selector_(std::move(selector)), store_(store) {
+    : options_(std::move(options)),
+      selector_(std::make_shared<TargetSelector>(std::move(selector))),
+      store_(store) {
   if (options_.node) discovery_.emplace(*options_.node, options_.proc_root);
 }
 
@@ -108,7 +110,7 @@ void Scheduler::Add(const Target& target) {
              {"comm", target.comm},
              {"runtime", RuntimeName(target.runtime)},
              {"allocator", AllocatorName(target.allocator)},
-             {"rule", options_.node ? std::string("node") : selector_.Describe()}});
+             {"rule", options_.node ? std::string("node") : selector_->Describe()}});
 }
 
 void Scheduler::DropExited() {
@@ -126,7 +128,7 @@ void Scheduler::DropEnded(const Key& key, procfs::Liveness why) {
   // still there.
   const bool execd = why == procfs::Liveness::kExecd;
   Drop(key, execd ? "target ran another program (exec)" : "target exited");
-  if (!execd && !options_.node && selector_.rule().mode == TargetRule::Mode::kPid) {
+  if (!execd && !options_.node && selector_->rule().mode == TargetRule::Mode::kPid) {
     fixed_pid_gone_ = true;
   }
 }
@@ -153,6 +155,16 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
                    {"err", "permission denied (needs CAP_DAC_OVERRIDE or the target's uid)"}});
       }
       logged_environ_unreadable_ = found.environ_unreadable;
+      looks_stalled_ = found.looks_stalled;
+      // Looks this scan stopped waiting for are taken at the next tick.
+      if (found.looks_young > 0) next_discovery_ = now;
+      if (found.looks_stalled > logged_looks_stalled_) {
+        log::Warn(
+            "processes whose first read has not ended (a memory map held locked): not "
+            "watched until it does",
+            {{"count", std::to_string(found.looks_stalled)}});
+      }
+      logged_looks_stalled_ = found.looks_stalled;
       std::map<Key, const Target*> wanted;
       for (const Target& t : found.targets) wanted[{t.pid, t.start_ticks}] = &t;
       std::vector<Key> unwanted;
@@ -173,14 +185,46 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
   }
   if (!targets_.empty()) return;
   if (fixed_pid_gone_) {
-    no_target_reason = "target pid " + std::to_string(selector_.rule().pid) + " exited";
+    no_target_reason = "target pid " + std::to_string(selector_->rule().pid) + " exited";
     return;
   }
-  Result<Target> t = selector_.Select();
+  // Off the sampling thread: a process whose memory map is held locked
+  // holds its reads (TargetSearch). A new search is waited for up to 1 s (a
+  // match rule's scan gives up on command lines after 500 ms in all); one
+  // that outlasted that is only looked at, at later ticks, and none other
+  // starts meanwhile.
+  auto wait_until = std::chrono::steady_clock::now();
+  if (!search_) {
+    search_ = TargetSearch::Start(selector_);
+    wait_until += std::chrono::seconds(1);
+  }
+  if (!search_->WaitUntil(wait_until)) {
+    no_target_reason =
+        "the search for the target has run " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(search_->elapsed()).count()) +
+        " ms: a read of a process waits (its memory map held locked, or a path on a stuck "
+        "filesystem)";
+    if (last_no_target_reason_.rfind("the search for the target", 0) != 0) {
+      log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
+    }
+    last_no_target_reason_ = no_target_reason;
+    return;
+  }
+  Result<Target> t = std::exchange(search_, nullptr)->Take();
+  // The search has ended: its selector is the sampling thread's again.
+  const std::size_t stalled = selector_->looks_stalled();
+  if (stalled > logged_selector_stalled_) {
+    log::Warn(
+        "processes whose command line did not come in time (a memory map held locked): not "
+        "matched until it does",
+        {{"count", std::to_string(stalled)}, {"rule", selector_->Describe()}});
+  }
+  logged_selector_stalled_ = stalled;
   if (!t.ok()) {
     no_target_reason = t.status().message();
     if (no_target_reason != last_no_target_reason_) {
-      log::Warn("no target", {{"rule", selector_.Describe()}, {"reason", no_target_reason}});
+      log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
       last_no_target_reason_ = no_target_reason;
     }
     return;
@@ -294,6 +338,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
   UpdateTargets(reason, skipped, unreadable);
   snap->targets_skipped = skipped;
   snap->targets_unreadable = unreadable;
+  snap->targets_look_stalled = looks_stalled_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, note] : trim_notes_) {

@@ -26,6 +26,7 @@
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
 #include "daemon/sampling/snapshot.h"
+#include "daemon/sampling/target_search.h"
 #include "daemon/sampling/target_selector.h"
 #include "daemon/sampling/watched_target.h"
 
@@ -98,7 +99,10 @@ class Scheduler {
   void UpdateTargets(std::string& no_target_reason, std::size_t& skipped, std::size_t& unreadable);
 
   SchedulerOptions options_;
-  TargetSelector selector_;
+  // Shared with a TargetSearch, which may outlive the scheduler.
+  std::shared_ptr<TargetSelector> selector_;
+  std::shared_ptr<TargetSearch> search_;  // sidecar: the search not yet taken
+  std::size_t logged_selector_stalled_ = 0;
   std::optional<NodeDiscovery> discovery_;
   SnapshotStore& store_;
 
@@ -110,6 +114,8 @@ class Scheduler {
   // What the last discovery logged, so that a problem is logged once.
   std::string logged_unreadable_;
   std::size_t logged_environ_unreadable_ = 0;
+  std::size_t looks_stalled_ = 0;  // Discovery::looks_stalled of the last scan
+  std::size_t logged_looks_stalled_ = 0;
   // Set when a --target.pid target exited: a fixed pid is never re-picked,
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;

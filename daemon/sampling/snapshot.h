@@ -57,6 +57,8 @@ struct Snapshot {
   std::size_t targets_skipped = 0;
   // Processes memtrimd could not read at all (see Discovery::unreadable).
   std::size_t targets_unreadable = 0;
+  // Processes whose first look has not ended (see Discovery::looks_stalled).
+  std::size_t targets_look_stalled = 0;
   // Watched targets whose read has outlasted its deadline and not ended.
   std::size_t targets_read_stalled = 0;
   // Of those, the ones with no sample yet: watched, but not in `targets`.

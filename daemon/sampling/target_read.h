@@ -16,11 +16,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 
+#include "daemon/sampling/off_thread.h"
 #include "daemon/sampling/snapshot.h"
 
 namespace memtrimd {
@@ -34,7 +33,7 @@ struct ReadInputs {
   bool reread_smaps = false;
 };
 
-class TargetRead {
+class TargetRead : public OffThread<TargetSnapshot> {
  public:
   // The name of a read's thread (/proc/<pid>/task/<tid>/comm).
   static constexpr const char* kThreadName = "memtrimd-read";
@@ -46,29 +45,10 @@ class TargetRead {
                                            std::shared_ptr<const Snapshot> previous,
                                            const TargetSnapshot* prev, ReadInputs inputs);
 
-  // Waits until the read has ended or `deadline` passed; true when it ended.
-  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
-  bool finished() const;
-  // How long the read took (finished) or has taken so far.
-  std::chrono::steady_clock::duration elapsed() const;
-  // The sample, once finished (moved out: call once).
-  TargetSnapshot Take();
-
   // Reads started here that have not ended yet, over the whole process.
   static std::size_t Running() { return running_.load(); }
 
-  TargetRead() = default;
-  TargetRead(const TargetRead&) = delete;
-  TargetRead& operator=(const TargetRead&) = delete;
-
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::chrono::steady_clock::time_point started_{};
-  std::chrono::steady_clock::time_point ended_{};
-  TargetSnapshot result_;
-
   static std::atomic<std::size_t> running_;
 };
 

@@ -7,7 +7,6 @@
 
 #include "collectors/common/file_reader.h"
 #include "collectors/common/text.h"
-#include "collectors/procfs/cmdline.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/sampling/node_discovery.h"
@@ -73,11 +72,36 @@ Result<pid_t> TargetSelector::PidFromFile() const {
   return static_cast<pid_t>(*pid);
 }
 
-Result<pid_t> TargetSelector::Scan() const {
+std::optional<std::string> TargetSelector::CommandLine(
+    pid_t pid, const std::string& read_dir, std::chrono::steady_clock::duration& budget) {
+  if (looks_left_.contains(pid) || looks_left_.size() >= kLooksLeftMax) {
+    ++looks_stalled_;
+    return std::nullopt;
+  }
+  std::shared_ptr<ProcessLook> look = ProcessLook::StartCommandLine(read_dir);
+  const auto from = std::chrono::steady_clock::now();
+  if (!look->WaitUntil(from + std::min<std::chrono::steady_clock::duration>(kLookWait, budget))) {
+    budget -= std::min<std::chrono::steady_clock::duration>(
+        budget, std::chrono::steady_clock::now() - from);
+    looks_left_[pid] = std::move(look);
+    ++looks_stalled_;
+    return std::nullopt;
+  }
+  ProcessFacts facts = look->Take();
+  if (!facts.cmdline_read) return std::nullopt;
+  return std::move(facts.cmdline);
+}
+
+Result<pid_t> TargetSelector::Scan() {
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(proc_root_.c_str()), ::closedir);
   if (!dir) return Status::FromErrno(errno, "opendir " + proc_root_);
   const pid_t self = ::getpid();
   std::vector<Candidate> candidates;
+  looks_stalled_ = 0;
+  // A read left running that has ended since is done afresh (the pid may
+  // name another process by now).
+  std::erase_if(looks_left_, [](const auto& entry) { return entry.second->finished(); });
+  std::chrono::steady_clock::duration budget = kLookStallBudget;
   while (struct dirent* e = ::readdir(dir.get())) {
     auto pid = text::ParseUint(e->d_name);
     if (!pid || *pid > 0x7fffffff) continue;
@@ -91,9 +115,8 @@ Result<pid_t> TargetSelector::Scan() const {
     Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);
     if (!st.ok() || !st->has_memory) continue;
     if (regex_) {
-      Result<std::string> raw = ReadSmallFile(dir_path + "/cmdline", 1u << 20);
-      if (!raw.ok()) continue;
-      if (!std::regex_search(procfs::CmdlineToString(*raw), *regex_)) continue;
+      std::optional<std::string> cmdline = CommandLine(static_cast<pid_t>(*pid), dir_path, budget);
+      if (!cmdline || !std::regex_search(*cmdline, *regex_)) continue;
       // The match rule still never picks memtrimd: its own command line
       // contains the pattern.
       if (static_cast<pid_t>(*pid) == self || IsMemtrimd(st->name)) continue;
@@ -110,7 +133,7 @@ Result<pid_t> TargetSelector::Scan() const {
   return *best;
 }
 
-Result<Target> TargetSelector::Select() const {
+Result<Target> TargetSelector::Select() {
   Result<pid_t> pid = Status(ErrorCode::kInternal, "unset");
   switch (rule_.mode) {
     case TargetRule::Mode::kPid:

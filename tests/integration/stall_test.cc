@@ -4,7 +4,8 @@
 // or through the API) waits on a stopped target; a zombie target counts as
 // exited, and a --target.match successor is picked; a smaps read of a
 // process that exited is not published; a target whose files sit on a FUSE
-// filesystem that answers late or never holds only its own read.
+// filesystem that answers late or never holds only its own read, and so does
+// one that waits on a FUSE file behind its own mapping.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -20,6 +22,7 @@
 #include "collectors/sample.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
+#include "tests/integration/node_agent.h"
 #include "tests/integration/web_fixtures.h"
 
 namespace memtrimd::testing {
@@ -29,6 +32,11 @@ namespace fs = std::filesystem;
 
 std::string Str(pid_t pid) { return std::to_string(pid); }
 std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
+
+// Whether a scrape shows `pid` as a watched target (its info series).
+bool Watches(const Series& s, pid_t pid) {
+  return Find(s, "memtrimd_target_info", {PidLabel(pid)}).has_value();
+}
 
 // SIGKILLs a pid the test learned (a workload's child) when it goes out of
 // scope, however the test ends.
@@ -106,6 +114,14 @@ class StallTest : public ::testing::Test {
     std::cout << what << ": memtrimd exited " << secs << " s after SIGTERM\n";
   }
 
+  // SamplesKeepComing for `more` samples; prints the oldest sample seen,
+  // for `what`.
+  static void ExpectSamplesKeepComing(const Memtrimd& m, int more, const std::string& what) {
+    double max_age = 0;
+    EXPECT_TRUE(SamplesKeepComing(m, more, &max_age)) << m.log();
+    std::cout << what << ": sample age at most " << max_age << " s\n";
+  }
+
   TempDir dir_;
   std::vector<pid_t> agent_pids_;
   std::vector<pid_t> jvm_pids_;
@@ -151,7 +167,7 @@ TEST_F(StallTest, StoppedAgentTargetDelaysNoSample) {
   Memtrimd late(flags);
   ASSERT_TRUE(late.started()) << late.log();
   EXPECT_EQ(Curl(late.url("/healthz")).status, 200) << late.log();
-  EXPECT_TRUE(SamplesKeepComing(late, 3, &max_age)) << late.log();
+  ExpectSamplesKeepComing(late, 3, "agent target stopped, memtrimd started after");
   ExpectExitsOnSigterm(late, "agent query blocked on a stopped target");
 
   stop.Continue();
@@ -196,15 +212,13 @@ TEST_F(StallTest, JvmWhoseAttachCannotAnswerDelaysNoSample) {
 
     Stopped stop(jvm.pid());
     ASSERT_TRUE(stop.ok());
-    double max_age = 0;
-    EXPECT_TRUE(SamplesKeepComing(m, 6, &max_age)) << m.log();
-    std::cout << home << " stopped: sample age at most " << max_age << " s\n";
+    ExpectSamplesKeepComing(m, 6, home + " stopped");
     EXPECT_EQ(Find(m.Scrape(), "memtrimd_target_up"), 1.0);
 
     Memtrimd late(flags);
     ASSERT_TRUE(late.started()) << late.log();
     EXPECT_EQ(Curl(late.url("/healthz")).status, 200) << late.log();
-    EXPECT_TRUE(SamplesKeepComing(late, 3, &max_age)) << late.log();
+    ExpectSamplesKeepComing(late, 3, home + " stopped, memtrimd started after");
     ExpectExitsOnSigterm(late, home + ": attach blocked on a stopped JVM");
     ExpectExitsOnSigterm(m, home + ": attach blocked on a stopped JVM (running)");
   }
@@ -287,12 +301,7 @@ TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
   Memtrimd m({"--target.match=child-" + tag, "--sample.interval=200ms", "--smaps.interval=200ms",
               "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(first_child.pid)}).has_value();
-      },
-      20s))
-      << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Watches(m.Scrape(), first_child.pid); }, 20s)) << m.log();
   Result<Target> target = procfs::ReadTarget("/proc", first_child.pid);
   ASSERT_TRUE(target.ok()) << target.status().message();
 
@@ -331,8 +340,7 @@ TEST_F(StallTest, ZombieTargetIsExitedAndAMatchSuccessorIsPicked) {
   EXPECT_TRUE(WaitFor(
       [&] {
         s = m.Scrape();
-        return Find(s, "memtrimd_target_up") == 1.0 &&
-               Find(s, "memtrimd_target_info", {PidLabel(second_child.pid)}).has_value();
+        return Find(s, "memtrimd_target_up") == 1.0 && Watches(s, second_child.pid);
       },
       20s))
       << m.log();
@@ -346,14 +354,19 @@ SpawnOptions ErrTo(const std::string& path) {
 
 // A FUSE filesystem (tests/workloads/stuck_fuse) served by root with
 // allow_other, its lookups answered after `delay_ms` or never (-1): a hung
-// network filesystem. Kills its server by pid and unmounts whatever happens.
+// network filesystem. With `file_args` (DATA_MIB READ_LOG) it holds one file,
+// "data", whose reads are the ones answered late or never. Kills its server
+// by pid and unmounts whatever happens.
 class StuckFilesystem {
  public:
-  StuckFilesystem(const TempDir& dir, long delay_ms) : mount_(dir / "stuck") {
+  StuckFilesystem(const TempDir& dir, long delay_ms, const std::vector<std::string>& file_args = {})
+      : mount_(dir / "stuck") {
     fs::create_directories(mount_);
     const std::string ready = dir / "stuck.ready";
-    server_ = Process({WorkloadBin("stuck_fuse"), mount_, ready, std::to_string(delay_ms)},
-                      ErrTo(dir / "stuck.err"));
+    std::vector<std::string> argv = {WorkloadBin("stuck_fuse"), mount_, ready,
+                                     std::to_string(delay_ms)};
+    argv.insert(argv.end(), file_args.begin(), file_args.end());
+    server_ = Process(argv, ErrTo(dir / "stuck.err"));
     ok_ =
         WaitFor([&] { return fs::exists(ready) || !server_.running(); }, 20s) && server_.running();
   }
@@ -447,17 +460,14 @@ TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
       [&] {
         Series s = m.Scrape();
         return Find(s, "memtrimd_targets_read_stalled") == 1.0 &&
-               Find(s, "memtrimd_targets_watched") == 2.0 &&
-               Find(s, "memtrimd_target_info", {PidLabel(innocent_.pid())}).has_value();
+               Find(s, "memtrimd_targets_watched") == 2.0 && Watches(s, innocent_.pid());
       },
       30s))
       << m.log();
   EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim_.pid())}))
       << m.log();
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
-  double max_age = 0;
-  EXPECT_TRUE(SamplesKeepComing(m, 5, &max_age)) << m.log();
-  std::cout << "beside a target whose read never ends: sample age at most " << max_age << " s\n";
+  ExpectSamplesKeepComing(m, 5, "beside a target whose read never ends");
   // The innocent target is read at every tick: its entry is the latest
   // sample's own, not one carried over.
   for (int i = 0; i < 3; ++i) {
@@ -465,8 +475,7 @@ TEST_F(StuckReadTest, TargetOnAFilesystemThatNeverAnswersHoldsOnlyItsOwnRead) {
     EXPECT_EQ(innocent_seq, report_seq);
   }
   Series s = m.Scrape();
-  EXPECT_FALSE(Find(s, "memtrimd_target_info", {PidLabel(victim_.pid())}).has_value())
-      << "the stuck target has no sample to show yet";
+  EXPECT_FALSE(Watches(s, victim_.pid())) << "the stuck target has no sample to show yet";
   EXPECT_EQ(Find(s, "memtrimd_targets_read_stalled"), 1.0);
 
   ::kill(m.process().pid(), SIGTERM);
@@ -483,19 +492,377 @@ TEST_F(StuckReadTest, SlowFilesystemDelaysOnlyItsOwnTarget) {
   ASSERT_FALSE(HasFatalFailure());
   Memtrimd& m = *m_;
   // The slow target's read ends at last, and its figures appear.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return Find(m.Scrape(), "memtrimd_target_info", {PidLabel(victim_.pid())}).has_value();
-      },
-      90s))
-      << m.log();
+  ASSERT_TRUE(WaitFor([&] { return Watches(m.Scrape(), victim_.pid()); }, 90s)) << m.log();
   EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(victim_.pid())}))
       << m.log();
-  double max_age = 0;
-  EXPECT_TRUE(SamplesKeepComing(m, 5, &max_age)) << m.log();
-  std::cout << "beside a target whose reads take seconds: sample age at most " << max_age << " s\n";
+  ExpectSamplesKeepComing(m, 5, "beside a target whose reads take seconds");
   auto [innocent_seq, report_seq] = ReadSequences(m, innocent_.pid());
   EXPECT_EQ(innocent_seq, report_seq);
+}
+
+// The threads (tids) the FUSE server logged a READ of its file for, one per
+// READ, in order (complete lines only: the server may be writing one).
+std::vector<pid_t> ReadRequesters(const std::string& log) {
+  std::vector<pid_t> tids;
+  const std::string text = ReadFile(log);
+  for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+    tids.push_back(static_cast<pid_t>(std::atol(text.c_str() + at)));
+  }
+  return tids;
+}
+
+// /report's "read_stalled_seconds" of target `pid` (0 when absent, -1 when
+// the target is not in the report).
+double ReadStalledSeconds(const Memtrimd& m, pid_t pid) {
+  std::optional<JsonValue> r = ParseJson(Curl(m.url("/report?format=json")).body);
+  if (!r || !r->Get("targets")) return -1;
+  for (const JsonValue& t : r->Get("targets")->items) {
+    const JsonValue* p = t.Get("pid");
+    if (!p || p->Int() != pid) continue;
+    const JsonValue* stalled = t.Get("read_stalled_seconds");
+    return stalled ? stalled->Number() : 0;
+  }
+  return -1;
+}
+
+// Tasks of `pid` in uninterruptible sleep ("D": a thread waiting for the
+// mmap lock, or for a page locked while a READ brings it). /proc/<pid>/task/<tid>/stat takes no
+// mmap lock.
+int BlockedTasks(pid_t pid) {
+  int blocked = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& task :
+       fs::directory_iterator("/proc/" + Str(pid) + "/task", ec)) {
+    const std::string stat = ReadFile(task.path() / "stat");
+    const std::size_t comm_end = stat.rfind(')');
+    if (comm_end != std::string::npos && stat.compare(comm_end, 4, ") D ") == 0) ++blocked;
+  }
+  return blocked;
+}
+
+// memtrimd's threads named `name`.
+int ThreadsNamed(pid_t pid, const std::string& name) {
+  int n = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& task :
+       fs::directory_iterator("/proc/" + Str(pid) + "/task", ec)) {
+    n += ReadFile(task.path() / "comm") == name + "\n" ? 1 : 0;
+  }
+  return n;
+}
+
+// A FUSE file behind a target's mapping (issue 23's variation): the target
+// (tests/workloads/fuse_fault) maps "data" of a FUSE filesystem whose server
+// never answers a READ; one of its threads waits inside the kernel for the
+// file's first page while another maps and unmaps (a writer on its mmap
+// lock). Beside it an innocent fragmenter; memtrimd watches both in node
+// mode, smaps (and with it the arena heaps) read at every tick. memtrimd
+// reads none of the file's contents (smaps, pagemap and the heap headers
+// never fault a file page in): every READ the server logs is the target's
+// own.
+class FuseMappingTest : public StallTest {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a FUSE filesystem";
+    if (!fs::exists("/dev/fuse")) GTEST_SKIP() << "no /dev/fuse";
+  }
+  // `touch_args`: fuse_fault's options for how and when it reads the page.
+  // memtrimd is started too unless `start_memtrimd` is false
+  // (StartMemtrimd then).
+  void StartScene(const std::vector<std::string>& touch_args, bool start_memtrimd = true) {
+    fuse_ = std::make_unique<StuckFilesystem>(dir_, -1, std::vector<std::string>{"4", reads_});
+    ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
+    const std::string ready = dir_ / "fault.ready";
+    std::vector<std::string> argv = {WorkloadBin("fuse_fault"), "--file", fuse_->path() + "/data",
+                                     "--ready-file", ready};
+    argv.insert(argv.end(), touch_args.begin(), touch_args.end());
+    target_ = Process(argv, ErrTo(dir_ / "fault.err"));
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !target_.running(); }, 20s) &&
+                target_.running())
+        << ReadFile(dir_ / "fault.err");
+    innocent_ = StartFragmenter(
+        dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+    ASSERT_TRUE(innocent_.running());
+    if (start_memtrimd) StartMemtrimd();
+  }
+  // Node mode watching both; `rule`: a sidecar's --target.* flag instead.
+  void StartMemtrimd(const std::string& rule = "") {
+    std::vector<std::string> mode = {"--targets=node",
+                                     "--targets.match=(fragmenter|fuse_fault).*" + dir_.path(),
+                                     "--targets.min-rss=0", "--discovery.interval=500ms"};
+    if (!rule.empty()) mode = {rule};
+    mode.insert(mode.end(), {"--sample.interval=1s", "--smaps.interval=1s", "--trim.interval=0"});
+    m_ = std::make_unique<Memtrimd>(mode);
+    ASSERT_TRUE(m_->started()) << m_->log();
+  }
+  // The process stuck (its mmap lock held by its own READ) before memtrimd
+  // starts with the rule `rule_of` gives once it runs (none: node mode).
+  void StartAfterTheProcessIsStuck(const std::function<std::string()>& rule_of = nullptr) {
+    StartScene({"--through-proc-mem"}, /*start_memtrimd=*/false);
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_TRUE(TargetWaitsOnItsRead()) << ReadFile(dir_ / "stuck.err");
+    reads_before_ = ReadRequesters(reads_);
+    ExpectOnlyTargetReads(reads_before_);
+    StartMemtrimd(rule_of ? rule_of() : "");
+  }
+  // Waits until the target's READ reached the server; false if it did not.
+  bool TargetWaitsOnItsRead() {
+    return WaitFor([&] { return !ReadRequesters(reads_).empty(); }, 20s);
+  }
+  // Every READ logged came from one of the target's threads.
+  void ExpectOnlyTargetReads(const std::vector<pid_t>& tids) {
+    for (pid_t tid : tids) {
+      EXPECT_TRUE(fs::exists("/proc/" + Str(target_.pid()) + "/task/" + Str(tid)))
+          << "READ for thread " << tid << ", not one of the target's";
+    }
+  }
+  // Both targets watched and shown, the target's resident memory (its 16
+  // MiB in the main arena) among its figures.
+  bool BothShown(const Series& s) {
+    std::optional<double> rss = Find(s, "memtrimd_target_resident_memory_bytes",
+                                     {PidLabel(target_.pid()), "kind=\"anon\""});
+    return Find(s, "memtrimd_targets_watched") == 2.0 && rss && *rss > 16.0 * (1 << 20) &&
+           Watches(s, innocent_.pid());
+  }
+
+  const std::string reads_ = dir_ / "reads.log";
+  std::vector<pid_t> reads_before_;  // StartAfterTheProcessIsStuck
+  // Declared before the filesystem, so destroyed after it: a process with a
+  // thread held by the FUSE server can be reaped only once that server is gone.
+  std::unique_ptr<Memtrimd> m_;
+  Process target_;
+  std::vector<Process> others_;  // further stuck processes (another user's)
+  std::unique_ptr<StuckFilesystem> fuse_;
+  Process innocent_;
+};
+
+// A page fault on the file, its READ never answered. The kernel here (6.18)
+// gives up the target's mmap lock (and the mapping's own lock) before it
+// waits for a file page's I/O in a fault, and takes it again when retrying
+// the fault after the I/O: the target's other thread keeps mapping and
+// unmapping, and smaps answers at once. So the target is read at every tick
+// like any other, and nothing stalls. The READ log shows memtrimd caused no
+// READ.
+TEST_F(FuseMappingTest, TargetFaultingOnAFileThatNeverAnswersIsReadAsUsual) {
+  StartScene({});
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(TargetWaitsOnItsRead()) << ReadFile(dir_ / "stuck.err");
+  const std::vector<pid_t> before = ReadRequesters(reads_);
+  ExpectOnlyTargetReads(before);
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor([&] { return BothShown(m.Scrape()); }, 30s)) << m.log();
+  ExpectSamplesKeepComing(m, 5, "beside a target faulting on a FUSE file");
+  // Both targets are read at every tick: their entries are the latest
+  // sample's own.
+  for (int i = 0; i < 3; ++i) {
+    auto [innocent_seq, report_seq] = ReadSequences(m, innocent_.pid());
+    EXPECT_EQ(innocent_seq, report_seq);
+    auto [target_seq, report_seq2] = ReadSequences(m, target_.pid());
+    EXPECT_EQ(target_seq, report_seq2);
+  }
+  Series s = m.Scrape();
+  EXPECT_EQ(Find(s, "memtrimd_targets_read_stalled"), 0.0);
+  // The mapping thread's arena heap, found in smaps and confirmed by its
+  // header (process_vm_readv), with its blocks resident.
+  EXPECT_GT(
+      Find(s, "memtrimd_glibc_arena_heap_bytes", {PidLabel(target_.pid()), "state=\"resident\""})
+          .value_or(0),
+      0.0)
+      << "the target's arena heap is read";
+  EXPECT_EQ(ReadStalledSeconds(m, target_.pid()), 0.0);
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  // memtrimd read nothing of the file, and the target's READ is still
+  // unanswered (its thread never got the byte).
+  EXPECT_EQ(ReadRequesters(reads_), before);
+  EXPECT_EQ(ReadFile(dir_ / "fault.err").find("read the file"), std::string::npos);
+  ExpectExitsOnSigterm(m, "beside a target faulting on a FUSE file");
+}
+
+// The same page read through /proc/self/mem, started once memtrimd has read
+// the target: the kernel faults it in for the remote access with the
+// target's mmap lock held for read and cannot drop it (a remote access does
+// not retry), so the other thread's next mmap waits for write, and every
+// later reader of that lock (smaps, pagemap, the heap headers) waits behind
+// it, for good. The target's read outlasts its deadline and is carried as
+// read_stalled; the innocent target is read at every tick, /healthz answers
+// and SIGTERM ends memtrimd (its stuck read waits killably for the lock).
+// Were the target read on the sampling thread, no sample would come after
+// the stall and /healthz would turn 503.
+TEST_F(FuseMappingTest, TargetHoldingItsMmapLockOnAFuseReadHoldsOnlyItsOwnRead) {
+  const std::string go = dir_ / "go";
+  StartScene({"--through-proc-mem", "--go-file", go});
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  // Read once before it is stuck: it is then a watched target (the next
+  // test finds it stuck).
+  ASSERT_TRUE(WaitFor([&] { return BothShown(m.Scrape()); }, 30s)) << m.log();
+  ASSERT_TRUE(ReadRequesters(reads_).empty());
+  { std::ofstream(go.c_str()) << "go\n"; }
+  ASSERT_TRUE(TargetWaitsOnItsRead()) << ReadFile(dir_ / "stuck.err");
+  const std::vector<pid_t> before = ReadRequesters(reads_);
+  ExpectOnlyTargetReads(before);
+  ASSERT_TRUE(
+      WaitFor([&] { return Find(m.Scrape(), "memtrimd_targets_read_stalled") == 1.0; }, 30s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"target read outlasted its deadline", "pid=" + Str(target_.pid())}))
+      << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  ExpectSamplesKeepComing(m, 5, "beside a target whose mmap lock a FUSE read holds");
+  for (int i = 0; i < 3; ++i) {
+    auto [innocent_seq, report_seq] = ReadSequences(m, innocent_.pid());
+    EXPECT_EQ(innocent_seq, report_seq);
+    auto [target_seq, report_seq2] = ReadSequences(m, target_.pid());
+    EXPECT_GE(target_seq, 0) << "the stuck target is still in the report";
+    EXPECT_LT(target_seq, report_seq2) << "the stuck target's sample is carried";
+  }
+  EXPECT_GT(ReadStalledSeconds(m, target_.pid()), 0.0);
+  EXPECT_EQ(Find(m.Scrape(), "memtrimd_targets_read_stalled"), 1.0);
+  EXPECT_EQ(ReadRequesters(reads_), before);
+  ExpectExitsOnSigterm(m, "beside a target whose mmap lock a FUSE read holds");
+}
+
+// The same process already stuck when memtrimd starts: node discovery's first
+// look at it (maps, cmdline, environ) waits for the lock too. It runs on a
+// thread of its own (ProcessLook), so the process is counted as
+// read_stalled and not watched, while the innocent target is found and
+// sampled, /healthz answers and SIGTERM ends memtrimd. On the sampling thread
+// the first scan never ended: the port never opened.
+TEST_F(FuseMappingTest, ProcessAlreadyHoldingItsMmapLockWhenFoundHoldsOnlyItsOwnLook) {
+  StartAfterTheProcessIsStuck();
+  ASSERT_FALSE(HasFatalFailure());
+  const std::vector<pid_t>& before = reads_before_;
+  Memtrimd& m = *m_;
+  // Another test's stuck process may be on the node too: at least this one.
+  const auto stalled = [](const Series& s) {
+    return Find(s, "memtrimd_targets_skipped", {"reason=\"read_stalled\""}).value_or(0);
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Series s = m.Scrape();
+        return Watches(s, innocent_.pid()) && stalled(s) >= 1.0;
+      },
+      30s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"processes whose first read has not ended"})) << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  ExpectSamplesKeepComing(m, 5, "beside a process found with its mmap lock held");
+  Series s = m.Scrape();
+  EXPECT_FALSE(Watches(s, target_.pid())) << "not watched while its first look waits";
+  EXPECT_EQ(Find(s, "memtrimd_targets_watched"), 1.0);
+  EXPECT_GE(stalled(s), 1.0);
+  EXPECT_EQ(ReadRequesters(reads_), before);
+  ExpectExitsOnSigterm(m, "beside a process found with its mmap lock held");
+}
+
+// A sidecar whose --target.match rule reads the command line of every
+// process it can see, the stuck one among them: that read waits for the
+// lock on a thread of its own for at most 200 ms, the process is passed
+// over (logged), and the match, the innocent fragmenter, is found and
+// sampled. On the sampling thread the first search never ended.
+TEST_F(FuseMappingTest, SidecarMatchPassesOverAProcessWhoseCommandLineDoesNotCome) {
+  StartAfterTheProcessIsStuck([&] { return "--target.match=fragmenter.*" + dir_.path(); });
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor([&] { return Watches(m.Scrape(), innocent_.pid()); }, 30s)) << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"processes whose command line did not come in time"})) << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  ExpectSamplesKeepComing(m, 3, "sidecar matching beside a process found with its mmap lock held");
+  EXPECT_EQ(Find(m.Scrape(), "memtrimd_targets_watched"), 1.0);
+  EXPECT_EQ(ReadRequesters(reads_), reads_before_);
+  ExpectExitsOnSigterm(m, "sidecar matching beside a process found with its mmap lock held");
+}
+
+// A sidecar told to watch the stuck process itself (--target.pid): the
+// search's read of its maps waits for good on a thread of its own. memtrimd
+// says why it has no target, keeps publishing samples (/healthz answers),
+// starts no second search, and SIGTERM ends it.
+TEST_F(FuseMappingTest, SidecarWhoseTargetHoldsItsMmapLockSaysSoAndStaysResponsive) {
+  StartAfterTheProcessIsStuck([&] { return "--target.pid=" + Str(target_.pid()); });
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::optional<JsonValue> r = ParseJson(Curl(m.url("/report?format=json")).body);
+        const JsonValue* why = r ? r->Get("no_target_reason") : nullptr;
+        return why && why->text.rfind("the search for the target has run", 0) == 0;
+      },
+      30s))
+      << m.log();
+  EXPECT_TRUE(LogHas(m.log(), {"no target", "the search for the target has run"})) << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  ExpectSamplesKeepComing(m, 3, "sidecar whose target holds its mmap lock");
+  Series s = m.Scrape();
+  EXPECT_EQ(Find(s, "memtrimd_target_up"), 0.0);
+  EXPECT_EQ(Find(s, "memtrimd_targets_watched"), 0.0);
+  // One search thread, however many ticks passed.
+  EXPECT_EQ(ThreadsNamed(m.process().pid(), "memtrimd-select"), 1);
+  EXPECT_EQ(ReadRequesters(reads_), reads_before_);
+  ExpectExitsOnSigterm(m, "sidecar whose target holds its mmap lock");
+}
+
+// Ten processes of one unprivileged user stuck the same way (the first one's
+// READ unanswered, the others waiting for that page with their own mmap lock
+// held, each with its mapping thread queued behind): discovery's looks at
+// them that do not end hold at most 4 of memtrimd's threads (kLooksPerUid),
+// however many scans pass; every one of the ten is counted as read_stalled,
+// and the innocent target is found and sampled. Root's own stuck processes
+// (another case running beside this one) may hold up to 4 more.
+TEST_F(FuseMappingTest, LooksLeftRunningHoldAtMostFourThreadsPerUser) {
+  constexpr int kStuck = 10;
+  const std::string shared = dir_ / "nobody";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::all);
+  fuse_ = std::make_unique<StuckFilesystem>(dir_, -1, std::vector<std::string>{"4", reads_});
+  ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
+  for (int i = 0; i < kStuck; ++i) {
+    const std::string ready = shared + "/ready." + std::to_string(i);
+    SpawnOptions o = ErrTo(shared + "/err." + std::to_string(i));
+    o.uid = kNobodyUid;
+    o.gid = kNobodyUid;
+    others_.emplace_back(
+        std::vector<std::string>{WorkloadBin("fuse_fault"), "--file", fuse_->path() + "/data",
+                                 "--ready-file", ready, "--through-proc-mem"},
+        o);
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !others_.back().running(); }, 20s) &&
+                others_.back().running())
+        << ReadFile(shared + "/err." + std::to_string(i));
+  }
+  // Each one's mapping thread waits in the kernel for the mmap lock (and
+  // so do the others' reading threads, for the page the first one's READ
+  // brings); memtrimd's count below shows that each holds its lock.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const Process& p : others_) {
+          if (BlockedTasks(p.pid()) < 1) return false;
+        }
+        return true;
+      },
+      20s));
+  ASSERT_EQ(ReadRequesters(reads_).size(), 1u) << "one READ, for the first of them";
+  innocent_ = StartFragmenter(
+      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+  ASSERT_TRUE(innocent_.running());
+  StartMemtrimd();
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Series s = m.Scrape();
+        return Watches(s, innocent_.pid()) &&
+               Find(s, "memtrimd_targets_skipped", {"reason=\"read_stalled\""}).value_or(0) >=
+                   kStuck;
+      },
+      30s))
+      << m.log();
+  // Several more scans (every 500 ms) while samples keep coming.
+  ExpectSamplesKeepComing(m, 4, "beside ten processes of one user found with their mmap lock held");
+  const int looks = ThreadsNamed(m.process().pid(), "memtrimd-look");
+  std::cout << "threads left on stuck looks: " << looks << "\n";
+  EXPECT_GE(looks, 4) << "the user's first four looks wait";
+  EXPECT_LE(looks, 8) << "at most 4 for the user's ten, and 4 for root's";
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  EXPECT_EQ(ReadRequesters(reads_).size(), 1u) << "memtrimd caused no READ";
+  ExpectExitsOnSigterm(m, "beside ten processes of one user found with their mmap lock held");
 }
 
 }  // namespace

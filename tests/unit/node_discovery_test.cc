@@ -256,7 +256,13 @@ TEST(NodeDiscovery, FindsMatchingProcessesHonoursOptOutAndReadsTrimOptIn) {
   // A cap of one keeps one and counts the other.
   s.max_targets = 1;
   NodeDiscovery capped(s);
-  Discovery d = capped.Discover();
+  // A look that outlasts its wait on a busy machine is taken at a later scan.
+  Discovery d;
+  for (int i = 0; i < 200; ++i) {
+    d = capped.Discover();
+    if (d.targets.size() + d.skipped_by_cap >= 2) break;
+    usleep(10000);
+  }
   EXPECT_EQ(d.targets.size(), 1u);
   EXPECT_EQ(d.skipped_by_cap, 1u);
 }
