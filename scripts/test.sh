@@ -5,8 +5,11 @@
 #                                scripts/build-deb.sh and installed in a clean
 #                                Debian 12 chroot: label package), then
 #                                asan (AddressSanitizer and
-#                                UndefinedBehaviorSanitizer over the same
-#                                suite), then fuzz (every libFuzzer target
+#                                UndefinedBehaviorSanitizer over the tests
+#                                that run memtrimd's code: the unit tests in
+#                                one process, each JVM test on Debian's JDK;
+#                                no source-only checks, no fuzz replays, no
+#                                image or package), then fuzz (every libFuzzer target
 #                                for a short time), then deb (the plain
 #                                Release build as distributions make it,
 #                                with warnings as errors and no tests: the
