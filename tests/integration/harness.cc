@@ -354,13 +354,17 @@ std::vector<std::string> AsUidWithoutPtrace(uid_t ruid, uid_t uid, std::vector<s
   return out;
 }
 
-RunResult RunCommand(std::vector<std::string> argv, SpawnOptions o) {
+RunResult RunCommand(std::vector<std::string> argv, SpawnOptions o,
+                     std::chrono::milliseconds deadline) {
   TempDir dir;
   o.stdout_path = dir / "out";
   o.stderr_path = dir / "err";
   Process p(std::move(argv), o);
   RunResult r;
-  auto code = p.Wait(60s);
+  auto code = p.Wait(deadline);
+  // Not ended: its helpers (a browser's renderer and GPU processes) are in
+  // its process group (the child made one of its own), and go with it.
+  if (!code && p.pid() > 0) ::kill(-p.pid(), SIGKILL);
   r.exit_code = code.value_or(-1000);
   r.out = ReadFile(o.stdout_path);
   r.err = ReadFile(o.stderr_path);

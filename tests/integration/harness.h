@@ -203,7 +203,10 @@ struct RunResult {
   std::string out;
   std::string err;
 };
-RunResult RunCommand(std::vector<std::string> argv, SpawnOptions options = {});
+// Runs `argv` to its end, or until `deadline` (then it and its process
+// group are killed and exit_code is -1000).
+RunResult RunCommand(std::vector<std::string> argv, SpawnOptions options = {},
+                     std::chrono::milliseconds deadline = std::chrono::seconds(60));
 
 // `argv` as another real and effective uid through setpriv (real `ruid`,
 // effective and filesystem `uid`, both gids `uid`, no supplementary groups):

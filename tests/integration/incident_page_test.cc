@@ -58,6 +58,9 @@ struct Browser {
 // One headless Chromium run on `url` with `what` (--dump-dom or
 // --screenshot=FILE), its own profile and net log in `dir`. memtrimd's
 // certificate is the test's own, self-signed: Chromium is told to take it.
+// A run takes a second or two; one that has not ended in 20 s (headless
+// Chromium sometimes hangs on a loaded machine) is killed and fails, so
+// that a caller polling with a deadline tries again.
 Browser OpenInChromium(const TempDir& dir, const std::string& url, const std::string& what) {
   static int runs = 0;
   const std::string n = std::to_string(++runs);
@@ -69,7 +72,8 @@ Browser OpenInChromium(const TempDir& dir, const std::string& url, const std::st
        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
        "--disable-background-networking", "--disable-component-update", "--disable-sync",
        "--no-first-run", "--disable-extensions", "--hide-scrollbars", "--ignore-certificate-errors",
-       "--window-size=1100,1500", "--log-net-log=" + b.net_log, what, url});
+       "--window-size=1100,1500", "--log-net-log=" + b.net_log, what, url},
+      {}, std::chrono::seconds(20));
   b.exit_code = r.exit_code;
   b.out = r.out;
   b.log = r.err;
@@ -286,6 +290,11 @@ std::optional<Matched> PageAndReport(const TempDir& dir, const Site& site,
 class IncidentPageTest : public ::testing::Test {
  protected:
   TempDir dir_;
+  // Chromium's profiles, net logs and screenshots: not under dir_, which the
+  // node-mode memtrimd's --targets.match names. Chromium's processes carry
+  // their --user-data-dir on their command lines; under dir_ they were
+  // matched and listed on the overview beside the test's four targets.
+  TempDir browser_dir_;
 };
 
 TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcProgram) {
@@ -386,7 +395,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   pids.push_back(bare.pid());
   for (pid_t pid : pids) {
     SCOPED_TRACE("pid " + std::to_string(pid));
-    auto matched = PageAndReport(dir_, site, "/?pid=" + std::to_string(pid));
+    auto matched = PageAndReport(browser_dir_, site, "/?pid=" + std::to_string(pid));
     ASSERT_TRUE(matched) << "page and /report never showed the same sample";
     const std::string& dom = matched->dom;
     const JsonValue* target = TargetIn(matched->report, pid);
@@ -494,7 +503,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   }
 
   // The node overview: one row per target, each linking to its page.
-  auto overview = PageAndReport(dir_, site, "/");
+  auto overview = PageAndReport(browser_dir_, site, "/");
   ASSERT_TRUE(overview);
   std::set<std::string> rows, linked;
   std::regex row(R"re(<tr data-pid="(\d+)"><td><a href="/\?pid=(\d+)")re");
@@ -526,15 +535,16 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   for (auto [name, pid] : {std::pair{"glibc", frag.pid()}, std::pair{"jvm", jvms.front().pid()}}) {
     SCOPED_TRACE(name);
     const std::string url = site.page("/?pid=" + std::to_string(pid));
-    const std::string png = dir_ / (std::string("incident-page-") + name + ".png");
-    Browser b = OpenInChromium(dir_, url, "--screenshot=" + png);
+    const std::string png = browser_dir_ / (std::string("incident-page-") + name + ".png");
+    Browser b = OpenInChromium(browser_dir_, url, "--screenshot=" + png);
     EXPECT_EQ(b.exit_code, 0) << b.log;
     EXPECT_EQ(ConsoleLines(b.log), std::vector<std::string>{});
     std::string image = ReadFile(png);
     ASSERT_GT(image.size(), 10000u) << name;
     EXPECT_EQ(image.substr(1, 3), "PNG");
     std::set<std::string> drawn = ColumnColours(png, 400, 26);
-    std::set<std::string> fills = BarFills(OpenInChromium(dir_, url, "--dump-dom").out, 2.5);
+    std::set<std::string> fills =
+        BarFills(OpenInChromium(browser_dir_, url, "--dump-dom").out, 2.5);
     EXPECT_FALSE(fills.empty());
     for (const std::string& fill : fills) EXPECT_TRUE(drawn.count(fill)) << fill << " not drawn";
     EXPECT_FALSE(drawn.count("#000000")) << "a part drawn black";
