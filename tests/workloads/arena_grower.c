@@ -135,10 +135,7 @@ int main(int argc, char** argv) {
   }
   if (ready_file == NULL || count_file == NULL) usage();
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  block_stop_signals(&stop);
   pthread_t tid[64];
   for (unsigned t = 0; t < threads; ++t) {
     if (pthread_create(&tid[t], NULL, grow, NULL) != 0) die("pthread_create");

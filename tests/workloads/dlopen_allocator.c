@@ -67,13 +67,7 @@ int main(int argc, char** argv) {
   }
 
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  if (sigprocmask(SIG_BLOCK, &stop, NULL) != 0) {
-    perror("dlopen_allocator: sigprocmask");
-    return 1;
-  }
+  block_stop_signals(&stop);
 
   if (library != NULL && dlopen(library, RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL)) == NULL) {
     fprintf(stderr, "dlopen_allocator: %s\n", dlerror());

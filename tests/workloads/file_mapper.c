@@ -38,10 +38,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigprocmask(SIG_BLOCK, &stop, NULL);
+  block_stop_signals(&stop);
   int fd = open(file, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {

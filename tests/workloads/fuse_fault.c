@@ -131,10 +131,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigprocmask(SIG_BLOCK, &stop, NULL);
+  block_stop_signals(&stop);
   /* 64 KiB blocks: below the mmap threshold, so in the main arena. */
   for (int i = 0; i < 256; ++i) {
     char* b = malloc(64 * 1024);

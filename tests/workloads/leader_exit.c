@@ -102,10 +102,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigprocmask(SIG_BLOCK, &stop, NULL); /* inherited by the worker */
+  block_stop_signals(&stop); /* inherited by the worker */
   pthread_t t;
   if (pthread_create(&t, NULL, worker, NULL) != 0) {
     fprintf(stderr, WORKLOAD_NAME ": pthread_create failed\n");

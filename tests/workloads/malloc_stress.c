@@ -273,14 +273,7 @@ int main(int argc, char** argv) {
 
   /* Only the main thread takes the stop signals (sigtimedwait below). */
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  int rc = pthread_sigmask(SIG_BLOCK, &stop, NULL);
-  if (rc != 0) {
-    fprintf(stderr, "malloc_stress: pthread_sigmask: %s\n", strerror(rc));
-    return 1;
-  }
+  block_stop_signals(&stop);
 
   static struct stress_pool pool;
   if (stress_start(&pool, opt.threads, opt.nice, (uint64_t)getpid()) != 0) {

@@ -88,13 +88,7 @@ int main(int argc, char **argv) {
   }
 
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  if (sigprocmask(SIG_BLOCK, &stop, NULL) != 0) {
-    perror("many_mappings: sigprocmask");
-    return 1;
-  }
+  block_stop_signals(&stop);
 
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
   const size_t count = (size_t)mappings;

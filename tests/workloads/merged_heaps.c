@@ -223,10 +223,7 @@ int main(int argc, char** argv) {
   }
   if (ready_file == NULL || truth_file == NULL) usage();
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  block_stop_signals(&stop);
 
   pthread_t tid[MAX_THREADS];
   for (unsigned t = 0; t < threads; ++t) {

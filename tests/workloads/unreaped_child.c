@@ -25,10 +25,7 @@
 
 static void wait_for_stop(void) {
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigprocmask(SIG_BLOCK, &stop, NULL);
+  block_stop_signals(&stop);
   for (;;) {
     int sig = 0;
     if (sigwait(&stop, &sig) == 0 && (sig == SIGINT || sig == SIGTERM)) {

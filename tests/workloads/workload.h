@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,21 @@ static inline long parse_long(const char* name, const char* text, long min, long
     exit(2);
   }
   return v;
+}
+
+/* Fills `stop` with SIGINT and SIGTERM and blocks them in the calling
+ * thread, and so in every thread it starts afterwards: the program ends when
+ * it takes one of them with sigwait (a test stopping it), never in the middle
+ * of what one of its threads is doing. Exits 1 if the mask cannot be set. */
+static inline void block_stop_signals(sigset_t* stop) {
+  sigemptyset(stop);
+  sigaddset(stop, SIGINT);
+  sigaddset(stop, SIGTERM);
+  int rc = pthread_sigmask(SIG_BLOCK, stop, NULL);
+  if (rc != 0) {
+    fprintf(stderr, WORKLOAD_NAME ": pthread_sigmask: %s\n", strerror(rc));
+    exit(1);
+  }
 }
 
 #endif
