@@ -290,17 +290,19 @@ std::optional<Matched> PageAndReport(const TempDir& dir, const Site& site,
 class IncidentPageTest : public ::testing::Test {
  protected:
   TempDir dir_;
-  // Chromium's profiles, net logs and screenshots: not under dir_, which the
-  // node-mode memtrimd's --targets.match names. Chromium's processes carry
-  // their --user-data-dir on their command lines; under dir_ they were
-  // matched and listed on the overview beside the test's four targets.
-  TempDir browser_dir_;
+  // The files of the clients the test runs beside memtrimd (Chromium's
+  // profiles, net logs and screenshots; the certificate curl is given):
+  // not under dir_, which the node-mode memtrimd's --targets.match names.
+  // Their paths are on those clients' command lines; under dir_, Chromium's
+  // processes were matched and listed on the overview beside the test's
+  // four targets.
+  TempDir clients_dir_;
 };
 
 TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcProgram) {
   CertFiles cert;
   std::string why;
-  if (!MakeCert(dir_, "server", "memtrimd", nullptr, false, cert, why)) {
+  if (!MakeCert(clients_dir_, "server", "memtrimd", nullptr, false, cert, why)) {
     GTEST_SKIP() << "openssl cannot make a test certificate: " << why;
   }
   // Memory limits for the fragmenter and the first JVM where this test may
@@ -341,7 +343,8 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   ASSERT_TRUE(bare.running());
 
   // TLS, basic auth and a strict Content-Security-Policy.
-  WriteFile(dir_ / "web.yml",
+  // Beside the certificate, which it names relative to itself.
+  WriteFile(clients_dir_ / "web.yml",
             "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
             "http_server_config:\n  headers:\n    Content-Security-Policy: default-src 'self'\n"
             "basic_auth_users:\n  alice: " +
@@ -350,7 +353,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   // test's directory), glibc programs of any size.
   Memtrimd m({"--targets=node", "--targets.match=" + dir_.path(), "--targets.min-rss=1MiB",
               "--sample.interval=2s", "--smaps.interval=2s", "--jvm.interval=2s",
-              "--trim.interval=4s", "--web.config.file=" + (dir_ / "web.yml")});
+              "--trim.interval=4s", "--web.config.file=" + (clients_dir_ / "web.yml")});
   ASSERT_TRUE(m.started()) << m.log();
   const auto started = std::chrono::steady_clock::now();
   const Site site{m.port(), cert.crt};
@@ -395,7 +398,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   pids.push_back(bare.pid());
   for (pid_t pid : pids) {
     SCOPED_TRACE("pid " + std::to_string(pid));
-    auto matched = PageAndReport(browser_dir_, site, "/?pid=" + std::to_string(pid));
+    auto matched = PageAndReport(clients_dir_, site, "/?pid=" + std::to_string(pid));
     ASSERT_TRUE(matched) << "page and /report never showed the same sample";
     const std::string& dom = matched->dom;
     const JsonValue* target = TargetIn(matched->report, pid);
@@ -503,7 +506,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   }
 
   // The node overview: one row per target, each linking to its page.
-  auto overview = PageAndReport(browser_dir_, site, "/");
+  auto overview = PageAndReport(clients_dir_, site, "/");
   ASSERT_TRUE(overview);
   std::set<std::string> rows, linked;
   std::regex row(R"re(<tr data-pid="(\d+)"><td><a href="/\?pid=(\d+)")re");
@@ -535,8 +538,8 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   for (auto [name, pid] : {std::pair{"glibc", frag.pid()}, std::pair{"jvm", jvms.front().pid()}}) {
     SCOPED_TRACE(name);
     const std::string url = site.page("/?pid=" + std::to_string(pid));
-    const std::string png = browser_dir_ / (std::string("incident-page-") + name + ".png");
-    Browser b = OpenInChromium(browser_dir_, url, "--screenshot=" + png);
+    const std::string png = clients_dir_ / (std::string("incident-page-") + name + ".png");
+    Browser b = OpenInChromium(clients_dir_, url, "--screenshot=" + png);
     EXPECT_EQ(b.exit_code, 0) << b.log;
     EXPECT_EQ(ConsoleLines(b.log), std::vector<std::string>{});
     std::string image = ReadFile(png);
@@ -544,7 +547,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
     EXPECT_EQ(image.substr(1, 3), "PNG");
     std::set<std::string> drawn = ColumnColours(png, 400, 26);
     std::set<std::string> fills =
-        BarFills(OpenInChromium(browser_dir_, url, "--dump-dom").out, 2.5);
+        BarFills(OpenInChromium(clients_dir_, url, "--dump-dom").out, 2.5);
     EXPECT_FALSE(fills.empty());
     for (const std::string& fill : fills) EXPECT_TRUE(drawn.count(fill)) << fill << " not drawn";
     EXPECT_FALSE(drawn.count("#000000")) << "a part drawn black";
