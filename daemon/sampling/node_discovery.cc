@@ -13,6 +13,7 @@
 #include "collectors/procfs/proc_stat.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
+#include "collectors/procfs/task_states.h"
 
 namespace memtrimd {
 
@@ -177,8 +178,14 @@ Discovery NodeDiscovery::Discover() {
     }
     Known& k = it->second;
     if (inserted) {
-      if (running_of(st->euid) >= kLooksPerUid || ProcessLook::Running() >= kLooksInAll) {
-        // Looked at once an earlier look of its owner (or any) ends.
+      if ((running_of(st->euid) >= kLooksPerUid || ProcessLook::Running() >= kLooksInAll) &&
+          (ProcessLook::Running() >= kLooksMax || procfs::AnyTaskUninterruptible(*read_dir))) {
+        // The threads for looks that do not end are taken, and a thread of
+        // this process waits uninterruptibly (for its mmap lock, likely, as
+        // its look would): looked at once an earlier look of its owner (or
+        // any) ends, or once none of its threads waits so. A process without
+        // such a thread is looked at anyway: one user's stuck processes,
+        // or several users', do not hide the node's other processes.
         known_.erase(it);
         ++out.looks_stalled;
         continue;

@@ -130,9 +130,12 @@ class NodeDiscovery {
   static constexpr std::chrono::milliseconds kScanStall{1000};
   // A look running this long counts as stalled.
   static constexpr std::chrono::milliseconds kLookStalled{2000};
-  // Threads that looks left running may hold: per owner, and in all.
+  // Threads that looks left running may hold: per owner, and in all. Past
+  // those, a new process is looked at only when none of its threads waits
+  // uninterruptibly, and while fewer than kLooksMax looks run.
   static constexpr std::size_t kLooksPerUid = 4;
   static constexpr std::size_t kLooksInAll = 32;
+  static constexpr std::size_t kLooksMax = 128;
 
   struct Known {
     NodeCandidate candidate;

@@ -9,6 +9,7 @@
 #include "collectors/common/text.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
+#include "collectors/procfs/task_states.h"
 #include "daemon/sampling/node_discovery.h"
 
 namespace memtrimd {
@@ -74,17 +75,35 @@ Result<pid_t> TargetSelector::PidFromFile() const {
 
 std::optional<std::string> TargetSelector::CommandLine(
     pid_t pid, const std::string& read_dir, std::chrono::steady_clock::duration& budget) {
-  if (looks_left_.contains(pid) || looks_left_.size() >= kLooksLeftMax) {
+  if (looks_left_.contains(pid) ||
+      (looks_left_.size() >= kLooksLeftMax &&
+       (looks_left_.size() >= kLooksLeftHardMax || procfs::AnyTaskUninterruptible(read_dir)))) {
     ++looks_stalled_;
+    return std::nullopt;
+  }
+  // The scan's budget is spent: not read now. The search then ends without
+  // a pick (Scan) and goes again, when the reads that did not come are
+  // known and passed over at once: a larger match later in the scan is
+  // never lost to a smaller one read before the budget ran out.
+  if (budget <= std::chrono::steady_clock::duration::zero()) {
+    ++looks_cut_;
     return std::nullopt;
   }
   std::shared_ptr<ProcessLook> look = ProcessLook::StartCommandLine(read_dir);
   const auto from = std::chrono::steady_clock::now();
-  if (!look->WaitUntil(from + std::min<std::chrono::steady_clock::duration>(kLookWait, budget))) {
+  const std::chrono::steady_clock::duration wait =
+      std::min<std::chrono::steady_clock::duration>(kLookWait, budget);
+  if (!look->WaitUntil(from + wait)) {
     budget -= std::min<std::chrono::steady_clock::duration>(
         budget, std::chrono::steady_clock::now() - from);
     looks_left_[pid] = std::move(look);
-    ++looks_stalled_;
+    // Given less than its full wait, it may be a healthy process on a busy
+    // machine: read afresh in the next search.
+    if (wait < kLookWait) {
+      ++looks_cut_;
+    } else {
+      ++looks_stalled_;
+    }
     return std::nullopt;
   }
   ProcessFacts facts = look->Take();
@@ -98,6 +117,7 @@ Result<pid_t> TargetSelector::Scan() {
   const pid_t self = ::getpid();
   std::vector<Candidate> candidates;
   looks_stalled_ = 0;
+  looks_cut_ = 0;
   // A read left running that has ended since is done afresh (the pid may
   // name another process by now).
   std::erase_if(looks_left_, [](const auto& entry) { return entry.second->finished(); });
@@ -122,6 +142,12 @@ Result<pid_t> TargetSelector::Scan() {
       if (static_cast<pid_t>(*pid) == self || IsMemtrimd(st->name)) continue;
     }
     candidates.push_back({static_cast<pid_t>(*pid), st->name, st->vm_rss});
+  }
+  if (looks_cut_ > 0) {
+    return Status(ErrorCode::kUnavailable,
+                  std::to_string(looks_cut_) +
+                      " command lines were not read in this search: its time for reads that do "
+                      "not come was spent; searching again");
   }
   std::optional<pid_t> best = regex_
                                   ? PickLargest(candidates, [](const Candidate&) { return false; })

@@ -46,8 +46,12 @@ class TargetSelector {
   // in microseconds unless the process's memory map is held locked.
   static constexpr std::chrono::milliseconds kLookWait{200};
   static constexpr std::chrono::milliseconds kLookStallBudget{500};
-  // Command-line reads left running (one thread each) at most.
+  // Command-line reads left running (one thread each). Past kLooksLeftMax a
+  // process new to the search is read only when none of its threads waits
+  // uninterruptibly (procfs::AnyTaskUninterruptible), and never past
+  // kLooksLeftHardMax.
   static constexpr std::size_t kLooksLeftMax = 8;
+  static constexpr std::size_t kLooksLeftHardMax = 64;
 
   // REQUIRES: a kMatch rule's regex is valid (flags checked it).
   explicit TargetSelector(TargetRule rule, std::string proc_root = "/proc");
@@ -82,6 +86,9 @@ class TargetSelector {
   // only).
   std::map<pid_t, std::shared_ptr<ProcessLook>> looks_left_;
   std::size_t looks_stalled_ = 0;
+  // Processes the last scan did not give their full wait, its budget spent
+  // on others: it picked nothing, and the next scan reads them.
+  std::size_t looks_cut_ = 0;
 };
 
 }  // namespace memtrimd

@@ -605,6 +605,41 @@ class FuseMappingTest : public StallTest {
     ExpectOnlyTargetReads(reads_before_);
     StartMemtrimd(rule_of ? rule_of() : "");
   }
+  // `n` processes of nobody stuck the same way (others_): the first one's
+  // READ unanswered, the others waiting for that page with their own mmap
+  // lock held, each with its mapping thread queued behind.
+  void StartStuckProcessesOfNobody(int n) {
+    const std::string shared = dir_ / "nobody";
+    fs::create_directories(shared);
+    fs::permissions(shared, fs::perms::all);
+    fuse_ = std::make_unique<StuckFilesystem>(dir_, -1, std::vector<std::string>{"4", reads_});
+    ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
+    for (int i = 0; i < n; ++i) {
+      const std::string ready = shared + "/ready." + std::to_string(i);
+      SpawnOptions o = ErrTo(shared + "/err." + std::to_string(i));
+      o.uid = kNobodyUid;
+      o.gid = kNobodyUid;
+      others_.emplace_back(
+          std::vector<std::string>{WorkloadBin("fuse_fault"), "--file", fuse_->path() + "/data",
+                                   "--ready-file", ready, "--through-proc-mem"},
+          o);
+      ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !others_.back().running(); }, 20s) &&
+                  others_.back().running())
+          << ReadFile(shared + "/err." + std::to_string(i));
+    }
+    // Each one's mapping thread waits in the kernel for the mmap lock (and
+    // so do the others' reading threads, for the page the first one's READ
+    // brings).
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          for (const Process& p : others_) {
+            if (BlockedTasks(p.pid()) < 1) return false;
+          }
+          return true;
+        },
+        20s));
+    ASSERT_EQ(ReadRequesters(reads_).size(), 1u) << "one READ, for the first of them";
+  }
   // Waits until the target's READ reached the server; false if it did not.
   bool TargetWaitsOnItsRead() {
     return WaitFor([&] { return !ReadRequesters(reads_).empty(); }, 20s);
@@ -805,40 +840,27 @@ TEST_F(FuseMappingTest, SidecarWhoseTargetHoldsItsMmapLockSaysSoAndStaysResponsi
 // held, each with its mapping thread queued behind): discovery's looks at
 // them that do not end hold at most 4 of memtrimd's threads (kLooksPerUid),
 // however many scans pass; every one of the ten is counted as read_stalled,
-// and the innocent target is found and sampled. Root's own stuck processes
-// (another case running beside this one) may hold up to 4 more.
-TEST_F(FuseMappingTest, LooksLeftRunningHoldAtMostFourThreadsPerUser) {
+// and the innocent target is found and sampled. So is a healthy process of
+// the same user started after them: past the cap, a process none of whose
+// threads waits uninterruptibly is looked at anyway (before, the user's
+// stuck processes hid it for good). Root's own stuck processes (another case
+// running beside this one) may hold up to 4 more threads.
+TEST_F(FuseMappingTest, StuckProcessesOfOneUserHoldAtMostFourThreadsAndHideNoOtherProcess) {
   constexpr int kStuck = 10;
+  StartStuckProcessesOfNobody(kStuck);
+  ASSERT_FALSE(HasFatalFailure());
   const std::string shared = dir_ / "nobody";
-  fs::create_directories(shared);
-  fs::permissions(shared, fs::perms::all);
-  fuse_ = std::make_unique<StuckFilesystem>(dir_, -1, std::vector<std::string>{"4", reads_});
-  ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
-  for (int i = 0; i < kStuck; ++i) {
-    const std::string ready = shared + "/ready." + std::to_string(i);
-    SpawnOptions o = ErrTo(shared + "/err." + std::to_string(i));
-    o.uid = kNobodyUid;
-    o.gid = kNobodyUid;
-    others_.emplace_back(
-        std::vector<std::string>{WorkloadBin("fuse_fault"), "--file", fuse_->path() + "/data",
-                                 "--ready-file", ready, "--through-proc-mem"},
-        o);
-    ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !others_.back().running(); }, 20s) &&
-                others_.back().running())
-        << ReadFile(shared + "/err." + std::to_string(i));
-  }
-  // Each one's mapping thread waits in the kernel for the mmap lock (and
-  // so do the others' reading threads, for the page the first one's READ
-  // brings); memtrimd's count below shows that each holds its lock.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        for (const Process& p : others_) {
-          if (BlockedTasks(p.pid()) < 1) return false;
-        }
-        return true;
-      },
-      20s));
-  ASSERT_EQ(ReadRequesters(reads_).size(), 1u) << "one READ, for the first of them";
+  SpawnOptions as_nobody = ErrTo(shared + "/healthy.err");
+  as_nobody.uid = kNobodyUid;
+  as_nobody.gid = kNobodyUid;
+  Process healthy(
+      {FragmenterBin(), "--quiet", "--ready-file", shared + "/healthy.ready", "--threads", "2",
+       "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"},
+      as_nobody);
+  ASSERT_TRUE(
+      WaitFor([&] { return fs::exists(shared + "/healthy.ready") || !healthy.running(); }, 20s) &&
+      healthy.running())
+      << ReadFile(shared + "/healthy.err");
   innocent_ = StartFragmenter(
       dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
   ASSERT_TRUE(innocent_.running());
@@ -848,7 +870,7 @@ TEST_F(FuseMappingTest, LooksLeftRunningHoldAtMostFourThreadsPerUser) {
   ASSERT_TRUE(WaitFor(
       [&] {
         Series s = m.Scrape();
-        return Watches(s, innocent_.pid()) &&
+        return Watches(s, innocent_.pid()) && Watches(s, healthy.pid()) &&
                Find(s, "memtrimd_targets_skipped", {"reason=\"read_stalled\""}).value_or(0) >=
                    kStuck;
       },
@@ -863,6 +885,60 @@ TEST_F(FuseMappingTest, LooksLeftRunningHoldAtMostFourThreadsPerUser) {
   EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
   EXPECT_EQ(ReadRequesters(reads_).size(), 1u) << "memtrimd caused no READ";
   ExpectExitsOnSigterm(m, "beside ten processes of one user found with their mmap lock held");
+}
+
+// A sidecar's --target.match search waits 500 ms in all for command lines
+// that do not come, and keeps at most 8 such reads running. Ten stuck
+// processes between a small match (read first: lower pid) and a larger one
+// spend both: a search whose wait ran out picks nothing and goes again,
+// passing over the stuck ones it knows at once, and past the 8 reads a new
+// process none of whose threads waits uninterruptibly is still read, so the
+// larger match is taken. Before, the processes after the spent wait were
+// passed over and the sidecar took the smaller match for good (and past 8
+// reads, every new process was passed over).
+TEST_F(FuseMappingTest,
+       SidecarMatchTakesTheLargestMatchBesideTenProcessesWhoseCommandLinesDoNotCome) {
+  // The small match: the innocent fragmenter of the other cases.
+  innocent_ = StartFragmenter(
+      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+  ASSERT_TRUE(innocent_.running());
+  StartStuckProcessesOfNobody(10);
+  ASSERT_FALSE(HasFatalFailure());
+  Process large = StartFragmenter(
+      dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "64", "--keep-permille", "1000"});
+  ASSERT_TRUE(large.running());
+  // The scan reads /proc in pid order; a wrapped pid counter would put the
+  // large match first, and the case would not be what it says.
+  for (const Process& p : others_) {
+    if (!(innocent_.pid() < p.pid() && p.pid() < large.pid())) {
+      GTEST_SKIP() << "pids wrapped: " << innocent_.pid() << ", " << p.pid() << ", " << large.pid();
+    }
+  }
+  // The truth: the large match holds more (VmRSS, what the rule compares).
+  const auto vm_rss = [](pid_t pid) {
+    StatusNumbers n = ReadStatusIndependently(pid);
+    return n.rss_anon + n.rss_file + n.rss_shmem;
+  };
+  const uint64_t small_rss = vm_rss(innocent_.pid());
+  const uint64_t large_rss = vm_rss(large.pid());
+  ASSERT_GT(large_rss, small_rss + 32 * (1u << 20));
+  StartMemtrimd("--target.match=fragmenter.*" + dir_.path());
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Series s = m.Scrape();
+        return Watches(s, large.pid()) || Watches(s, innocent_.pid());
+      },
+      30s))
+      << m.log();
+  Series s = m.Scrape();
+  EXPECT_TRUE(Watches(s, large.pid())) << m.log();
+  EXPECT_FALSE(Watches(s, innocent_.pid())) << "the smaller match, read before the wait ran out";
+  EXPECT_TRUE(LogHas(m.log(), {"were not read in this search"})) << m.log();
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  EXPECT_EQ(ReadRequesters(reads_).size(), 1u) << "memtrimd caused no READ";
+  ExpectExitsOnSigterm(m, "sidecar matching beside ten processes with their mmap lock held");
 }
 
 }  // namespace

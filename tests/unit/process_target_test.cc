@@ -18,6 +18,7 @@
 #include "collectors/procfs/process_collector.h"
 #include "collectors/procfs/runtime.h"
 #include "collectors/procfs/target_reader.h"
+#include "collectors/procfs/task_states.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::procfs {
@@ -474,6 +475,58 @@ TEST(CmdlineToString, RecordedProcesses) {
             "java -Xmx64m -XX:NativeMemoryTracking=summary NativeChurn --threads 12 --ready-file "
             "native_churn.ready --quiet");
   EXPECT_EQ(CmdlineToString(ReadWhole(FixtureDir("sleep") + "/cmdline")), "sleep 1000");
+}
+
+// ---------------------------------------------------------------------------
+// AnyTaskUninterruptible: a task tree written in /proc's shape, and this
+// process itself.
+
+// A task's stat line (recorded from a real `cat`, fields after comm kept)
+// with its id, name and state.
+std::string TaskStat(int tid, const std::string& comm, char state) {
+  return std::to_string(tid) + " (" + comm + ") " + state +
+         " 9463 9463 2473 0 -1 4194304 98 0 0 0 0 0 0 0 20 0 1 0 1165141 3133440 407 "
+         "18446744073709551615 94194994970624 94194994990505 140727034119936 0 0 0 0 0 0 0 0 0 "
+         "17 1 0 0 0 0 0 94194995006512 94194995008128 94195283312640 140727034120843 "
+         "140727034120863 140727034120863 140727034122219 0\n";
+}
+
+TEST(TaskStates, ATaskInStateDIsSeenWhicheverThreadDirectoryIsNamed) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path proc = tmp.path() / "42";
+  WriteFile(proc / "task" / "42" / "stat", TaskStat(42, "java", 'S'));
+  // A name that spells a state is a name: the state follows the last ')'.
+  WriteFile(proc / "task" / "43" / "stat", TaskStat(43, "w) D (x", 'R'));
+  EXPECT_FALSE(AnyTaskUninterruptible(proc.string()));
+  // The mapping thread queued for the mmap lock.
+  WriteFile(proc / "task" / "44" / "stat", TaskStat(44, "mapper", 'D'));
+  EXPECT_TRUE(AnyTaskUninterruptible(proc.string()));
+  // Named through a live thread (a leader that called pthread_exit).
+  EXPECT_TRUE(AnyTaskUninterruptible((proc / "task" / "43").string()));
+}
+
+TEST(TaskStates, WhatCannotBeToldCountsAsWaiting) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path proc = tmp.path() / "42";
+  // No task directory (the process is gone, or /proc is not what it seems).
+  fs::create_directories(proc);
+  EXPECT_TRUE(AnyTaskUninterruptible(proc.string()));
+  // More tasks than it may read.
+  for (int tid = 42; tid < 45; ++tid) {
+    WriteFile(proc / "task" / std::to_string(tid) / "stat", TaskStat(tid, "t", 'S'));
+  }
+  EXPECT_FALSE(AnyTaskUninterruptible(proc.string(), 3));
+  EXPECT_TRUE(AnyTaskUninterruptible(proc.string(), 2));
+  // A thread whose stat is gone (it ended while listed) waits for nothing.
+  fs::remove(proc / "task" / "44" / "stat");
+  EXPECT_FALSE(AnyTaskUninterruptible(proc.string()));
+}
+
+TEST(TaskStates, ThisRunningProcessHasNoTaskInStateD) {
+  EXPECT_FALSE(AnyTaskUninterruptible("/proc/self"));
+  EXPECT_FALSE(AnyTaskUninterruptible("/proc/" + std::to_string(::getpid())));
 }
 
 }  // namespace
