@@ -17,7 +17,10 @@ namespace memtrimd::procfs {
 
 // True when a task of the process at `proc_dir` (/proc/<pid>, or a task's
 // directory under it) is in state 'D', or when that cannot be told: its task
-// directory cannot be listed, or it has more than `max_tasks` tasks.
-bool AnyTaskUninterruptible(const std::string& proc_dir, std::size_t max_tasks = 4096);
+// directory cannot be listed, or it has more than `max_tasks` tasks. Callers
+// ask it again at every scan for a process they put off, on the sampling
+// thread: the cap keeps one process from costing thousands of reads a scan
+// (a process of more threads is put off until a look ends).
+bool AnyTaskUninterruptible(const std::string& proc_dir, std::size_t max_tasks = 256);
 
 }  // namespace memtrimd::procfs
