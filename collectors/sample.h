@@ -42,8 +42,9 @@ struct GlibcHeaps {
   uint64_t smaps_rss_bytes = 0;  // Rss summed over all mappings of that read
   std::size_t mappings = 0;
   std::chrono::system_clock::time_point read_at{};
-  double read_seconds = 0;        // how long the smaps walk took
-  glibc::RssBreakdown breakdown;  // of the same read
+  std::chrono::steady_clock::time_point read_steady{};  // the same moment, for its age
+  double read_seconds = 0;                              // how long the smaps walk took
+  glibc::RssBreakdown breakdown;                        // of the same read
   // RSS from /proc/<pid>/status read right after this smaps walk (0: not
   // read), to compare the breakdown's total with.
   uint64_t status_rss_bytes = 0;

@@ -45,6 +45,7 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
 
   GlibcHeaps g;
   g.read_at = std::chrono::system_clock::now();
+  g.read_steady = std::chrono::steady_clock::now();
   g.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g.mappings = mappings->size();
   for (const procfs::Mapping& m : *mappings) g.smaps_rss_bytes += m.rss;

@@ -105,9 +105,7 @@ class FamilyBuilder {
   std::map<std::string_view, MetricFamily> families_;
 };
 
-double Seconds(std::chrono::system_clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 double D(uint64_t v) { return static_cast<double>(v); }
 
@@ -313,15 +311,15 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
 }
 
 std::vector<MetricFamily> AgeFamilies(const Snapshot* snap,
-                                      std::chrono::system_clock::time_point now,
+                                      std::chrono::steady_clock::time_point now,
                                       const MetricDetail& detail) {
   using namespace metric;
   FamilyBuilder b(detail);
   if (snap == nullptr) return b.Take();
-  b.Add(kSampleAge, {}, Seconds(now - snap->taken_at));
+  b.Add(kSampleAge, {}, Seconds(now - snap->taken_steady));
   for (const TargetSnapshot& ts : snap->targets) {
     if (const auto& g = ts.sample.glibc) {
-      b.Add(kSmapsAge, {std::to_string(ts.target.pid)}, Seconds(now - g->read_at));
+      b.Add(kSmapsAge, {std::to_string(ts.target.pid)}, Seconds(now - g->read_steady));
     }
   }
   return b.Take();

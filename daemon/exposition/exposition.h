@@ -26,10 +26,11 @@ std::vector<prometheus::MetricFamily> TrimFamilies(const std::vector<TrimStats>&
 std::vector<prometheus::MetricFamily> SnapshotFamilies(const Snapshot* snap,
                                                        const MetricDetail& detail = MetricDetail{});
 
-// The snapshot's ages at `now`: memtrimd_sample_age_seconds and
-// memtrimd_smaps_age_seconds. Empty for nullptr.
+// The snapshot's ages at `now`, on the monotonic clock:
+// memtrimd_sample_age_seconds and memtrimd_smaps_age_seconds. Empty for
+// nullptr.
 std::vector<prometheus::MetricFamily> AgeFamilies(const Snapshot* snap,
-                                                  std::chrono::system_clock::time_point now,
+                                                  std::chrono::steady_clock::time_point now,
                                                   const MetricDetail& detail = MetricDetail{});
 
 // memtrimd's own process_* families, read from /proc/self.

@@ -30,7 +30,7 @@ MetricsText MetricsPage::Render() const {
   };
 
   MetricsText page;
-  page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::system_clock::now(), detail_));
+  page.ages = RenderText(AgeFamilies(snap.get(), std::chrono::steady_clock::now(), detail_));
   std::lock_guard<std::mutex> lock(mu_);
   // Refreshed under the lock: requests that arrive meanwhile want the same
   // text, and would otherwise each render it again.

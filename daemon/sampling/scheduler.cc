@@ -404,6 +404,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
   }
   snap->no_target_reason = snap->targets.empty() ? reason : "";
   snap->taken_at = std::chrono::system_clock::now();
+  snap->taken_steady = std::chrono::steady_clock::now();
   std::map<Key, std::string> sources;
   for (const TargetSnapshot& ts : snap->targets) {
     sources[{ts.target.pid, ts.target.start_ticks}] =

@@ -48,6 +48,11 @@ struct TargetSnapshot {
 struct Snapshot {
   uint64_t sequence = 0;  // samples taken so far, this one included
   std::chrono::system_clock::time_point taken_at{};
+  // The same moment on the monotonic clock: ages (memtrimd_sample_age_seconds,
+  // /healthz) are measured on it, so a step of the wall clock (an NTP
+  // correction, a resumed VM) neither fails the liveness probe nor shows an
+  // old sample.
+  std::chrono::steady_clock::time_point taken_steady{};
   // Empty: no target right now (memtrimd_target_up 0). Sidecar mode has at
   // most one; node-agent mode one per watched process, in (pid, start) order.
   std::vector<TargetSnapshot> targets;

@@ -546,8 +546,8 @@ int HttpServer::Serve(mg_connection* conn) {
   }
   if (path == "/healthz") {
     std::shared_ptr<const Snapshot> snap = store_.Latest();
-    auto age = snap ? std::chrono::system_clock::now() - snap->taken_at
-                    : std::chrono::system_clock::duration::max();
+    auto age = snap ? std::chrono::steady_clock::now() - snap->taken_steady
+                    : std::chrono::steady_clock::duration::max();
     if (snap && age <= options_.max_sample_age) {
       Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n", h);
       return 200;

@@ -19,6 +19,7 @@ Snapshot SampleSnapshot() {
   Snapshot s;
   s.sequence = 7;
   s.taken_at = std::chrono::system_clock::now();
+  s.taken_steady = std::chrono::steady_clock::now();
   TargetSnapshot ts;
   ts.target.pid = 4242;
   ts.target.comm = "we\"ird\\name";
@@ -39,6 +40,7 @@ Snapshot SampleSnapshot() {
   g.resident_bytes = (1 << 20) + (512 << 10);
   g.main_arena_resident_bytes = 4096;
   g.read_at = s.taken_at;
+  g.read_steady = s.taken_steady;
   ts.sample.glibc = g;
   CgroupMemory c;
   c.version = 2;
@@ -132,11 +134,15 @@ TEST(Exposition, SelfProcessMetricsAreStandard) {
 
 TEST(Exposition, AgesAreMeasuredFromTheGivenTime) {
   Snapshot s = SampleSnapshot();
-  s.targets[0].sample.glibc->read_at = s.taken_at - std::chrono::seconds(30);
-  std::string text = RenderText(AgeFamilies(&s, s.taken_at + std::chrono::seconds(5)));
+  s.targets[0].sample.glibc->read_steady = s.taken_steady - std::chrono::seconds(30);
+  // The wall clock stepped an hour ahead since (an NTP correction, a resumed
+  // VM): the ages are those of the monotonic clock.
+  s.taken_at -= std::chrono::hours(1);
+  s.targets[0].sample.glibc->read_at -= std::chrono::hours(1);
+  std::string text = RenderText(AgeFamilies(&s, s.taken_steady + std::chrono::seconds(5)));
   EXPECT_TRUE(Has(text, "memtrimd_sample_age_seconds 5")) << text;
   EXPECT_TRUE(Has(text, "memtrimd_smaps_age_seconds{pid=\"4242\"} 35")) << text;
-  EXPECT_TRUE(AgeFamilies(nullptr, s.taken_at).empty());
+  EXPECT_TRUE(AgeFamilies(nullptr, s.taken_steady).empty());
   // The snapshot's own families carry no age: they are rendered once per
   // snapshot, and an age in them would stand still.
   std::string fixed = RenderText(SnapshotFamilies(&s));
@@ -186,8 +192,8 @@ TEST(MetricsPage, CombinesTheSnapshotItsAgesAndTheProcess) {
   EXPECT_EQ(before["process_open_fds"].size(), 1u);
 
   auto s = std::make_shared<Snapshot>(SampleSnapshot());
-  s->taken_at = std::chrono::system_clock::now() - std::chrono::seconds(100);
-  s->targets[0].sample.glibc->read_at = s->taken_at - std::chrono::seconds(20);
+  s->taken_steady = std::chrono::steady_clock::now() - std::chrono::seconds(100);
+  s->targets[0].sample.glibc->read_steady = s->taken_steady - std::chrono::seconds(20);
   store.Publish(s);
   auto f = FamiliesOf(page.Render().Joined());
   ASSERT_EQ(f["memtrimd_target_up"].size(), 1u);
