@@ -14,6 +14,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "daemon/sampling/process_look.h"
+#include "daemon/sampling/target_read.h"
+#include "daemon/sampling/target_search.h"
 #include "tests/integration/harness.h"
 
 namespace memtrimd::testing {
@@ -24,15 +27,21 @@ namespace fs = std::filesystem;
 std::string Str(pid_t pid) { return std::to_string(pid); }
 std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
 
-// memtrimd's threads less those of target reads in flight (each sample
-// reads a target on a short-lived thread named "memtrimd-read"): what a
-// target that came and went could have left behind.
+// memtrimd's threads less those of reads in flight (a sample reads each
+// target, a --target.match search each process, a node scan each new
+// process, on short-lived threads of their own): what a target that came and
+// went could have left behind.
 uint64_t LastingThreads(pid_t pid) {
   uint64_t n = 0;
   std::error_code ec;
   for (const auto& task : fs::directory_iterator("/proc/" + Str(pid) + "/task", ec)) {
     std::string comm = ReadFile(task.path().string() + "/comm");
-    if (comm.rfind("memtrimd-read", 0) != 0) ++n;
+    bool in_flight = false;
+    for (const char* name :
+         {TargetRead::kThreadName, TargetSearch::kThreadName, ProcessLook::kThreadName}) {
+      in_flight = in_flight || comm.rfind(name, 0) == 0;
+    }
+    if (!in_flight) ++n;
   }
   return n;
 }
