@@ -39,13 +39,24 @@ std::vector<std::string> Fields(std::string_view text) {
   return out;
 }
 
-}  // namespace
+// A name with the characters HTML escaping changes taken out: a page built
+// from such names shows them around nothing but its own markup.
+std::string WithoutMarkup(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch != '<' && ch != '>' && ch != '&' && ch != '"' && ch != '\'') out += ch;
+  }
+  return out;
+}
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+// The snapshot a target with these names makes (fields used in turn), or,
+// with without_markup, the same with each name's markup characters taken out
+// (after the kernel's cut of the comm, so the two comms line up).
+memtrimd::Snapshot BuildSnapshot(const std::vector<std::string>& f, bool without_markup) {
   using namespace memtrimd;
-  const std::vector<std::string> f = Fields(fuzz::AsText(data, size));
   std::size_t next = 0;
-  auto field = [&]() -> const std::string& { return f[next++ % f.size()]; };
+  auto clean = [&](const std::string& s) { return without_markup ? WithoutMarkup(s) : s; };
+  auto field = [&]() { return clean(f[next++ % f.size()]); };
 
   Snapshot snap;
   snap.sequence = 3;
@@ -54,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TargetSnapshot ts;
   ts.target.pid = 4242;
   ts.target.start_ticks = 100;
-  ts.target.comm = field().substr(0, 15);
+  ts.target.comm = clean(f[next++ % f.size()].substr(0, 15));
   ts.target.runtime = Runtime::kJvm;
   ts.target.allocator = Allocator::kJemalloc;
   ts.target.allocator_source = field();
@@ -102,6 +113,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"process", true, 0.001, ""},
       {"jvm", false, 0.01, "attach to " + procfs::CmdlineToString(raw_cmdline) + ": " + field()}};
   snap.targets.push_back(ts);
+  return snap;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace memtrimd;
+  const std::vector<std::string> f = Fields(fuzz::AsText(data, size));
+  const Snapshot snap = BuildSnapshot(f, false);
+  const TargetSnapshot& ts = snap.targets[0];
 
   MetricDetail all;
   (void)ParseMetricDetail("all", all);
@@ -124,18 +145,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string html = RenderIncidentPage(&snap, nullptr, nullptr, options).html;
   FUZZ_CHECK(IsValidUtf8(html));
   // A field with markup is never on the page as it was, unless the page's
-  // own markup holds that text anyway (as with every name set to "x").
-  Snapshot plain = snap;
-  TargetSnapshot& pt = plain.targets[0];
-  pt.target.comm = pt.target.allocator_source = pt.sample.cgroup->path = "x";
-  pt.sample.cgroup->pod = cgroup::PodIdentity{"x", "x", "x", cgroup::QosClass::kBestEffort};
-  pt.sample.cgroup->pod_name = pt.sample.jvm->attach_error = "x";
-  pt.sample.jvm->version->vm_name = pt.sample.jvm->version->full = "x";
-  pt.sample.jvm->settings = {{"MaxDirectMemorySize", "x"}, {"x", "x"}};
-  pt.sample.jvm->command_errors = {"x"};
-  pt.sample.malloc_env = std::map<std::string, std::string, std::less<>>{{"MALLOC_ARENA_MAX", "x"}};
-  pt.sample.process->name = "x";
-  pt.collectors[1].error = "x";
+  // own markup holds that text anyway around the same names (a field may
+  // copy a stretch of the page, names and all).
+  const Snapshot plain = BuildSnapshot(f, true);
   const std::string own_markup = RenderIncidentPage(&plain, nullptr, nullptr, options).html;
   for (const std::string& s : f) {
     if (s.find('<') == std::string::npos || own_markup.find(s) != std::string::npos) continue;
