@@ -144,8 +144,11 @@ struct JvmBuffers {
 // from the preload agent: one parser, the same metrics.
 struct MallocStats {
   jvm::MallocInfo info;
-  std::string source;  // "jvm" or "agent"
-  std::chrono::system_clock::time_point read_at{};
+  std::string source;                               // "jvm" or "agent"
+  std::chrono::system_clock::time_point read_at{};  // shown
+  // Ordered against the last trim on this clock (TargetSample::
+  // last_trim_steady): a step of the wall clock cannot misorder the two.
+  std::chrono::steady_clock::time_point read_steady{};
 };
 
 // The same program (same pod and command line) ran on another allocator
@@ -176,6 +179,7 @@ struct TargetSample {
   // manual); set by the scheduler, so that figures read before it (malloc
   // statistics) are shown as such.
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
+  std::optional<std::chrono::steady_clock::time_point> last_trim_steady;  // the same, to order by
   std::optional<AllocatorChange> allocator_change;
   bool agent_loaded = false;  // libmemtrimd_agent.so is mapped (agent collector)
   // The allocator's own figures, read by the agent with the allocator's API

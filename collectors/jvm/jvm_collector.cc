@@ -121,7 +121,8 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);
       if (mi.ok()) {
-        sample.malloc = MallocStats{std::move(mi).value(), "jvm", std::chrono::system_clock::now()};
+        sample.malloc = MallocStats{std::move(mi).value(), "jvm", std::chrono::system_clock::now(),
+                                    std::chrono::steady_clock::now()};
       }
     }
   }

@@ -314,7 +314,7 @@ std::optional<uint64_t> TrimmableEstimate(const TargetSample& s) {
 }
 
 bool MallocStatsStale(const TargetSample& s) {
-  return s.malloc && s.last_trim_at && s.malloc->read_at < *s.last_trim_at;
+  return s.malloc && s.last_trim_steady && s.malloc->read_steady < *s.last_trim_steady;
 }
 
 std::vector<RiskFinding> AssessJvmRisks(const TargetSample& s) {

@@ -235,7 +235,10 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
 
 void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
                           std::chrono::milliseconds wait) {
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // The trim has just ended (the engine calls this after it): statistics
+  // read from here on are newer, on the clock that does not step.
+  const auto ended_steady = std::chrono::steady_clock::now();
+  const auto deadline = ended_steady + wait;
   const Key key{target.pid, target.start_ticks};
   std::shared_ptr<WatchedTarget> watched;
   std::string source_name;
@@ -244,7 +247,7 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
     auto it = targets_.find(key);
     if (it == targets_.end()) return;  // gone meanwhile: nothing to refresh
     watched = it->second;
-    trim_notes_[key] = {ended, true};
+    trim_notes_[key] = {ended, ended_steady, true};
     if (auto m = malloc_source_.find(key); m != malloc_source_.end()) source_name = m->second;
   }
   // The socket collector that gave the malloc statistics ("agent", or
@@ -309,6 +312,7 @@ std::optional<TargetSnapshot> Scheduler::ReadTarget(const std::shared_ptr<Watche
   watched->FollowReadDir();
   ReadInputs inputs;
   inputs.last_trim_at = watched->last_trim_at;
+  inputs.last_trim_steady = watched->last_trim_steady;
   inputs.reread_smaps = std::exchange(watched->refresh_after_trim, false);
   std::shared_ptr<TargetRead> read = TargetRead::Start(watched, previous_, prev, inputs);
   if (result) {
@@ -345,6 +349,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
       auto it = targets_.find(key);
       if (it == targets_.end()) continue;
       it->second->last_trim_at = note.ended;
+      it->second->last_trim_steady = note.ended_steady;
       it->second->refresh_after_trim = note.reread_smaps;
     }
     trim_notes_.clear();

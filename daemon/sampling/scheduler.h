@@ -76,6 +76,7 @@ class Scheduler {
   using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
   struct TrimNote {
     std::chrono::system_clock::time_point ended;
+    std::chrono::steady_clock::time_point ended_steady;
     bool reread_smaps = true;
   };
 

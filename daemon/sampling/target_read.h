@@ -30,6 +30,7 @@ class WatchedTarget;
 // copies, never the scheduler's fields).
 struct ReadInputs {
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
+  std::optional<std::chrono::steady_clock::time_point> last_trim_steady;
   bool reread_smaps = false;
 };
 

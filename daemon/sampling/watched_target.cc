@@ -104,6 +104,7 @@ TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadI
   if (previous != nullptr) RereadSmapsForJavaHeap(*previous, finished);
   SampleTarget(slots_, false, previous, ts, &finished);
   ts.sample.last_trim_at = inputs.last_trim_at;
+  ts.sample.last_trim_steady = inputs.last_trim_steady;
   LogOutcomes(ts);
   return ts;
 }

@@ -58,6 +58,7 @@ class WatchedTarget {
   uint64_t reads = 0;
   // When the trim engine last trimmed it (Scheduler::AfterTrim).
   std::optional<std::chrono::system_clock::time_point> last_trim_at;
+  std::optional<std::chrono::steady_clock::time_point> last_trim_steady;
   bool refresh_after_trim = false;
   // The same program ran on another allocator before this process (set
   // once, when the scheduler adds it).

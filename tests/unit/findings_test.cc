@@ -311,11 +311,31 @@ TEST(Findings, MallocStatisticsReadBeforeTheLastTrimAreStale) {
   TargetSample s;
   s.malloc = MallocStats{};
   s.malloc->read_at = std::chrono::system_clock::now();
+  s.malloc->read_steady = std::chrono::steady_clock::now();
   EXPECT_FALSE(MallocStatsStale(s));
   s.last_trim_at = s.malloc->read_at + std::chrono::seconds(1);
+  s.last_trim_steady = s.malloc->read_steady + std::chrono::seconds(1);
   EXPECT_TRUE(MallocStatsStale(s));
   s.malloc->read_at = *s.last_trim_at + std::chrono::milliseconds(5);
+  s.malloc->read_steady = *s.last_trim_steady + std::chrono::milliseconds(5);
   EXPECT_FALSE(MallocStatsStale(s));
+}
+
+TEST(Findings, AStepOfTheWallClockDoesNotMakeStatisticsStaleOrFresh) {
+  // An NTP correction or a resumed VM between the trim and the read: the
+  // wall times say the opposite of what happened; the monotonic ones decide.
+  TargetSample s;
+  s.malloc = MallocStats{};
+  const auto wall = std::chrono::system_clock::now();
+  const auto steady = std::chrono::steady_clock::now();
+  s.last_trim_at = wall;
+  s.last_trim_steady = steady;
+  s.malloc->read_at = wall - std::chrono::hours(1);  // the clock stepped back
+  s.malloc->read_steady = steady + std::chrono::milliseconds(5);
+  EXPECT_FALSE(MallocStatsStale(s));
+  s.malloc->read_at = wall + std::chrono::hours(1);  // read before it, then stepped ahead
+  s.malloc->read_steady = steady - std::chrono::milliseconds(5);
+  EXPECT_TRUE(MallocStatsStale(s));
 }
 
 // A fragmented program, before and after a trim. malloc_info lists 125 MiB

@@ -67,6 +67,7 @@ TEST(Inspect, AnEstimateFromBeforeTheLastTrimIsNotShownAsCurrent) {
   m.info.total_rest_bytes = 279ull << 20;
   m.source = "agent";
   m.read_at = std::chrono::system_clock::now() - std::chrono::seconds(30);
+  m.read_steady = std::chrono::steady_clock::now() - std::chrono::seconds(30);
   ts.sample.malloc = m;
   std::string fresh = RenderInspectTable(ts);
   // 279 MiB of free chunks, 269 MiB of them whole pages; the arenas hold 545
@@ -78,6 +79,7 @@ TEST(Inspect, AnEstimateFromBeforeTheLastTrimIsNotShownAsCurrent) {
   EXPECT_NE(fresh.find("a trim gives back about 214.0 MiB of it"), std::string::npos) << fresh;
   EXPECT_NE(fresh.find("glibc free kept"), std::string::npos) << fresh;
   ts.sample.last_trim_at = std::chrono::system_clock::now();
+  ts.sample.last_trim_steady = std::chrono::steady_clock::now();
   std::string stale = RenderInspectTable(ts);
   EXPECT_NE(stale.find("READ BEFORE THE LAST TRIM"), std::string::npos) << stale;
   std::string j = RenderInspectJson(ts);
