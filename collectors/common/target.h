@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectors/common/allocator.h"
+#include "collectors/common/process_key.h"
 
 namespace memtrimd {
 
@@ -49,6 +50,9 @@ struct Target {
   // MEMTRIMD_TRIM in the environment it started with: true to opt in to
   // trims, false to opt out, nullopt when unset (or not readable).
   std::optional<bool> trim_opt_in;
+
+  // Which process instance it is: what every per-process record is kept by.
+  ProcessKey Key() const { return {pid, start_ticks}; }
 
   // The same process running the same program.
   bool SameProcess(const Target& o) const {

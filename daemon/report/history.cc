@@ -126,7 +126,7 @@ void SampleHistory::Record(const Snapshot& snap) {
   std::lock_guard<std::mutex> lock(mu_);
   ++records_;
   for (const TargetSnapshot& ts : snap.targets) {
-    PerTarget& pt = targets_[Key{ts.target.pid, ts.target.start_ticks}];
+    PerTarget& pt = targets_[ts.target.Key()];
     if (procfs::ExecMarksDiffer(pt.exec_mark, ts.target.exec_mark)) {
       // The process runs another program since its last point (exec): the
       // shell's few hundred KiB are not the start of the JVM's history.
@@ -146,7 +146,7 @@ void SampleHistory::Record(const Snapshot& snap) {
 void SampleHistory::RecordTrim(const Target& target, const TrimResult& r) {
   if (!r.success) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = targets_.find({target.pid, target.start_ticks});
+  auto it = targets_.find(target.Key());
   if (it == targets_.end()) return;
   PerTarget& pt = it->second;
   pt.trims.push_back({UnixMs(r.at), r.before.rss_swap_bytes, r.after.rss_swap_bytes});
@@ -156,7 +156,7 @@ void SampleHistory::RecordTrim(const Target& target, const TrimResult& r) {
 std::optional<TargetHistory> SampleHistory::Of(const Target& target,
                                                uint64_t up_to_sequence) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = targets_.find({target.pid, target.start_ticks});
+  auto it = targets_.find(target.Key());
   if (it == targets_.end()) return std::nullopt;
   const PerTarget& pt = it->second;
   TargetHistory h;

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/common/process_key.h"
 #include "daemon/report/site_history.h"
 #include "daemon/sampling/snapshot.h"
 #include "daemon/trim/trim.h"
@@ -107,7 +108,6 @@ class SampleHistory {
   const SiteHistory& sites() const { return sites_; }
 
  private:
-  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
   // A point as kept: the figures in KiB (kNoKib: absent; direct's top bit:
   // NMT Other).
   struct StoredPoint {
@@ -136,7 +136,7 @@ class SampleHistory {
 
   const std::chrono::milliseconds window_;
   mutable std::mutex mu_;
-  std::map<Key, PerTarget> targets_;
+  std::map<ProcessKey, PerTarget> targets_;
   uint64_t records_ = 0;
   SiteHistory sites_;
 };

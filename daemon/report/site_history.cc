@@ -126,7 +126,7 @@ void SiteHistory::Record(const Snapshot& snap) {
   std::lock_guard<std::mutex> lock(mu_);
   ++records_;
   for (const TargetSnapshot& ts : snap.targets) {
-    const Key key{ts.target.pid, ts.target.start_ticks};
+    const ProcessKey key = ts.target.Key();
     auto it = targets_.find(key);
     const agent::SiteProfile* p = ts.sample.sites.get();
     if (it == targets_.end()) {
@@ -149,7 +149,7 @@ void SiteHistory::Record(const Snapshot& snap) {
 std::optional<SiteHistoryView> SiteHistory::Of(const Target& target,
                                                uint64_t up_to_sequence) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = targets_.find({target.pid, target.start_ticks});
+  auto it = targets_.find(target.Key());
   if (it == targets_.end()) return std::nullopt;
   const PerTarget& pt = *it->second;
   SiteHistoryView view;

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/common/process_key.h"
 #include "daemon/sampling/snapshot.h"
 
 namespace memtrimd {
@@ -111,7 +112,6 @@ class SiteHistory {
     const StoredPoint& At(std::size_t i) const { return ring[(head + i) % ring.size()]; }
     StoredPoint& At(std::size_t i) { return ring[(head + i) % ring.size()]; }
   };
-  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
 
   void Add(PerTarget& pt, const agent::SiteProfile& p, uint64_t sequence) const;
   // The name's slot in pt.names, given to it if it has none.
@@ -120,7 +120,7 @@ class SiteHistory {
 
   const std::chrono::milliseconds window_;
   mutable std::mutex mu_;
-  std::map<Key, std::unique_ptr<PerTarget>> targets_;
+  std::map<ProcessKey, std::unique_ptr<PerTarget>> targets_;
   uint64_t records_ = 0;
 };
 

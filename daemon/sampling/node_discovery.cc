@@ -260,7 +260,7 @@ Discovery NodeDiscovery::Discover() {
   for (std::size_t i : choice.chosen) {
     const Target& t = candidates[i].target;
     out.targets.push_back(t);
-    if (known_[{t.pid, t.start_ticks}].environ_unreadable) ++out.environ_unreadable;
+    if (known_[t.Key()].environ_unreadable) ++out.environ_unreadable;
   }
   return out;
 }

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/common/process_key.h"
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 #include "daemon/sampling/process_look.h"
@@ -156,7 +157,7 @@ class NodeDiscovery {
   uint64_t scan_ = 0;
   // (pid, start ticks) -> facts; entries of processes not seen in the last
   // scan are dropped.
-  std::map<std::pair<pid_t, uint64_t>, Known> known_;
+  std::map<ProcessKey, Known> known_;
 };
 
 }  // namespace memtrimd

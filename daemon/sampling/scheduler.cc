@@ -32,7 +32,7 @@ void Scheduler::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::map<Key, std::shared_ptr<WatchedTarget>> targets;
+  std::map<ProcessKey, std::shared_ptr<WatchedTarget>> targets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     targets.swap(targets_);
@@ -49,7 +49,7 @@ void Scheduler::Run() {
       // Woken by AfterTrim: one extra tick of the trimmed targets; the
       // schedule stays.
       tick_now_ = false;
-      std::set<Key> only;
+      std::set<ProcessKey> only;
       only.swap(tick_now_targets_);
       lock.unlock();
       TickTargets(&only);
@@ -71,7 +71,7 @@ void Scheduler::Run() {
   }
 }
 
-void Scheduler::Drop(const Key& key, const char* why) {
+void Scheduler::Drop(const ProcessKey& key, const char* why) {
   std::shared_ptr<WatchedTarget> gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -103,7 +103,7 @@ void Scheduler::Add(const Target& target) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    targets_[{target.pid, target.start_ticks}] = std::move(watched);
+    targets_[target.Key()] = std::move(watched);
   }
   log::Info("target selected",
             {{"pid", std::to_string(target.pid)},
@@ -114,7 +114,7 @@ void Scheduler::Add(const Target& target) {
 }
 
 void Scheduler::DropExited() {
-  std::vector<std::pair<Key, procfs::Liveness>> gone;
+  std::vector<std::pair<ProcessKey, procfs::Liveness>> gone;
   for (const auto& [key, watched] : targets_) {
     procfs::Liveness l = procfs::CheckStillRunning(watched->target());
     if (l != procfs::Liveness::kRunning) gone.emplace_back(key, l);
@@ -122,7 +122,7 @@ void Scheduler::DropExited() {
   for (const auto& [key, l] : gone) DropEnded(key, l);
 }
 
-void Scheduler::DropEnded(const Key& key, procfs::Liveness why) {
+void Scheduler::DropEnded(const ProcessKey& key, procfs::Liveness why) {
   // After an exec the process is read afresh at the next look (the sidecar's
   // selector, node discovery), as the program it runs now: a fixed --pid is
   // still there.
@@ -165,15 +165,15 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
             {{"count", std::to_string(found.looks_stalled)}});
       }
       logged_looks_stalled_ = found.looks_stalled;
-      std::map<Key, const Target*> wanted;
-      for (const Target& t : found.targets) wanted[{t.pid, t.start_ticks}] = &t;
-      std::vector<Key> unwanted;
+      std::map<ProcessKey, const Target*> wanted;
+      for (const Target& t : found.targets) wanted[t.Key()] = &t;
+      std::vector<ProcessKey> unwanted;
       for (const auto& [key, watched] : targets_) {
         if (!wanted.count(key)) unwanted.push_back(key);
       }
       // A target pushed out by the cap (or that opted out since) is no
       // longer watched; one that exited was dropped already.
-      for (const Key& key : unwanted) Drop(key, "target no longer selected");
+      for (const ProcessKey& key : unwanted) Drop(key, "target no longer selected");
       for (const auto& [key, t] : wanted) {
         if (!targets_.count(key)) Add(*t);
       }
@@ -239,7 +239,7 @@ void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_
   // read from here on are newer, on the clock that does not step.
   const auto ended_steady = std::chrono::steady_clock::now();
   const auto deadline = ended_steady + wait;
-  const Key key{target.pid, target.start_ticks};
+  const ProcessKey key = target.Key();
   std::shared_ptr<WatchedTarget> watched;
   std::string source_name;
   {
@@ -332,7 +332,7 @@ std::optional<TargetSnapshot> Scheduler::ReadTarget(const std::shared_ptr<Watche
   return std::nullopt;
 }
 
-void Scheduler::TickTargets(const std::set<Key>* only) {
+void Scheduler::TickTargets(const std::set<ProcessKey>* only) {
   auto snap = std::make_shared<Snapshot>();
   snap->sequence = ++sequence_;
   snap->node_mode = options_.node.has_value();
@@ -354,7 +354,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
     }
     trim_notes_.clear();
   }
-  std::vector<std::pair<Key, procfs::Liveness>> exited;
+  std::vector<std::pair<ProcessKey, procfs::Liveness>> exited;
   for (auto& [key, watched] : targets_) {
     const TargetSnapshot* prev = nullptr;
     if (previous_ && watched->previous_index &&
@@ -410,10 +410,9 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
   snap->no_target_reason = snap->targets.empty() ? reason : "";
   snap->taken_at = std::chrono::system_clock::now();
   snap->taken_steady = std::chrono::steady_clock::now();
-  std::map<Key, std::string> sources;
+  std::map<ProcessKey, std::string> sources;
   for (const TargetSnapshot& ts : snap->targets) {
-    sources[{ts.target.pid, ts.target.start_ticks}] =
-        ts.sample.malloc ? ts.sample.malloc->source : "";
+    sources[ts.target.Key()] = ts.sample.malloc ? ts.sample.malloc->source : "";
   }
   previous_ = snap;
   store_.Publish(std::move(snap));

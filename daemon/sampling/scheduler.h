@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/common/process_key.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/sampling/allocator_history.h"
 #include "daemon/sampling/collector_registry.h"
@@ -73,7 +74,6 @@ class Scheduler {
                  std::chrono::milliseconds wait = std::chrono::seconds(2));
 
  private:
-  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
   struct TrimNote {
     std::chrono::system_clock::time_point ended;
     std::chrono::steady_clock::time_point ended_steady;
@@ -83,7 +83,7 @@ class Scheduler {
   void Run();
   // `only` set: an after-trim tick, which reads only the targets in it (and
   // any without a previous sample) and carries the others' last samples.
-  void TickTargets(const std::set<Key>* only);
+  void TickTargets(const std::set<ProcessKey>* only);
   // One target's sample, read on a TargetRead's thread: waited for up to
   // ReadDeadline(), or (a target whose reads are slow) taken when a read
   // started earlier has ended. nullopt: no read ended for it this tick.
@@ -93,8 +93,8 @@ class Scheduler {
   // Drops every target whose (pid, start time) no longer exists, or that
   // ran another program since it was read.
   void DropExited();
-  void DropEnded(const Key& key, procfs::Liveness why);
-  void Drop(const Key& key, const char* why);
+  void DropEnded(const ProcessKey& key, procfs::Liveness why);
+  void Drop(const ProcessKey& key, const char* why);
   void Add(const Target& target);
   // Sidecar: selects a target when there is none. Node: re-discovers when due.
   void UpdateTargets(std::string& no_target_reason, std::size_t& skipped, std::size_t& unreadable);
@@ -107,8 +107,8 @@ class Scheduler {
   std::optional<NodeDiscovery> discovery_;
   SnapshotStore& store_;
 
-  std::map<Key, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
-  AllocatorHistory allocator_history_;                     // the sampling thread only
+  std::map<ProcessKey, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
+  AllocatorHistory allocator_history_;                            // the sampling thread only
   std::optional<std::chrono::steady_clock::time_point> next_discovery_;
   std::size_t skipped_by_cap_ = 0;
   std::size_t unreadable_ = 0;
@@ -130,11 +130,11 @@ class Scheduler {
   // Guarded by mu_: trims the next tick must take into account, whether to
   // tick before the interval is up and for which targets, how many snapshots were published
   // (AfterTrim waits for the next one), and each target's malloc source.
-  std::map<Key, TrimNote> trim_notes_;
+  std::map<ProcessKey, TrimNote> trim_notes_;
   bool tick_now_ = false;
-  std::set<Key> tick_now_targets_;  // what the extra tick reads
+  std::set<ProcessKey> tick_now_targets_;  // what the extra tick reads
   uint64_t published_ = 0;
-  std::map<Key, std::string> malloc_source_;
+  std::map<ProcessKey, std::string> malloc_source_;
   std::condition_variable published_cv_;
   std::thread thread_;
 };

@@ -129,16 +129,16 @@ bool TrimEngine::OptedIn(const Target& target) const {
   return !options_.only_opted_in;
 }
 
-TrimEngine::PerTarget* TrimEngine::Find(const Key& key) {
+TrimEngine::PerTarget* TrimEngine::Find(const ProcessKey& key) {
   auto it = targets_.find(key);
   return it == targets_.end() ? nullptr : &it->second;
 }
 
 void TrimEngine::Follow(const Snapshot* snap, TrimPolicy::Clock::time_point now) {
-  std::map<Key, const TargetSnapshot*> seen;
+  std::map<ProcessKey, const TargetSnapshot*> seen;
   if (snap != nullptr) {
     for (const TargetSnapshot& ts : snap->targets) {
-      seen[{ts.target.pid, ts.target.start_ticks}] = &ts;
+      seen[ts.target.Key()] = &ts;
     }
   }
   bool changed = false;
@@ -227,7 +227,7 @@ bool TrimEngine::RateCapReached(TrimPolicy::Clock::time_point now) {
 
 void TrimEngine::Tick() {
   std::shared_ptr<const Snapshot> snap = store_.Latest();
-  std::optional<std::pair<Key, Target>> chosen;
+  std::optional<std::pair<ProcessKey, Target>> chosen;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = TrimPolicy::Clock::now();
@@ -243,14 +243,14 @@ void TrimEngine::Tick() {
     std::vector<std::pair<PerTarget*, const TargetSnapshot*>> order;
     order.reserve(snap->targets.size());
     for (const TargetSnapshot& ts : snap->targets) {
-      order.emplace_back(Find({ts.target.pid, ts.target.start_ticks}), &ts);
+      order.emplace_back(Find(ts.target.Key()), &ts);
     }
     std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
       return a.first->policy.next_due() < b.first->policy.next_due();
     });
     const bool capped = RateCapReached(now);
     for (const auto& [target_state, ts] : order) {
-      Key key{ts->target.pid, ts->target.start_ticks};
+      ProcessKey key = ts->target.Key();
       PerTarget& pt = *target_state;
       // Whether a JVM trims itself, or can be attached to, comes from the
       // jvm collector, which runs on its own thread: no decision before its
@@ -263,7 +263,7 @@ void TrimEngine::Tick() {
       if (d.action == TrimDecision::Action::kSkip) {
         Count(pt, "skipped", d.reason);
         if (d.reason != pt.stats.last_skip_reason) {
-          log::Info("trim skipped", {{"pid", std::to_string(key.first)}, {"reason", d.reason}});
+          log::Info("trim skipped", {{"pid", std::to_string(key.pid)}, {"reason", d.reason}});
         }
         pt.stats.last_skip_reason = d.reason;
       }
@@ -290,14 +290,15 @@ void TrimEngine::Tick() {
   (void)RunTrim(chosen->first, chosen->second, "scheduled");
 }
 
-Result<TrimResult> TrimEngine::RunTrim(const Key& key, const Target& target, const char* trigger) {
+Result<TrimResult> TrimEngine::RunTrim(const ProcessKey& key, const Target& target,
+                                       const char* trigger) {
   // REQUIRES: trim_mu_ held, mu_ not held.
   const bool scheduled = std::string_view(trigger) == "scheduled";
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto now = TrimPolicy::Clock::now();
     if (PerTarget* pt = Find(key); pt != nullptr && pt->StillStuck()) {
-      return Status(ErrorCode::kBusy, "the last trim of pid " + std::to_string(key.first) +
+      return Status(ErrorCode::kBusy, "the last trim of pid " + std::to_string(key.pid) +
                                           " was given up at its deadline and has not ended yet");
     }
     if (PerTarget* pt = Find(key)) {
@@ -435,7 +436,7 @@ Result<TrimResult> TrimEngine::TrimManually(std::optional<pid_t> pid) {
     std::lock_guard<std::mutex> lock(mu_);
     Follow(snap.get(), TrimPolicy::Clock::now());
   }
-  return RunTrim({target.pid, target.start_ticks}, target, "manual");
+  return RunTrim(target.Key(), target, "manual");
 }
 
 std::vector<TrimStats> TrimEngine::Stats() const {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/common/process_key.h"
 #include "daemon/sampling/snapshot.h"
 #include "daemon/trim/trim.h"
 #include "daemon/trim/trim_policy.h"
@@ -96,7 +97,6 @@ class TrimEngine {
   uint64_t MetricsVersion() const { return metrics_version_.load(std::memory_order_acquire); }
 
  private:
-  using Key = std::pair<pid_t, uint64_t>;  // pid, start ticks
   struct PerTarget {
     PerTarget(const TrimPolicyConfig& config, std::function<double()> uniform01)
         : policy(config, std::move(uniform01)) {}
@@ -125,9 +125,9 @@ class TrimEngine {
   void Record(PerTarget& pt, const TrimResult& r);
   void Count(PerTarget& pt, const std::string& result, const std::string& reason);
   bool RateCapReached(TrimPolicy::Clock::time_point now);
-  PerTarget* Find(const Key& key);
+  PerTarget* Find(const ProcessKey& key);
   // Runs one trim of `target` (trim_mu_ held) and records it.
-  Result<TrimResult> RunTrim(const Key& key, const Target& target, const char* trigger);
+  Result<TrimResult> RunTrim(const ProcessKey& key, const Target& target, const char* trigger);
   TrimStats NewStats(const Target& target) const;
 
   TrimEngineOptions options_;
@@ -135,7 +135,7 @@ class TrimEngine {
 
   mutable std::mutex mu_;  // guards rng_, targets_, started_
   std::mt19937_64 rng_;
-  std::map<Key, PerTarget> targets_;
+  std::map<ProcessKey, PerTarget> targets_;
   std::shared_ptr<const Snapshot> followed_;           // the snapshot Follow last saw
   std::deque<TrimPolicy::Clock::time_point> started_;  // for --trim.max-per-minute
   std::mutex trim_mu_;  // held for the whole of a trim: never two at once
