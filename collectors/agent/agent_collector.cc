@@ -77,7 +77,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
     if (jvm) {
       // When memtrimd tried to load it (--jvm.load-agent), why it is not there.
       std::optional<jvm::AgentLoadOutcome> load =
-          jvm::RecordedAgentLoad(target.pid, target.start_ticks);
+          loads_ ? loads_->Recorded(target.Key()) : std::nullopt;
       out.jvm_buffers_missing =
           load && !load->Loaded()
               ? "libmemtrimd_agent.so is not preloaded into the JVM, and memtrimd's load of it: " +

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "collectors/agent/agent_client.h"
 #include "collectors/common/collector.h"
+#include "collectors/jvm/agent_load_record.h"
 
 namespace memtrimd::agent {
 
@@ -22,12 +24,18 @@ class AgentMallocCollector : public Collector {
   // (tests/readme).
   explicit AgentMallocCollector(AgentOptions options, AgentCommander command = AgentCommand)
       : options_(options), command_(std::move(command)) {}
+  // With --jvm.load-agent: where memtrimd's loads of the agent are recorded,
+  // to say why a JVM has none.
+  void ReadAgentLoads(std::shared_ptr<const jvm::AgentLoadRecord> loads) {
+    loads_ = std::move(loads);
+  }
   std::string_view Name() const override { return "agent"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
  private:
   AgentOptions options_;
   AgentCommander command_;
+  std::shared_ptr<const jvm::AgentLoadRecord> loads_;
   // The temporary buffer cache at the previous read: its growth is one of
   // the threats nio_cache_unbounded looks for.
   std::optional<uint64_t> temp_cache_before_;

@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +17,6 @@
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/jvm/attach_trigger.h"
-#include "collectors/procfs/proc_stat.h"
 
 namespace memtrimd::jvm {
 namespace {
@@ -41,32 +38,6 @@ std::string FirstLine(std::string_view text) {
 }
 
 AgentLoadOutcome Outcome(AgentLoadResult r, std::string text) { return {r, std::move(text)}; }
-
-// ---- The record: one outcome per JVM instance, for memtrimd's lifetime ----
-
-using Instance = std::pair<pid_t, uint64_t>;
-
-struct Record {
-  std::mutex mu;
-  std::map<Instance, AgentLoadOutcome> outcomes;
-  // Instances being loaded right now (by another collector thread).
-  std::map<Instance, bool> busy;
-  AgentLoadListener listener;
-};
-
-Record& TheRecord() {
-  static Record* r = new Record;  // never destroyed: used from any thread until exit
-  return *r;
-}
-
-constexpr std::size_t kPruneAbove = 256;
-
-bool StillRunning(const Instance& i) {
-  Result<std::string> stat = ReadSmallFile("/proc/" + std::to_string(i.first) + "/stat");
-  if (!stat.ok()) return stat.status().code() != ErrorCode::kNotFound;
-  Result<procfs::ProcStat> parsed = procfs::ParseProcStat(*stat);
-  return !parsed.ok() || parsed->start_ticks == i.second;
-}
 
 // ---- The copy in the JVM's /tmp ----
 
@@ -350,47 +321,6 @@ Result<std::string> FindOwnAgent() {
                                           " nor in ../lib (give --jvm.agent-path)");
 }
 
-AgentLoadOutcome LoadAgentOnce(const Target& t, const AgentLoadOptions& o) {
-  const Instance me{t.pid, t.start_ticks};
-  Record& r = TheRecord();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (auto it = r.outcomes.find(me); it != r.outcomes.end()) return it->second;
-    // Another thread is at it (two collectors on one JVM): not twice.
-    if (r.busy.count(me)) {
-      return Outcome(AgentLoadResult::kPresent, "not loaded: a load is under way");
-    }
-    r.busy[me] = true;
-  }
-  AgentLoadOutcome out = Load(t, o);
-  AgentLoadListener listener;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.busy.erase(me);
-    if (r.outcomes.size() >= kPruneAbove) {
-      for (auto it = r.outcomes.begin(); it != r.outcomes.end();) {
-        it = StillRunning(it->first) ? std::next(it) : r.outcomes.erase(it);
-      }
-    }
-    r.outcomes[me] = out;
-    listener = r.listener;
-  }
-  if (listener) listener(t, out);
-  return out;
-}
-
-std::optional<AgentLoadOutcome> RecordedAgentLoad(pid_t pid, uint64_t start_ticks) {
-  Record& r = TheRecord();
-  std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.outcomes.find({pid, start_ticks});
-  if (it == r.outcomes.end()) return std::nullopt;
-  return it->second;
-}
-
-void SetAgentLoadListener(AgentLoadListener listener) {
-  Record& r = TheRecord();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.listener = std::move(listener);
-}
+AgentLoadOutcome LoadAgentInto(const Target& t, const AgentLoadOptions& o) { return Load(t, o); }
 
 }  // namespace memtrimd::jvm

@@ -15,8 +15,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -71,17 +69,9 @@ AgentLoadOutcome ParseLoadAnswer(const AttachResponse& answer, std::string_view 
 // in the build tree's collectors/agent. kNotFound says where it looked.
 Result<std::string> FindOwnAgent();
 
-// Loads the agent into `target` unless this JVM (pid, start time) was
-// handled before in this process: then the recorded outcome. Blocking
-// (attach deadlines): call from the jvm collector's own thread.
-AgentLoadOutcome LoadAgentOnce(const Target& target, const AgentLoadOptions& options);
-
-// The outcome recorded for a JVM, if memtrimd tried to load into it.
-std::optional<AgentLoadOutcome> RecordedAgentLoad(pid_t pid, uint64_t start_ticks);
-
-// Called once per JVM when its outcome is recorded (the daemon logs it).
-// Set before sampling starts.
-using AgentLoadListener = std::function<void(const Target&, const AgentLoadOutcome&)>;
-void SetAgentLoadListener(AgentLoadListener listener);
+// Loads the agent into `target`, every time it is called. Blocking (attach
+// deadlines): call from the jvm collector's own thread. Once per JVM is
+// AgentLoadRecord's (agent_load_record.h).
+AgentLoadOutcome LoadAgentInto(const Target& target, const AgentLoadOptions& options);
 
 }  // namespace memtrimd::jvm

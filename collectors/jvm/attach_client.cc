@@ -18,7 +18,6 @@
 #include "collectors/common/private_socket.h"
 #include "collectors/jvm/attach_trigger.h"
 #include "collectors/jvm/signal_facts.h"
-#include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/proc_stat.h"
 
 namespace memtrimd::jvm {
@@ -124,7 +123,7 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
   if (Status can = MayStartListener(t); !can.ok()) return can;
   Result<ProcessHandle> process = ProcessHandle::Open(t);
   if (!process.ok()) return process.status();
-  SignalFacts facts = ReadSignalFacts(t);
+  SignalFacts facts = ReadSignalFacts(t, o.signal_record.get());
   std::string where;
   SignalVerdict verdict = DecideSignal(facts, &where);
   if (verdict != SignalVerdict::kMaySignal) {
@@ -166,7 +165,7 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
                     "attach: the JVM exited while memtrimd waited for its attach socket");
     }
   }
-  RecordSignalWithoutListener(t.pid, t.start_ticks);
+  if (o.signal_record) o.signal_record->RecordSignalWithoutListener(t.Key());
   return Status(ErrorCode::kUnavailable, "attach: the JVM's attach socket did not appear within " +
                                              std::to_string(o.connect_timeout.count()) +
                                              " ms; memtrimd will not signal this JVM again");

@@ -6,17 +6,19 @@
 // mode before connecting and the peer's pid after, and starts the JVM's
 // attach listener with SIGQUIT only when that is safe (signal_facts.h,
 // DecideSignal), once per JVM at most when the listener does not come up
-// (signal_record.h). Every blocking step has a deadline.
+// (SignalRecord, signal_record.h). Every blocking step has a deadline.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/attach_protocol.h"
+#include "collectors/jvm/signal_record.h"
 
 namespace memtrimd::jvm {
 
@@ -29,6 +31,10 @@ struct AttachOptions {
   std::size_t max_response_bytes = 4u << 20;
   // Whether memtrimd may send SIGQUIT to start a listener that is not running.
   bool allow_signal = true;
+  // The JVMs signalled in vain, shared by every attach of the process (the
+  // daemon sets its own); each options struct starts with one of its own,
+  // so an attach never signals a JVM twice for want of a record.
+  std::shared_ptr<SignalRecord> signal_record = std::make_shared<SignalRecord>();
 };
 
 // Runs `command` (a single jcmd line such as "VM.native_memory summary

@@ -96,7 +96,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
   out.attachable = true;
   if (load_) {
     // Recorded once per JVM: later runs only read the record.
-    AgentLoadOutcome loaded = LoadAgentOnce(t, *load_);
+    AgentLoadOutcome loaded = loads_->LoadOnce(t, *load_);
     out.agent_load = AgentLoadResultName(loaded.result);
     out.agent_load_text = loaded.text;
   }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "collectors/common/collector.h"
 
 #include "collectors/jvm/agent_load.h"
+#include "collectors/jvm/agent_load_record.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/jvm_text.h"
@@ -50,9 +52,13 @@ class JvmAttachCollector : public Collector {
   // recording is replayed (tests/readme).
   explicit JvmAttachCollector(AttachOptions options, JcmdExecutor execute = ExecuteJcmd)
       : options_(options), execute_(std::move(execute)) {}
-  // With --jvm.load-agent: loads memtrimd's agent into each JVM it reads
-  // (once per JVM, agent_load.h), on this collector's own thread.
-  void LoadAgent(AgentLoadOptions options) { load_ = std::move(options); }
+  // With --jvm.load-agent: loads memtrimd's agent into each JVM it reads,
+  // on this collector's own thread; once per JVM as `record` keeps it (the
+  // daemon's, shared by every target's collectors; none: one of its own).
+  void LoadAgent(AgentLoadOptions options, std::shared_ptr<AgentLoadRecord> record) {
+    load_ = std::move(options);
+    loads_ = record ? std::move(record) : std::make_shared<AgentLoadRecord>();
+  }
   std::string_view Name() const override { return "jvm"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
@@ -70,6 +76,7 @@ class JvmAttachCollector : public Collector {
   AttachOptions options_;
   JcmdExecutor execute_;
   std::optional<AgentLoadOptions> load_;
+  std::shared_ptr<AgentLoadRecord> loads_;
   StaticInfo static_;
 };
 

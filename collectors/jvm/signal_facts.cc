@@ -12,7 +12,6 @@
 #include "collectors/common/target_open.h"
 #include "collectors/jvm/perf_file.h"
 #include "collectors/jvm/perf_memory.h"
-#include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/proc_status.h"
 
 namespace memtrimd::jvm {
@@ -91,10 +90,10 @@ Result<PerfData> ReadOwnPerfData(const Target& t) {
   return ReadTargetPerfFile(t, mapping->path, &identity);
 }
 
-SignalFacts ReadSignalFacts(const Target& t) {
+SignalFacts ReadSignalFacts(const Target& t, const SignalRecord* record) {
   SignalFacts f;
   f.is_hotspot = t.runtime == Runtime::kJvm;
-  f.signalled_before = SignalledWithoutListener(t.pid, t.start_ticks);
+  f.signalled_before = record != nullptr && record->SignalledWithoutListener(t.Key());
   Result<std::string> status = ReadSmallFile(t.proc_dir + "/status");
   if (status.ok()) {
     Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status);

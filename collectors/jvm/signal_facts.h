@@ -11,6 +11,7 @@
 #include "collectors/jvm/attach_protocol.h"
 #include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/perf_data_cause.h"
+#include "collectors/jvm/signal_record.h"
 
 namespace memtrimd::jvm {
 
@@ -26,8 +27,8 @@ Result<PerfData> ReadOwnPerfData(const Target& target);
 // from every source (jvm_options.h), with @argfiles,
 // -XX:VMOptionsFile= and -XX:Flags= files read through /proc/<pid>/root
 // (absolute names, resolved inside the target's root) or /proc/<pid>/cwd
-// (relative names). signalled_before comes from signal_record.h.
-SignalFacts ReadSignalFacts(const Target& target);
+// (relative names). signalled_before comes from `record` (none: never).
+SignalFacts ReadSignalFacts(const Target& target, const SignalRecord* record);
 
 // OpenAsTarget (collectors/common/target_open.h) opens those files.
 

@@ -1,56 +1,31 @@
 #include "collectors/jvm/signal_record.h"
 
-#include <mutex>
-#include <set>
-#include <string>
-#include <utility>
+#include <iterator>
 
-#include "collectors/common/file_reader.h"
-#include "collectors/procfs/proc_stat.h"
+#include "collectors/procfs/target_reader.h"
 
 namespace memtrimd::jvm {
 namespace {
-
-using Instance = std::pair<pid_t, uint64_t>;
-
-struct Record {
-  std::mutex mu;
-  std::set<Instance> instances;
-};
-
-Record& TheRecord() {
-  static Record* r = new Record;  // never destroyed: used from any thread until exit
-  return *r;
-}
 
 // Past this size, entries whose process is gone (or whose pid now belongs
 // to another process) are dropped; a live one is never forgotten.
 constexpr std::size_t kPruneAbove = 64;
 
-bool StillRunning(const Instance& i) {
-  Result<std::string> stat = ReadSmallFile("/proc/" + std::to_string(i.first) + "/stat");
-  if (!stat.ok()) return stat.status().code() != ErrorCode::kNotFound;
-  Result<procfs::ProcStat> parsed = procfs::ParseProcStat(*stat);
-  return !parsed.ok() || parsed->start_ticks == i.second;
-}
-
 }  // namespace
 
-bool SignalledWithoutListener(pid_t pid, uint64_t start_ticks) {
-  Record& r = TheRecord();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.instances.count({pid, start_ticks}) != 0;
+bool SignalRecord::SignalledWithoutListener(const ProcessKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return instances_.count(key) != 0;
 }
 
-void RecordSignalWithoutListener(pid_t pid, uint64_t start_ticks) {
-  Record& r = TheRecord();
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (r.instances.size() >= kPruneAbove) {
-    for (auto it = r.instances.begin(); it != r.instances.end();) {
-      it = StillRunning(*it) ? std::next(it) : r.instances.erase(it);
+void SignalRecord::RecordSignalWithoutListener(const ProcessKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (instances_.size() >= kPruneAbove) {
+    for (auto it = instances_.begin(); it != instances_.end();) {
+      it = procfs::StillRunning(*it, proc_root_) ? std::next(it) : instances_.erase(it);
     }
   }
-  r.instances.insert({pid, start_ticks});
+  instances_.insert(key);
 }
 
 }  // namespace memtrimd::jvm

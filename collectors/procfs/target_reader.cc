@@ -117,6 +117,12 @@ Liveness CheckStillRunning(const Target& t) {
   return Liveness::kRunning;
 }
 
+bool StillRunning(const ProcessKey& key, const std::string& proc_root) {
+  Result<uint64_t> now = ReadStartTicks(proc_root + "/" + std::to_string(key.pid));
+  if (!now.ok()) return now.status().code() != ErrorCode::kNotFound;
+  return *now == key.start_ticks;
+}
+
 Result<std::string> ProcessReadDir(const std::string& proc_dir) {
   Result<GroupState> g = ReadGroup(proc_dir);
   if (!g.ok()) return g.status();

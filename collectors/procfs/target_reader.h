@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "collectors/common/process_key.h"
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 
@@ -35,6 +36,13 @@ Result<ProcessInstance> ReadInstance(const std::string& proc_dir);
 // reused), or the same process now running another program after exec.
 enum class Liveness { kRunning, kExited, kExecd };
 Liveness CheckStillRunning(const Target& t);
+
+// Whether the process instance `key` may still be running: false only when
+// its pid is gone, exited, or now belongs to another process (another start
+// time). When that cannot be told (its /proc files unreadable), true: the
+// records that prune with this (jvm::SignalRecord, jvm::AgentLoadRecord)
+// must never forget a live process.
+bool StillRunning(const ProcessKey& key, const std::string& proc_root = "/proc");
 
 // Where to read the files of the live process at `proc_dir` (either form):
 // its /proc/<pid> while the leader runs; once the leader is a zombie of a

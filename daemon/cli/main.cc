@@ -7,9 +7,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "collectors/jvm/agent_load.h"
+#include "collectors/jvm/agent_load_record.h"
+#include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"
@@ -110,6 +113,12 @@ int RunDaemonCommand(const DaemonConfig& c) {
   // A client that hangs up mid-response must not kill the daemon.
   signal(SIGPIPE, SIG_IGN);
 
+  // What memtrimd remembers per JVM instance, one record each for the whole
+  // daemon: every attach (the collectors' and the trims') consults the same
+  // signal record, every target's collectors the same agent loads.
+  auto signal_record = std::make_shared<jvm::SignalRecord>();
+  auto agent_loads = std::make_shared<jvm::AgentLoadRecord>();
+
   SnapshotStore store;
   // The incident page's charts: a point per published sample, nothing more.
   SampleHistory history(c.web_history);
@@ -126,6 +135,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   trim.trim.backend = BackendKind(c.trim.backend);
   trim.trim.timeout = c.trim.timeout;
   trim.trim.glibc_heap_size = c.collector.glibc_heap_size;
+  trim.trim.signal_record = signal_record;
   trim.only_opted_in = c.trim.only_opted_in.value_or(c.node_mode);
   trim.max_per_minute = c.trim.max_per_minute;
   TrimEngine trims(trim, store);
@@ -160,7 +170,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
 
   // One line per JVM, when memtrimd's load of its agent into it is decided
   // (--jvm.load-agent); later samples only read the recorded outcome.
-  jvm::SetAgentLoadListener([](const Target& t, const jvm::AgentLoadOutcome& o) {
+  agent_loads->SetListener([](const Target& t, const jvm::AgentLoadOutcome& o) {
     const std::string result = jvm::AgentLoadResultName(o.result);
     auto fields = {log::Field{"pid", std::to_string(t.pid)}, log::Field{"comm", t.comm},
                    log::Field{"result", result}, log::Field{"reason", o.text}};
@@ -176,6 +186,8 @@ int RunDaemonCommand(const DaemonConfig& c) {
   SchedulerOptions sampling;
   sampling.interval = c.sample_interval;
   sampling.collector = c.collector;
+  sampling.collector.signal_record = signal_record;
+  sampling.collector.agent_loads = agent_loads;
   // One cache of ELF function tables for every target's sites: a library
   // all JVMs map is read once.
   sampling.collector.symbol_cache = std::make_shared<symbols::SymbolCache>(kSymbolCacheBytes);

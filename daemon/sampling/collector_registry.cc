@@ -48,7 +48,9 @@ const CollectorDecl kCollectors[] = {
      [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
        agent::AgentOptions a;
        a.timeout = o.jvm_command_timeout;
-       return std::make_shared<agent::AgentMallocCollector>(a);
+       auto c = std::make_shared<agent::AgentMallocCollector>(a);
+       c->ReadAgentLoads(o.agent_loads);
+       return c;
      },
      [](const TargetSample& from, TargetSample& to) {
        to.agent_loaded = from.agent_loaded;
@@ -70,12 +72,13 @@ const CollectorDecl kCollectors[] = {
      [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
        jvm::AttachOptions a;
        a.command_timeout = o.jvm_command_timeout;
+       if (o.signal_record) a.signal_record = o.signal_record;
        auto c = std::make_shared<jvm::JvmAttachCollector>(a);
        if (o.jvm_load_agent) {
          jvm::AgentLoadOptions load;
          load.jvm_path = o.jvm_agent_path;
          load.attach = a;
-         c->LoadAgent(std::move(load));
+         c->LoadAgent(std::move(load), o.agent_loads);
        }
        return c;
      },

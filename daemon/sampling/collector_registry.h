@@ -18,6 +18,8 @@
 
 #include "collectors/common/collector.h"
 #include "collectors/common/target.h"
+#include "collectors/jvm/agent_load_record.h"
+#include "collectors/jvm/signal_record.h"
 #include "collectors/symbols/target_elf.h"
 
 namespace memtrimd {
@@ -34,6 +36,11 @@ struct CollectorOptions {
   // --jvm.agent-path: from this path as the JVM sees it, instead of a copy.
   bool jvm_load_agent = false;
   std::string jvm_agent_path;
+  // What every target's collectors remember per JVM instance: the JVMs
+  // signalled in vain, and the agent loads. One each per process (main makes
+  // them); an options struct made elsewhere starts with its own.
+  std::shared_ptr<jvm::SignalRecord> signal_record = std::make_shared<jvm::SignalRecord>();
+  std::shared_ptr<jvm::AgentLoadRecord> agent_loads = std::make_shared<jvm::AgentLoadRecord>();
   uint64_t glibc_heap_size = 64ull << 20;
   bool glibc_confirm_heaps = true;
   std::optional<uint64_t> memory_limit_fallback;

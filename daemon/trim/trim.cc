@@ -143,6 +143,7 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
   if (*backend == TrimBackendKind::kJvm) {
     jvm::AttachOptions a;
     a.command_timeout = o.timeout;
+    if (o.signal_record) a.signal_record = o.signal_record;
     r.call = "System.trim_native_heap";
     Result<jvm::AttachResponse> resp = jvm::ExecuteJcmd(t, "System.trim_native_heap", a);
     if (!resp.ok()) {

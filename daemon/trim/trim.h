@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "collectors/common/target.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/jvm/jvm_text.h"
+#include "collectors/jvm/signal_record.h"
 #include "collectors/sample.h"
 
 namespace memtrimd {
@@ -27,6 +29,10 @@ struct TrimOptions {
   std::chrono::milliseconds timeout{60000};  // the backend's deadline
   uint64_t glibc_heap_size = 64ull << 20;
   bool measure_arena_heaps = true;  // two smaps reads per trim
+  // The JVMs signalled in vain (the jvm backend attaches): the daemon's, the
+  // one its collectors share, so that a trim never signals a JVM they gave
+  // up on.
+  std::shared_ptr<jvm::SignalRecord> signal_record = std::make_shared<jvm::SignalRecord>();
 };
 
 struct TrimMeasure {
