@@ -133,60 +133,65 @@ void Scheduler::DropEnded(const ProcessKey& key, procfs::Liveness why) {
   }
 }
 
-void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skipped,
-                              std::size_t& unreadable) {
-  if (discovery_) {
-    auto now = std::chrono::steady_clock::now();
-    if (!next_discovery_ || now >= *next_discovery_) {
-      next_discovery_ = now + options_.discovery_interval;
-      Discovery found = discovery_->Discover();
-      skipped_by_cap_ = found.skipped_by_cap;
-      unreadable_ = found.unreadable;
-      // What memtrimd cannot see is said once, when it starts or changes;
-      // the count is in memtrimd_targets_skipped{reason="unreadable"}.
-      if (found.unreadable > 0 && found.unreadable_reason != logged_unreadable_) {
-        log::Warn("processes not readable",
-                  {{"count", std::to_string(found.unreadable)}, {"err", found.unreadable_reason}});
-      }
-      logged_unreadable_ = found.unreadable > 0 ? found.unreadable_reason : "";
-      if (found.environ_unreadable > logged_environ_unreadable_) {
-        log::Warn("environment not readable: MEMTRIMD_WATCH and MEMTRIMD_TRIM unknown, not trimmed",
-                  {{"count", std::to_string(found.environ_unreadable)},
-                   {"err", "permission denied (needs CAP_DAC_OVERRIDE or the target's uid)"}});
-      }
-      logged_environ_unreadable_ = found.environ_unreadable;
-      looks_stalled_ = found.looks_stalled;
-      // Looks this scan stopped waiting for are taken at the next tick.
-      if (found.looks_young > 0) next_discovery_ = now;
-      if (found.looks_stalled > logged_looks_stalled_) {
-        log::Warn(
-            "processes whose first read has not ended (a memory map held locked): not "
-            "watched until it does",
-            {{"count", std::to_string(found.looks_stalled)}});
-      }
-      logged_looks_stalled_ = found.looks_stalled;
-      std::map<ProcessKey, const Target*> wanted;
-      for (const Target& t : found.targets) wanted[t.Key()] = &t;
-      std::vector<ProcessKey> unwanted;
-      for (const auto& [key, watched] : targets_) {
-        if (!wanted.count(key)) unwanted.push_back(key);
-      }
-      // A target pushed out by the cap (or that opted out since) is no
-      // longer watched; one that exited was dropped already.
-      for (const ProcessKey& key : unwanted) Drop(key, "target no longer selected");
-      for (const auto& [key, t] : wanted) {
-        if (!targets_.count(key)) Add(*t);
-      }
+TargetScan Scheduler::UpdateTargets() {
+  return discovery_ ? UpdateNodeTargets() : UpdateSidecarTarget();
+}
+
+TargetScan Scheduler::UpdateNodeTargets() {
+  auto now = std::chrono::steady_clock::now();
+  if (!next_discovery_ || now >= *next_discovery_) {
+    next_discovery_ = now + options_.discovery_interval;
+    Discovery found = discovery_->Discover();
+    last_discovery_.skipped_by_cap = found.skipped_by_cap;
+    last_discovery_.unreadable = found.unreadable;
+    last_discovery_.looks_stalled = found.looks_stalled;
+    // What memtrimd cannot see is said once, when it starts or changes;
+    // the count is in memtrimd_targets_skipped{reason="unreadable"}.
+    if (found.unreadable > 0 && found.unreadable_reason != logged_.unreadable_reason) {
+      log::Warn("processes not readable",
+                {{"count", std::to_string(found.unreadable)}, {"err", found.unreadable_reason}});
     }
-    skipped = skipped_by_cap_;
-    unreadable = unreadable_;
-    if (targets_.empty()) no_target_reason = "no process matches the node selectors";
-    return;
+    logged_.unreadable_reason = found.unreadable > 0 ? found.unreadable_reason : "";
+    if (found.environ_unreadable > logged_.environ_unreadable) {
+      log::Warn("environment not readable: MEMTRIMD_WATCH and MEMTRIMD_TRIM unknown, not trimmed",
+                {{"count", std::to_string(found.environ_unreadable)},
+                 {"err", "permission denied (needs CAP_DAC_OVERRIDE or the target's uid)"}});
+    }
+    logged_.environ_unreadable = found.environ_unreadable;
+    // Looks this scan stopped waiting for are taken at the next tick.
+    if (found.looks_young > 0) next_discovery_ = now;
+    if (found.looks_stalled > logged_.looks_stalled) {
+      log::Warn(
+          "processes whose first read has not ended (a memory map held locked): not "
+          "watched until it does",
+          {{"count", std::to_string(found.looks_stalled)}});
+    }
+    logged_.looks_stalled = found.looks_stalled;
+    std::map<ProcessKey, const Target*> wanted;
+    for (const Target& t : found.targets) wanted[t.Key()] = &t;
+    std::vector<ProcessKey> unwanted;
+    for (const auto& [key, watched] : targets_) {
+      if (!wanted.count(key)) unwanted.push_back(key);
+    }
+    // A target pushed out by the cap (or that opted out since) is no
+    // longer watched; one that exited was dropped already.
+    for (const ProcessKey& key : unwanted) Drop(key, "target no longer selected");
+    for (const auto& [key, t] : wanted) {
+      if (!targets_.count(key)) Add(*t);
+    }
   }
-  if (!targets_.empty()) return;
+  TargetScan scan = last_discovery_;
+  if (targets_.empty()) scan.no_target_reason = "no process matches the node selectors";
+  return scan;
+}
+
+TargetScan Scheduler::UpdateSidecarTarget() {
+  TargetScan scan;
+  std::string& no_target_reason = scan.no_target_reason;
+  if (!targets_.empty()) return scan;
   if (fixed_pid_gone_) {
     no_target_reason = "target pid " + std::to_string(selector_->rule().pid) + " exited";
-    return;
+    return scan;
   }
   // Off the sampling thread: a process whose memory map is held locked
   // holds its reads (TargetSearch). A new search is waited for up to 1 s (a
@@ -209,28 +214,29 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
     }
     last_no_target_reason_ = no_target_reason;
-    return;
+    return scan;
   }
   Result<Target> t = std::exchange(search_, nullptr)->Take();
   // The search has ended: its selector is the sampling thread's again.
   const std::size_t stalled = selector_->looks_stalled();
-  if (stalled > logged_selector_stalled_) {
+  if (stalled > logged_.selector_stalled) {
     log::Warn(
         "processes whose command line did not come in time (a memory map held locked): not "
         "matched until it does",
         {{"count", std::to_string(stalled)}, {"rule", selector_->Describe()}});
   }
-  logged_selector_stalled_ = stalled;
+  logged_.selector_stalled = stalled;
   if (!t.ok()) {
     no_target_reason = t.status().message();
     if (no_target_reason != last_no_target_reason_) {
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
       last_no_target_reason_ = no_target_reason;
     }
-    return;
+    return scan;
   }
   last_no_target_reason_.clear();
   Add(*t);
+  return scan;
 }
 
 void Scheduler::AfterTrim(const Target& target, std::chrono::system_clock::time_point ended,
@@ -337,12 +343,11 @@ void Scheduler::TickTargets(const std::set<ProcessKey>* only) {
   snap->sequence = ++sequence_;
   snap->node_mode = options_.node.has_value();
   DropExited();
-  std::string reason;
-  std::size_t skipped = 0, unreadable = 0;
-  UpdateTargets(reason, skipped, unreadable);
-  snap->targets_skipped = skipped;
-  snap->targets_unreadable = unreadable;
-  snap->targets_look_stalled = looks_stalled_;
+  TargetScan scan = UpdateTargets();
+  std::string reason = std::move(scan.no_target_reason);
+  snap->targets_skipped = scan.skipped_by_cap;
+  snap->targets_unreadable = scan.unreadable;
+  snap->targets_look_stalled = scan.looks_stalled;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, note] : trim_notes_) {

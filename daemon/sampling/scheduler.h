@@ -27,6 +27,7 @@
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
 #include "daemon/sampling/snapshot.h"
+#include "daemon/sampling/target_scan.h"
 #include "daemon/sampling/target_search.h"
 #include "daemon/sampling/target_selector.h"
 #include "daemon/sampling/watched_target.h"
@@ -97,26 +98,22 @@ class Scheduler {
   void Drop(const ProcessKey& key, const char* why);
   void Add(const Target& target);
   // Sidecar: selects a target when there is none. Node: re-discovers when due.
-  void UpdateTargets(std::string& no_target_reason, std::size_t& skipped, std::size_t& unreadable);
+  TargetScan UpdateTargets();
+  TargetScan UpdateNodeTargets();
+  TargetScan UpdateSidecarTarget();
 
   SchedulerOptions options_;
   // Shared with a TargetSearch, which may outlive the scheduler.
   std::shared_ptr<TargetSelector> selector_;
   std::shared_ptr<TargetSearch> search_;  // sidecar: the search not yet taken
-  std::size_t logged_selector_stalled_ = 0;
   std::optional<NodeDiscovery> discovery_;
   SnapshotStore& store_;
 
   std::map<ProcessKey, std::shared_ptr<WatchedTarget>> targets_;  // guarded by mu_ (structure)
   AllocatorHistory allocator_history_;                            // the sampling thread only
   std::optional<std::chrono::steady_clock::time_point> next_discovery_;
-  std::size_t skipped_by_cap_ = 0;
-  std::size_t unreadable_ = 0;
-  // What the last discovery logged, so that a problem is logged once.
-  std::string logged_unreadable_;
-  std::size_t logged_environ_unreadable_ = 0;
-  std::size_t looks_stalled_ = 0;  // Discovery::looks_stalled of the last scan
-  std::size_t logged_looks_stalled_ = 0;
+  TargetScan last_discovery_;  // node: its counts hold until the next one
+  ScanLog logged_;
   // Set when a --target.pid target exited: a fixed pid is never re-picked,
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;
