@@ -117,6 +117,8 @@ class Scheduler {
   // Set when a --target.pid target exited: a fixed pid is never re-picked,
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;
+  // Sidecar: why there was no target when it was last logged (a reason is
+  // logged when it changes).
   std::string last_no_target_reason_;
   std::shared_ptr<const Snapshot> previous_;
   uint64_t sequence_ = 0;
