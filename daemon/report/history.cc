@@ -19,7 +19,7 @@ HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   p.t_ms = t_ms;
   p.sequence = sequence;
   // As /report's process.rss_bytes adds it up.
-  if (s.process) p.rss = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
+  if (s.process) p.rss = s.process->Rss();
   if (s.cgroup && s.cgroup->limit_bytes) p.limit = *s.cgroup->limit_bytes;
   if (s.glibc) p.arena_resident = s.glibc->resident_bytes;
   DirectMemory d = DirectMemoryOf(s);

@@ -95,9 +95,7 @@ std::optional<uint64_t> LimitOf(const TargetSample& s) {
 }
 
 // As /report's process.rss_bytes adds it up.
-uint64_t RssOf(const TargetSample& s) {
-  return s.process ? s.process->rss_anon + s.process->rss_file + s.process->rss_shmem : 0;
-}
+uint64_t RssOf(const TargetSample& s) { return s.process ? s.process->Rss() : 0; }
 
 std::string TargetName(const TargetSnapshot& ts) {
   return HtmlEscape(ts.target.comm) + " (pid " + std::to_string(ts.target.pid) + ")";

@@ -408,7 +408,7 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
   t.Heading("Resident memory (from /proc/" + std::to_string(tg.pid) +
             (task != tg.pid ? "/task/" + std::to_string(task) : "") + "/status)");
   if (p) {
-    rss = p->rss_anon + p->rss_file + p->rss_shmem;
+    rss = p->Rss();
     t.Row("RSS", Bytes(rss), "what the kernel counts against the process");
     t.Row("  anonymous", Bytes(p->rss_anon), "malloc heaps, stacks, anonymous mmaps");
     t.Row("  file-backed", Bytes(p->rss_file), "code and mapped files; the kernel can drop these");
@@ -592,7 +592,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   AllocatorJson(w, tg, ViewAllocator(tg, ts.sample), ts.sample);
   if (const auto& p = ts.sample.process) {
     w.Key("process").BeginObject();
-    w.Key("rss_bytes").Uint(p->rss_anon + p->rss_file + p->rss_shmem);
+    w.Key("rss_bytes").Uint(p->Rss());
     w.Key("rss_anon_bytes").Uint(p->rss_anon).Key("rss_file_bytes").Uint(p->rss_file);
     w.Key("rss_shmem_bytes").Uint(p->rss_shmem).Key("swap_bytes").Uint(p->vm_swap);
     w.Key("rss_peak_bytes").Uint(p->vm_hwm).Key("threads").Uint(p->threads);

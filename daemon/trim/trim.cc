@@ -87,7 +87,7 @@ TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
   TrimMeasure m;
   if (Result<std::string> text = ReadSmallFile(t.proc_dir + "/status"); text.ok()) {
     if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*text); st.ok()) {
-      m.rss_swap_bytes = st->rss_anon + st->rss_file + st->rss_shmem + st->vm_swap;
+      m.rss_swap_bytes = st->Rss() + st->vm_swap;
     }
   }
   TargetSample s;
