@@ -4,15 +4,9 @@
 
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/analysis/findings.h"
+#include "daemon/base/units.h"
 
 namespace memtrimd {
-namespace {
-
-int64_t UnixMs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-}  // namespace
 
 HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   HistoryPoint p;

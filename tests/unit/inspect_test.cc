@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/report/report_page.h"
+#include "daemon/report/section_trims.h"
+
 namespace memtrimd {
 namespace {
 
