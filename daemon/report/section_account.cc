@@ -117,6 +117,7 @@ void AccountJson(JsonWriter& w, const TargetSample& s) {
   w.Key(a->nmt ? "outside_nmt_bytes" : "native_bytes").Uint(a->outside);
   if (a->nmt) w.Key("outside_nmt_is_estimate").Bool(a->outside_is_estimate);
   w.Key("equation").String(a->Equation());
+  w.EndObject();
 }
 
 void AccountHtml(std::string& out, const TargetSample& s) {
