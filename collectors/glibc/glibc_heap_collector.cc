@@ -123,7 +123,7 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
         storage_ = std::move(mappings).value();
         return Status(ErrorCode::kNotFound, "the target exited during the smaps read");
       }
-      g.status_rss_bytes = st->rss_anon + st->rss_file + st->rss_shmem;
+      g.status_rss_bytes = st->Rss();
     }
   }
   storage_ = std::move(mappings).value();

@@ -31,6 +31,10 @@ struct ProcStatus {
   uint64_t sig_ignored = 0;  // SigIgn mask
   uint64_t sig_caught = 0;   // SigCgt mask
   bool has_memory = false;   // false for kernel threads and zombies (no Vm* lines)
+
+  // The RSS every report, page and metric prints: one sum of the kernel's
+  // three parts, so that all of them agree to the byte.
+  uint64_t Rss() const { return rss_anon + rss_file + rss_shmem; }
 };
 
 // REQUIRES: `text` is the whole file. Fails when Name, Tgid or Threads is missing.

@@ -51,7 +51,7 @@ std::vector<RiskFinding> AssessAllocator(const Target& target, const TargetSampl
   if (has_free && s.allocator && v.measures.free_kept) {
     const uint64_t kept = *v.measures.free_kept;
     uint64_t rss = 0;
-    if (s.process) rss = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
+    if (s.process) rss = s.process->Rss();
     RiskFinding f;
     f.check = "free_kept_high";
     f.at_risk = kept >= kFreeKeptFloor && kept * 10 >= rss;

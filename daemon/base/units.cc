@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 
 namespace memtrimd {
@@ -159,6 +160,38 @@ std::optional<pid_t> ParsePid(std::string_view s) {
   }
   if (digits == 0 || v <= 0) return std::nullopt;
   return static_cast<pid_t>(v);
+}
+
+std::string FormatMib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+double UnixSeconds(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration<double>(at.time_since_epoch()).count();
+}
+
+int64_t UnixMs(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+}
+
+std::string FormatUtc(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+std::string ClockUtc(int64_t t_ms) {
+  std::time_t t = static_cast<std::time_t>(t_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
+  return buf;
 }
 
 }  // namespace memtrimd

@@ -1,5 +1,6 @@
-// Durations and byte sizes as users write them in flags and print them in
-// tables. Pure functions.
+// Durations, byte sizes and times as users write them in flags and print
+// them in tables and pages: each written once, so that every renderer says
+// the same figure the same way. Pure functions.
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +28,19 @@ std::string FormatBytes(double bytes);
 // What ParseByteSize reads back exactly, as a flag is written: "64MiB",
 // "1GiB", "4097".
 std::string FormatByteSize(uint64_t bytes);
+
+// "12.5 MiB": the page and its charts print every size in one unit, so that
+// figures side by side compare at a glance.
+std::string FormatMib(uint64_t bytes);
+
+// A time as JSON serves it (Unix seconds) and as the charts place it (Unix
+// milliseconds).
+double UnixSeconds(std::chrono::system_clock::time_point at);
+int64_t UnixMs(std::chrono::system_clock::time_point at);
+// "2026-01-31 12:00:00 UTC" of Unix seconds (sub-second part dropped).
+std::string FormatUtc(double unix_seconds);
+// "HH:MM:SS" UTC of a Unix ms time.
+std::string ClockUtc(int64_t t_ms);
 
 // A positive decimal count of at most nine digits (a pid, a run count).
 std::optional<pid_t> ParsePid(std::string_view s);

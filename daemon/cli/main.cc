@@ -22,6 +22,7 @@
 #include "daemon/cli/jcmd_command.h"
 #include "daemon/report/history.h"
 #include "daemon/report/inspect.h"
+#include "daemon/report/section_trims.h"
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/process_look.h"
 #include "daemon/sampling/scheduler.h"

@@ -18,6 +18,7 @@
 #include "daemon/analysis/allocator_view.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
+#include "daemon/analysis/top_sites.h"
 #include "daemon/build_info.h"
 #include "daemon/exposition/metric_table.h"
 #include "daemon/sampling/collector_set.h"
@@ -169,13 +170,11 @@ void AddSites(FamilyBuilder& b, const std::string& pid, const TargetSample& s, s
   using namespace metric;
   if (!s.sites) return;
   const agent::SiteProfile& p = *s.sites;
-  uint64_t shown = 0;
-  for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
-    b.Add(kSiteLiveBytes, {pid, p.sites[i].name}, D(p.sites[i].values.live_bytes));
-    shown += p.sites[i].values.live_bytes;
-  }
-  const uint64_t total = p.total.live_bytes;
-  b.Add(kSiteLiveBytes, {pid, "other"}, D(total > shown ? total - shown : 0));
+  const uint64_t rest =
+      ForTopSites(p, top, EmptySites::kKeep, [&](std::size_t, const agent::NamedSite& site) {
+        b.Add(kSiteLiveBytes, {pid, site.name}, D(site.values.live_bytes));
+      });
+  b.Add(kSiteLiveBytes, {pid, "other"}, D(rest));
   b.Add(kSitesSampler, {pid}, D(p.sampler_bytes));
 }
 

@@ -4,22 +4,16 @@
 
 #include "collectors/procfs/proc_stat.h"
 #include "daemon/analysis/findings.h"
+#include "daemon/base/units.h"
 
 namespace memtrimd {
-namespace {
-
-int64_t UnixMs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-}  // namespace
 
 HistoryPoint PointOf(const TargetSample& s, int64_t t_ms, uint64_t sequence) {
   HistoryPoint p;
   p.t_ms = t_ms;
   p.sequence = sequence;
   // As /report's process.rss_bytes adds it up.
-  if (s.process) p.rss = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
+  if (s.process) p.rss = s.process->Rss();
   if (s.cgroup && s.cgroup->limit_bytes) p.limit = *s.cgroup->limit_bytes;
   if (s.glibc) p.arena_resident = s.glibc->resident_bytes;
   DirectMemory d = DirectMemoryOf(s);

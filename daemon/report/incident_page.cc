@@ -8,38 +8,19 @@
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
+#include "daemon/analysis/top_sites.h"
 #include "daemon/base/units.h"
 #include "daemon/build_info.h"
+#include "daemon/report/section_account.h"
+#include "daemon/report/section_cgroup.h"
+#include "daemon/report/section_trims.h"
 #include "daemon/report/site_report.h"
 #include "daemon/report/svg_chart.h"
 
 namespace memtrimd {
 namespace {
 
-std::string Mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
-int64_t UnixMs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-// The words /report's "Who holds the RSS" uses for each part.
-const char* PartLabel(std::string_view part) {
-  if (part == "file") return "file-backed";
-  if (part == "java_heap") return "Java heap";
-  if (part == "nmt_buffers") return "NMT buffers (direct, FFM, Unsafe)";
-  if (part == "nmt_metaspace") return "NMT metaspace";
-  if (part == "nmt_code") return "NMT code";
-  if (part == "nmt_threads") return "NMT threads";
-  if (part == "nmt_gc") return "NMT GC";
-  if (part == "nmt_jvm_other") return "NMT other JVM";
-  if (part == "glibc_free") return "glibc free kept";
-  if (part == "outside_nmt") return "native outside NMT";
-  return "native";
-}
+using report::LimitOf;
 
 // The stylesheet: type and layout only. Colours that carry meaning (the
 // bar's parts, the chart lines, the legend keys) are SVG presentation
@@ -71,65 +52,16 @@ constexpr std::string_view kIcon =
 // jemalloc" for another allocator than glibc); "" when not known.
 std::string FreeKept(const std::optional<RssAccount>& a) {
   if (!a) return "";
-  if (a->glibc_free) return Mib(*a->glibc_free);
-  if (a->allocator_free) return Mib(*a->allocator_free) + " " + HtmlEscape(a->allocator);
+  if (a->glibc_free) return FormatMib(*a->glibc_free);
+  if (a->allocator_free) return FormatMib(*a->allocator_free) + " " + HtmlEscape(a->allocator);
   return "";
 }
 
-// The account's parts with the figures the equation prints for them.
-std::vector<BarPart> PartsOf(const RssAccount& a) {
-  std::vector<BarPart> parts;
-  const std::vector<std::string> shown = AccountPartsShown(a);
-  std::size_t i = 0;
-  for (const auto& [part, bytes] : AccountParts(a)) {
-    std::string label =
-        std::string_view(part) == "allocator_free" ? a.allocator + " free kept" : PartLabel(part);
-    parts.push_back({part, label, bytes, shown[i++]});
-  }
-  return parts;
-}
-
-std::optional<uint64_t> LimitOf(const TargetSample& s) {
-  if (s.cgroup && s.cgroup->limit_bytes) return s.cgroup->limit_bytes;
-  return std::nullopt;
-}
-
 // As /report's process.rss_bytes adds it up.
-uint64_t RssOf(const TargetSample& s) {
-  return s.process ? s.process->rss_anon + s.process->rss_file + s.process->rss_shmem : 0;
-}
+uint64_t RssOf(const TargetSample& s) { return s.process ? s.process->Rss() : 0; }
 
 std::string TargetName(const TargetSnapshot& ts) {
   return HtmlEscape(ts.target.comm) + " (pid " + std::to_string(ts.target.pid) + ")";
-}
-
-const TrimStats* TrimsOf(const std::vector<TrimStats>* trims, const Target& t) {
-  if (trims == nullptr) return nullptr;
-  for (const TrimStats& s : *trims) {
-    if (s.pid == t.pid && s.start_ticks == t.start_ticks) return &s;
-  }
-  return nullptr;
-}
-
-void RenderAccountSection(std::string& out, const TargetSnapshot& ts) {
-  const TargetSample& s = ts.sample;
-  out += "<h3>Who holds the RSS</h3>\n";
-  std::optional<RssAccount> a = AccountRss(s);
-  if (!a) {
-    out += "<p>No account yet: it needs a smaps read (every --smaps.interval).</p>\n";
-    return;
-  }
-  std::vector<BarPart> parts = PartsOf(*a);
-  out += "<div class=\"account\" data-rss=\"" + std::to_string(a->rss) + "\">\n";
-  out += RenderAccountBar(parts, a->rss, LimitOf(s));
-  out += "<div class=\"legend\">";
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    out += "<span data-legend-part=\"" + HtmlEscape(parts[i].part) + "\">" + Swatch(PartColor(i)) +
-           HtmlEscape(parts[i].label) + " " + HtmlEscape(parts[i].shown) + "</span> ";
-  }
-  out += "</div>\n<p>" + HtmlEscape(a->Equation());
-  if (auto limit = LimitOf(s)) out += " (limit " + Mib(*limit) + ")";
-  out += "</p>\n</div>\n";
 }
 
 // Under the direct memory chart: what NMT Other is when it stands in for
@@ -292,7 +224,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   out += "><tr><th>site (innermost function first)</th><th>live</th><th>of " + words + "</th>";
   if (jvm) out += "<th>NMT counts it</th>";
   out += "</tr>\n";
-  uint64_t shown = 0, explained = 0, in_nmt = 0;
+  uint64_t explained = 0, in_nmt = 0;
   for (const agent::NamedSite& site : p.sites) {
     const uint64_t live = site.values.live_bytes;
     // Memory NMT counts is not in "outside NMT"; without NMT it is native.
@@ -302,35 +234,33 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
       explained += live;
     }
   }
-  for (std::size_t i = 0; i < p.sites.size() && i < report::kReportSites; ++i) {
-    const agent::NamedSite& site = p.sites[i];
+  auto row = [&](std::size_t i, const agent::NamedSite& site) {
     const uint64_t live = site.values.live_bytes;
-    if (live == 0) break;
-    shown += live;
     std::string share = nmt && site.nmt_tracked ? "in NMT" : a ? Percent(live, a->outside) : "";
     out += "<tr data-site-rank=\"" + std::to_string(i) + "\" data-live-bytes=\"" +
            std::to_string(live) + "\" data-nmt-tracked=\"" + (site.nmt_tracked ? "1" : "0") +
-           "\"><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + Mib(live) + "</td><td>" +
-           share + "</td>";
+           "\"><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + FormatMib(live) +
+           "</td><td>" + share + "</td>";
     if (jvm) out += std::string("<td>") + (site.nmt_tracked ? "yes" : "no") + "</td>";
     out += "</tr>\n";
-  }
-  const uint64_t rest = p.total.live_bytes > shown ? p.total.live_bytes - shown : 0;
+  };
+  const uint64_t rest = ForTopSites(p, report::kReportSites, EmptySites::kStop, row);
   out += "<tr data-site-rank=\"other\" data-live-bytes=\"" + std::to_string(rest) +
-         "\"><td class=\"l\">other sites</td><td>" + Mib(rest) + "</td><td></td>" +
+         "\"><td class=\"l\">other sites</td><td>" + FormatMib(rest) + "</td><td></td>" +
          (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
 
   out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\">";
   if (a) {
-    out +=
-        "The sampled sites explain " + Mib(explained) + " of the " + Mib(a->outside) + " " + words;
+    out += "The sampled sites explain " + FormatMib(explained) + " of the " +
+           FormatMib(a->outside) + " " + words;
     if (a->outside > 0) out += " (" + Percent(explained, a->outside) + ")";
     out += ".";
   } else {
-    out += "The sampled sites hold " + Mib(explained) + "; the share of " + words +
+    out += "The sampled sites hold " + FormatMib(explained) + "; the share of " + words +
            " needs the account (a smaps read, every --smaps.interval).";
   }
-  if (in_nmt > 0) out += " Sites NMT counts (the JVM's own malloc) hold " + Mib(in_nmt) + " more.";
+  if (in_nmt > 0)
+    out += " Sites NMT counts (the JVM's own malloc) hold " + FormatMib(in_nmt) + " more.";
   const int64_t age_ms = std::max<int64_t>(0, now_ms - UnixMs(p.started_at));
   out += " Sampling since " + ClockUtc(UnixMs(p.started_at)) + " UTC (" +
          FormatDuration(std::chrono::milliseconds(age_ms)) +
@@ -364,10 +294,11 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
       const uint64_t given = r.before.rss_swap_bytes > r.after.rss_swap_bytes
                                  ? r.before.rss_swap_bytes - r.after.rss_swap_bytes
                                  : 0;
-      last = " The last trim (" + ClockUtc(UnixMs(r.at)) + " UTC) gave back " + Mib(given) + ".";
+      last =
+          " The last trim (" + ClockUtc(UnixMs(r.at)) + " UTC) gave back " + FormatMib(given) + ".";
     }
     out += "<li data-finding=\"trimmable\" data-bytes=\"" + std::to_string(*trimmable) +
-           "\">malloc_trim would give back about " + Mib(*trimmable) +
+           "\">malloc_trim would give back about " + FormatMib(*trimmable) +
            " now (of the free memory malloc keeps resident, a trim takes the whole free pages: "
            "free chunks under a page, and the partial pages beside live data, stay)" +
            (MallocStatsStale(s) ? " (statistics from before the last trim)" : "") +
@@ -406,33 +337,16 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
     }
     out += "</ul>\n";
   }
-  if (trims != nullptr) {
-    out +=
-        "<h3>Trims</h3>\n<p>Given back so far: " + Mib(trims->reclaimed_total_bytes) + " RSS+swap";
-    if (!trims->last_skip_reason.empty()) {
-      out += "; last decision: skip (" + HtmlEscape(trims->last_skip_reason) + ")";
-    }
-    out += ".</p>\n";
-    if (!trims->recent.empty()) {
-      out += "<ul class=\"trims\">\n";
-      for (const TrimResult& r : trims->recent) {
-        out += "<li>" + ClockUtc(UnixMs(r.at)) + " UTC, " + HtmlEscape(r.trigger) + ": ";
-        out += r.success ? Mib(r.before.rss_swap_bytes) + " -> " + Mib(r.after.rss_swap_bytes)
-                         : "failed (" + HtmlEscape(r.reason) + "): " + HtmlEscape(r.error);
-        out += "</li>\n";
-      }
-      out += "</ul>\n";
-    }
-  }
+  if (trims != nullptr) report::TrimsHtml(out, *trims);
 }
 
 void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& ts,
                   const std::vector<TrimStats>* trims, const SampleHistory* history) {
   const TargetSample& s = ts.sample;
   out += "<section class=\"target\" data-pid=\"" + std::to_string(ts.target.pid) + "\">\n<h2>" +
-         TargetName(ts) + "</h2>\n<p class=\"meta\">RSS " + Mib(RssOf(s));
+         TargetName(ts) + "</h2>\n<p class=\"meta\">RSS " + FormatMib(RssOf(s));
   if (auto limit = LimitOf(s)) {
-    out += " of a " + Mib(*limit) + " limit (" +
+    out += " of a " + FormatMib(*limit) + " limit (" +
            std::to_string(static_cast<int>(100.0 * static_cast<double>(RssOf(s)) /
                                            static_cast<double>(std::max<uint64_t>(*limit, 1)))) +
            " %)";
@@ -440,10 +354,10 @@ void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& 
     out += "; no memory limit known";
   }
   out += "</p>\n";
-  RenderAccountSection(out, ts);
+  report::AccountHtml(out, s);
   RenderSites(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
-  RenderFindings(out, ts, TrimsOf(trims, ts.target));
+  RenderFindings(out, ts, report::TrimsOf(trims, ts.target));
   out += "</section>\n";
 }
 
@@ -480,9 +394,9 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
     if (double r = ratio(ts); r >= 0) std::snprintf(pct, sizeof(pct), "%.0f %%", r * 100);
     out += "<tr data-pid=\"" + std::to_string(ts->target.pid) +
            "\"><td><a href=\"/?pid=" + std::to_string(ts->target.pid) + "\">" + TargetName(*ts) +
-           "</a></td><td>" + Mib(RssOf(s)) + "</td><td>" + (limit ? Mib(*limit) : "none") +
-           "</td><td>" + pct + "</td><td>" + FreeKept(a) + "</td><td class=\"l\">" +
-           HtmlEscape(risks) + "</td></tr>\n";
+           "</a></td><td>" + FormatMib(RssOf(s)) + "</td><td>" +
+           (limit ? FormatMib(*limit) : "none") + "</td><td>" + pct + "</td><td>" + FreeKept(a) +
+           "</td><td class=\"l\">" + HtmlEscape(risks) + "</td></tr>\n";
   }
   out += "</table>\n";
 }

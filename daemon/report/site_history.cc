@@ -3,13 +3,11 @@
 #include <algorithm>
 
 #include "collectors/procfs/proc_stat.h"
+#include "daemon/analysis/top_sites.h"
+#include "daemon/base/units.h"
 
 namespace memtrimd {
 namespace {
-
-int64_t UnixMs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
 
 // Bytes to KiB, rounded to the nearest, at most 4 TiB: a site's estimate is
 // a sum of unbiased weights, rarely whole KiB.
@@ -99,19 +97,13 @@ void SiteHistory::Add(PerTarget& pt, const agent::SiteProfile& p, uint64_t seque
   point.t_ms = now;
   point.sequence = sequence;
   point.name.fill(kNoName);
-  uint64_t kept = 0;
-  std::size_t n = 0;
-  // p.sites is sorted by live bytes, largest first.
-  for (std::size_t i = 0; i < p.sites.size() && n < kTopSites; ++i) {
-    const agent::NamedSite& s = p.sites[i];
-    if (s.values.live_bytes == 0) break;
-    const uint8_t slot = NameSlot(pt, s.name, s.nmt_tracked, now, point);
-    point.name[n] = slot;
-    point.kib[n] = ToKib(s.values.live_bytes);
-    kept += s.values.live_bytes;
-    ++n;
-  }
-  point.rest_kib = ToKib(p.total.live_bytes > kept ? p.total.live_bytes - kept : 0);
+  const uint64_t rest =
+      ForTopSites(p, kTopSites, EmptySites::kStop, [&](std::size_t n, const agent::NamedSite& s) {
+        const uint8_t slot = NameSlot(pt, s.name, s.nmt_tracked, now, point);
+        point.name[n] = slot;
+        point.kib[n] = ToKib(s.values.live_bytes);
+      });
+  point.rest_kib = ToKib(rest);
   if (pt.count == pt.ring.size()) {
     // Every other point goes, the oldest stays: half the points over the
     // same span, in place.

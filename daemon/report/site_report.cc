@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "collectors/common/text.h"
+#include "daemon/analysis/top_sites.h"
 #include "daemon/base/units.h"
 #include "daemon/report/pprof_profile.h"
 
@@ -41,14 +42,10 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
                     FormatDuration(std::chrono::seconds(age.count() > 0 ? age.count() : 0)) +
                     " ago; allocations before that are not seen)\n";
   out += Line("live", "samples", "site (innermost function first)");
-  uint64_t shown = 0;
-  for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
-    const agent::NamedSite& s = p.sites[i];
-    if (s.values.live_bytes == 0) break;
-    out += Line(Bytes(s.values.live_bytes), std::to_string(s.values.live_samples), s.name);
-    shown += s.values.live_bytes;
-  }
-  const uint64_t rest = p.total.live_bytes > shown ? p.total.live_bytes - shown : 0;
+  const uint64_t rest =
+      ForTopSites(p, top, EmptySites::kStop, [&](std::size_t, const agent::NamedSite& s) {
+        out += Line(Bytes(s.values.live_bytes), std::to_string(s.values.live_samples), s.name);
+      });
   out += Line(Bytes(rest), "", "other sites");
   out += Line(Bytes(p.total.live_bytes), std::to_string(p.total.live_samples), "in all");
   out += "  allocated since sampling started: " + Bytes(p.total.alloc_bytes) + " in " +
@@ -65,9 +62,8 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.BeginObject();
   w.Key("period_bytes").Uint(p.period);
-  w.Key("started_seconds")
-      .Double(std::chrono::duration<double>(p.started_at.time_since_epoch()).count());
-  w.Key("read_seconds").Double(std::chrono::duration<double>(p.read_at.time_since_epoch()).count());
+  w.Key("started_seconds").Double(UnixSeconds(p.started_at));
+  w.Key("read_seconds").Double(UnixSeconds(p.read_at));
   w.Key("samples").Uint(p.samples);
   w.Key("live_bytes").Uint(p.total.live_bytes).Key("live_objects").Uint(p.total.live_objects);
   w.Key("live_samples").Uint(p.total.live_samples);

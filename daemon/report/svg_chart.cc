@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 
 #include "collectors/common/text.h"
 #include "daemon/base/units.h"
@@ -15,12 +14,6 @@ std::string Num(double v) {
   if (!(v == v)) v = 0;  // never NaN in the page, whatever the input
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
-}
-
-std::string Mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
 }
 
@@ -77,15 +70,6 @@ std::string HtmlEscape(std::string_view raw) {
   return out;
 }
 
-std::string ClockUtc(int64_t t_ms) {
-  std::time_t t = static_cast<std::time_t>(t_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
-  return buf;
-}
-
 std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
                              std::optional<uint64_t> limit) {
   // The scale: the limit, so that the free room is visible; the RSS when it
@@ -107,8 +91,8 @@ std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
     out += "<rect class=\"part\" data-part=\"" + HtmlEscape(p.part) + "\" data-bytes=\"" +
            std::to_string(p.bytes) + "\" x=\"" + Num(x) + "\" y=\"0\" width=\"" + Num(w) +
            "\" height=\"" + Num(kBarHeight) + "\" fill=\"" + PartColor(i++) + "\"><title>" +
-           HtmlEscape(p.label) + ": " + (p.shown.empty() ? Mib(p.bytes) : HtmlEscape(p.shown)) +
-           "</title></rect>\n";
+           HtmlEscape(p.label) + ": " +
+           (p.shown.empty() ? FormatMib(p.bytes) : HtmlEscape(p.shown)) + "</title></rect>\n";
     x += w;
   }
   if (limit) {
@@ -116,7 +100,7 @@ std::string RenderAccountBar(const std::vector<BarPart>& parts, uint64_t rss,
     out += "<line class=\"limit\" x1=\"" + Num(lx) + "\" x2=\"" + Num(lx) + "\" y1=\"-2\" y2=\"" +
            Num(kBarHeight + 4) + "\" stroke=\"" + kLimitColor +
            "\" stroke-width=\"2\"/>\n<text x=\"" + Num(std::min(lx, kBarWidth - 90)) + "\" y=\"" +
-           Num(kBarHeight + 16) + "\">limit " + Mib(*limit) + "</text>\n";
+           Num(kBarHeight + 16) + "\">limit " + FormatMib(*limit) + "</text>\n";
   } else {
     out += "<text x=\"0\" y=\"" + Num(kBarHeight + 16) + "\">no memory limit known</text>\n";
   }
@@ -149,7 +133,7 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
   out += "<rect class=\"plot\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" +
          Num(kW) + "\" height=\"" + Num(kH) + "\" fill=\"#fff\" stroke=\"#ccc\"/>\n";
   out += "<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + 10) +
-         "\" text-anchor=\"end\"" + kAxisText + ">" + Mib(static_cast<uint64_t>(y_max)) +
+         "\" text-anchor=\"end\"" + kAxisText + ">" + FormatMib(static_cast<uint64_t>(y_max)) +
          "</text>\n<text class=\"axis\" x=\"" + Num(kLeft - 4) + "\" y=\"" + Num(kTop + kH) +
          "\" text-anchor=\"end\"" + kAxisText + ">0</text>\n";
   out += "<text class=\"axis\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop + kH + 14) + "\"" +
@@ -176,8 +160,8 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
     const double x = X(m.t_ms);
     out += "<g class=\"trim\" data-t=\"" + std::to_string(m.t_ms) + "\" data-before=\"" +
            std::to_string(m.before) + "\" data-after=\"" + std::to_string(m.after) +
-           "\"><title>trim at " + ClockUtc(m.t_ms) + " UTC: " + Mib(m.before) + " -> " +
-           Mib(m.after) + "</title><line x1=\"" + Num(x) + "\" x2=\"" + Num(x) + "\" y1=\"" +
+           "\"><title>trim at " + ClockUtc(m.t_ms) + " UTC: " + FormatMib(m.before) + " -> " +
+           FormatMib(m.after) + "</title><line x1=\"" + Num(x) + "\" x2=\"" + Num(x) + "\" y1=\"" +
            Num(Y(m.before)) + "\" y2=\"" + Num(Y(m.after)) + "\" stroke=\"" + kTrimColor +
            "\" stroke-width=\"2\"/><circle cx=\"" + Num(x) + "\" cy=\"" + Num(Y(m.before)) +
            "\" r=\"3\" class=\"before\" fill=\"" + kLimitColor + "\"/><circle cx=\"" + Num(x) +
@@ -187,7 +171,7 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
   out += "</svg>\n<div class=\"legend\">";
   for (const ChartSeries& s : series) {
     out += "<span>" + Swatch(s.color) + HtmlEscape(s.label) +
-           (s.points.empty() ? " (no data)" : ": " + Mib(s.points.back().v)) + "</span> ";
+           (s.points.empty() ? " (no data)" : ": " + FormatMib(s.points.back().v)) + "</span> ";
   }
   if (!marks.empty()) {
     out += "<span>" + Swatch(kTrimColor) + "trims, before and after (" +

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/base/units.h"
+
 namespace memtrimd {
 
 struct BarPart {
@@ -65,8 +67,5 @@ std::string RenderLineChart(std::string_view title, int64_t t_from, int64_t t_to
 
 // "<" ">" "&" and quotes as entities.
 std::string HtmlEscape(std::string_view s);
-
-// "HH:MM:SS" UTC of a Unix ms time.
-std::string ClockUtc(int64_t t_ms);
 
 }  // namespace memtrimd

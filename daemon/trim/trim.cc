@@ -40,31 +40,42 @@ std::optional<int64_t> TrimResult::Reported() const {
   return std::nullopt;
 }
 
-Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) {
+BackendChoice ChooseBackend(const Target& t, TrimBackendKind wanted, bool agent_loaded) {
+  auto none = [](std::string reason, std::string why) {
+    return BackendChoice{std::nullopt, std::move(reason), std::move(why)};
+  };
   if (t.allocator == Allocator::kMusl) {
-    return Status(ErrorCode::kUnavailable,
-                  "musl's malloc has no call that gives free memory back; nothing to trim");
+    return none("no_release_call",
+                "musl's malloc has no call that gives free memory back; nothing to trim");
   }
   const bool jvm = t.runtime == Runtime::kJvm;
   const std::string other = GlibcMallocNotApplicable(t);
   if (wanted == TrimBackendKind::kJvm || (wanted == TrimBackendKind::kAuto && jvm)) {
-    if (!jvm) return Status(ErrorCode::kUnavailable, "not a JVM");
-    if (other.empty()) return TrimBackendKind::kJvm;
+    if (!jvm) return none("not_a_jvm", "not a JVM");
+    if (other.empty()) return {TrimBackendKind::kJvm, "", ""};
     // System.trim_native_heap would only trim glibc's (unused) heap.
-    if (wanted == TrimBackendKind::kJvm || !agent::HasAgent(t)) {
-      return Status(ErrorCode::kUnavailable,
-                    other +
-                        ": System.trim_native_heap would only trim glibc's unused heap; "
-                        "preload libmemtrimd_agent.so to release with the allocator's own call");
+    if (wanted == TrimBackendKind::kJvm || !agent_loaded) {
+      return none("allocator_not_glibc",
+                  other +
+                      ": System.trim_native_heap would only trim glibc's unused heap; "
+                      "preload libmemtrimd_agent.so to release with the allocator's own call");
     }
-    return TrimBackendKind::kAgent;
+    return {TrimBackendKind::kAgent, "", ""};
   }
-  if (!agent::HasAgent(t)) {
-    return Status(ErrorCode::kUnavailable,
-                  "not a JVM, and libmemtrimd_agent.so is not loaded (start it with "
-                  "LD_PRELOAD=libmemtrimd_agent.so)");
+  if (!agent_loaded) {
+    // A JVM asked to use the agent it lacks is skipped under the label of
+    // its allocator, as the automatic choice would be.
+    return none(jvm && !other.empty() ? "allocator_not_glibc" : "no_agent",
+                "not a JVM, and libmemtrimd_agent.so is not loaded (start it with "
+                "LD_PRELOAD=libmemtrimd_agent.so)");
   }
-  return TrimBackendKind::kAgent;
+  return {TrimBackendKind::kAgent, "", ""};
+}
+
+Result<TrimBackendKind> ResolveBackend(const Target& t, TrimBackendKind wanted) {
+  BackendChoice c = ChooseBackend(t, wanted, agent::HasAgent(t));
+  if (!c.backend) return Status(ErrorCode::kUnavailable, c.why);
+  return *c.backend;
 }
 
 Target WithAgentsAllocator(Target t, const TargetSample& s) {
@@ -76,18 +87,16 @@ Target WithAgentsAllocator(Target t, const TargetSample& s) {
 }
 
 std::string BackendUnavailableReason(const Target& t, TrimBackendKind wanted) {
-  if (t.allocator == Allocator::kMusl) return "no_release_call";
-  const bool jvm = t.runtime == Runtime::kJvm;
-  if (wanted == TrimBackendKind::kJvm && !jvm) return "not_a_jvm";
-  if (jvm && !GlibcMallocNotApplicable(t).empty()) return "allocator_not_glibc";
-  return wanted == TrimBackendKind::kJvm ? "not_a_jvm" : "no_agent";
+  // Without a backend the label is the same whether the agent is loaded or
+  // not (it decides only whether there is one): no second look at maps.
+  return ChooseBackend(t, wanted, /*agent_loaded=*/false).reason;
 }
 
 TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
   TrimMeasure m;
   if (Result<std::string> text = ReadSmallFile(t.proc_dir + "/status"); text.ok()) {
     if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*text); st.ok()) {
-      m.rss_swap_bytes = st->rss_anon + st->rss_file + st->rss_shmem + st->vm_swap;
+      m.rss_swap_bytes = st->Rss() + st->vm_swap;
     }
   }
   TargetSample s;

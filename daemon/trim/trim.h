@@ -90,17 +90,31 @@ struct TrimResult {
   std::optional<int64_t> Reported() const;  // what the backend said it gave back
 };
 
-// Which backend a target would use, or why none (for skips and errors).
+// The backend a target would be trimmed through, or why none: decided here
+// once, for the trim itself, its skip label and what inspect tells.
+struct BackendChoice {
+  std::optional<TrimBackendKind> backend;  // kJvm or kAgent; nullopt: none
+  // Without a backend: the skip label (memtrimd_trim_runs_total
+  // {result="skipped"}): "not_a_jvm", "no_agent", "allocator_not_glibc" (a
+  // JVM on another allocator without the agent) or "no_release_call"
+  // (musl); and the reason for people.
+  std::string reason;
+  std::string why;
+};
+
 // A JVM on glibc's malloc is trimmed through its attach socket
 // (System.trim_native_heap); a JVM on another allocator only through the
 // agent (the JVM's command would trim glibc's unused heap); any other
 // program through the agent, which releases with its allocator's own call.
-// musl has no release call. kUnavailable with the reason otherwise.
+// musl has no release call. `agent_loaded`: libmemtrimd_agent.so is in the
+// target (agent::HasAgent, or the sample's agent_loaded). Pure.
+BackendChoice ChooseBackend(const Target& target, TrimBackendKind wanted, bool agent_loaded);
+
+// ChooseBackend with the agent looked up in the target's maps; kUnavailable
+// with the reason when there is no backend.
 Result<TrimBackendKind> ResolveBackend(const Target& target, TrimBackendKind wanted);
 
-// The skip reason label for a ResolveBackend error (memtrimd_trim_runs_total
-// {result="skipped"}): "not_a_jvm", "no_agent", "allocator_not_glibc"
-// (a JVM on another allocator without the agent) or "no_release_call" (musl).
+// The skip reason label for a ResolveBackend error.
 std::string BackendUnavailableReason(const Target& target, TrimBackendKind wanted);
 
 // `target` with the allocator the agent named in `sample`, when it answered

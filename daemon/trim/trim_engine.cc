@@ -169,7 +169,7 @@ TrimInputs TrimEngine::InputsFrom(const TargetSnapshot& ts) const {
   in.opted_in = OptedIn(ts.target);
   const TargetSample& s = ts.sample;
   if (s.process) {
-    in.rss_bytes = s.process->rss_anon + s.process->rss_file + s.process->rss_shmem;
+    in.rss_bytes = s.process->Rss();
   }
   if (s.cgroup) in.limit_bytes = s.cgroup->limit_bytes;
   if (s.glibc) in.arena_resident_bytes = s.glibc->resident_bytes;

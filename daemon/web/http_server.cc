@@ -18,7 +18,8 @@
 #include "daemon/exposition/exposition.h"
 #include "daemon/exposition/gzip.h"
 #include "daemon/report/incident_page.h"
-#include "daemon/report/inspect.h"
+#include "daemon/report/report_page.h"
+#include "daemon/report/section_trims.h"
 #include "daemon/report/site_report.h"
 
 namespace memtrimd {

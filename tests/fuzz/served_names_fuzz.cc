@@ -28,6 +28,7 @@
 #include "daemon/exposition/metric_detail.h"
 #include "daemon/report/incident_page.h"
 #include "daemon/report/inspect.h"
+#include "daemon/report/report_page.h"
 #include "daemon/sampling/snapshot.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/integration/json_value.h"

@@ -306,6 +306,41 @@ TEST(TrimBackend, FollowsTheAllocator) {
   EXPECT_EQ(*ResolveBackend(native, TrimBackendKind::kAuto), TrimBackendKind::kAgent);
 }
 
+// The one decision, pure: the skip label of a target without a backend is
+// the same whether the agent is loaded or not; only whether there is a
+// backend depends on it.
+TEST(TrimBackend, ChooseBackendDecidesOnceWithoutReadingMaps) {
+  // kAuto stands for "none" here.
+  auto BackendOf = [](const BackendChoice& c) {
+    return c.backend.value_or(TrimBackendKind::kAuto);
+  };
+  Target t;
+  t.runtime = Runtime::kJvm;
+  t.allocator = Allocator::kGlibc;
+  EXPECT_EQ(BackendOf(ChooseBackend(t, TrimBackendKind::kAuto, false)), TrimBackendKind::kJvm);
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kAgent, false).reason, "no_agent");
+  EXPECT_EQ(BackendOf(ChooseBackend(t, TrimBackendKind::kAgent, true)), TrimBackendKind::kAgent);
+
+  t.allocator = Allocator::kJemalloc;
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kAuto, false).reason, "allocator_not_glibc");
+  EXPECT_EQ(BackendOf(ChooseBackend(t, TrimBackendKind::kAuto, true)), TrimBackendKind::kAgent);
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kJvm, true).reason, "allocator_not_glibc");
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kAgent, false).reason, "allocator_not_glibc");
+
+  t.runtime = Runtime::kGlibc;
+  t.allocator = Allocator::kGlibc;
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kJvm, true).reason, "not_a_jvm");
+  EXPECT_EQ(ChooseBackend(t, TrimBackendKind::kAuto, false).reason, "no_agent");
+  EXPECT_EQ(BackendOf(ChooseBackend(t, TrimBackendKind::kAuto, true)), TrimBackendKind::kAgent);
+  EXPECT_TRUE(ChooseBackend(t, TrimBackendKind::kAuto, true).reason.empty());
+
+  t.allocator = Allocator::kMusl;
+  const BackendChoice musl = ChooseBackend(t, TrimBackendKind::kAuto, true);
+  EXPECT_FALSE(musl.backend.has_value());
+  EXPECT_EQ(musl.reason, "no_release_call");
+  EXPECT_NE(musl.why.find("musl"), std::string::npos);
+}
+
 bool Has(const std::string& text, const std::string& line) {
   return text.find("\n" + line + "\n") != std::string::npos;
 }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/report/report_page.h"
+#include "daemon/report/section_trims.h"
+
 namespace memtrimd {
 namespace {
 
@@ -112,6 +115,34 @@ TEST(Inspect, JsonCarriesTheSameNumbers) {
   EXPECT_NE(j.find("\"limit_source\":\"cgroup\""), std::string::npos);
   EXPECT_EQ(j.back(), '\n');
   EXPECT_EQ(j.find('\n'), j.size() - 1);
+}
+
+// How deep the shallowest `key` sits in the JSON text `j` (1: the top
+// object); -1 when it is not there.
+int DepthOfKey(const std::string& j, const std::string& key) {
+  int depth = 0, found = -1;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (j[i] == '{' || j[i] == '[') ++depth;
+    if (j[i] == '}' || j[i] == ']') --depth;
+    if (j[i] != '"') continue;
+    std::size_t end = i + 1;
+    while (end < j.size() && j[end] != '"') end += j[end] == '\\' ? 2 : 1;
+    if (j.compare(i + 1, end - i - 1, key) == 0 && end + 1 < j.size() && j[end + 1] == ':') {
+      if (found < 0 || depth < found) found = depth;
+    }
+    i = end;
+  }
+  return found;
+}
+
+// Each section writes its own object and closes it: the next section's key
+// is at the top level again.
+TEST(Inspect, JsonSectionsAreTopLevelKeys) {
+  std::string j = RenderInspectJson(Sample());
+  for (const char* key : {"allocator", "process", "glibc", "rss_account", "cgroup", "rss_breakdown",
+                          "missing", "collectors"}) {
+    EXPECT_EQ(DepthOfKey(j, key), 1) << key << " in " << j;
+  }
 }
 
 TEST(Inspect, TrimListsEachArenaHeapBeforeAndAfter) {

@@ -1,0 +1,20 @@
+// The sites section: the agent's sampled allocation sites in inspect and
+// /report (site_report.h draws the list itself), or why there are none.
+#pragma once
+
+#include <chrono>
+
+#include "daemon/base/json_writer.h"
+#include "daemon/report/text_table.h"
+#include "daemon/sampling/snapshot.h"
+
+namespace memtrimd::report {
+
+// "Allocation sites (...)": the largest sites and the rest; nothing when
+// the sites collector did not run (it is off unless asked for).
+void SitesSectionText(TextTable& t, const TargetSnapshot& ts,
+                      std::chrono::system_clock::time_point now);
+// "sites": {...}, or "sites_missing": why.
+void SitesSectionJson(JsonWriter& w, const TargetSample& s);
+
+}  // namespace memtrimd::report
