@@ -364,19 +364,17 @@ void RenderMissing(Table& t, const TargetSnapshot& ts) {
   for (const MissingFigure& m : missing) t.Say(m.figure + ": " + m.why);
 }
 
-// What to do about an unreachable agent, from the client's reason.
-std::string AgentHint(std::string_view why) {
-  if (why.find("no socket at") != std::string_view::npos) {
+// What to do about an unreachable agent, from the cause of the client's
+// reason.
+std::string AgentHint(Cause why) {
+  if (why == Cause::kNoSocket) {
     return " (the agent did not start; it says why on the program's stderr, e.g. a socket path "
            "it cannot bind)";
   }
-  // The reason already names the capability memtrimd lacks (a node agent
-  // without CAP_DAC_OVERRIDE): nothing to add.
-  if (why.find("(needs CAP_") != std::string_view::npos &&
-      why.find(" or root)") == std::string_view::npos) {
-    return "";
-  }
-  if (why.find("permission denied") != std::string_view::npos) {
+  // A capability or root (kNeedsCapability alone already names the
+  // capability memtrimd lacks, a node agent without CAP_DAC_OVERRIDE:
+  // nothing to add).
+  if (why == Cause::kNeedsCapabilityOrRoot) {
     return " (the program made the socket as root and changed uid without glibc's setuid: run "
            "memtrimd as root)";
   }
@@ -517,7 +515,7 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
           (ts.sample.agent_unreachable.empty()
                ? ""
                : "; unreachable now: " + ts.sample.agent_unreachable +
-                     AgentHint(ts.sample.agent_unreachable)));
+                     AgentHint(ts.sample.agent_unreachable_cause)));
   } else if (tg.runtime == Runtime::kJvm) {
     t.Say("backend: jvm (System.trim_native_heap through the attach socket, JDK 17.0.2+)");
     if (auto ms = SettingBytes(ts.sample, "TrimNativeHeapInterval"); ms && *ms > 0) {
@@ -527,7 +525,7 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
   } else if (ts.sample.agent_loaded && !ts.sample.agent_unreachable.empty()) {
     // Loaded is not enough: say plainly that trims cannot work, and why.
     t.Say("backend: agent loaded but unreachable: " + ts.sample.agent_unreachable +
-          AgentHint(ts.sample.agent_unreachable));
+          AgentHint(ts.sample.agent_unreachable_cause));
   } else if (ts.sample.agent_loaded) {
     t.Say("backend: agent (libmemtrimd_agent.so is loaded and answers)");
   } else {

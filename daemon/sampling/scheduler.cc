@@ -205,10 +205,11 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
             std::chrono::duration_cast<std::chrono::milliseconds>(search_->elapsed()).count()) +
         " ms: a read of a process waits (its memory map held locked, or a path on a stuck "
         "filesystem)";
-    if (last_no_target_reason_.rfind("the search for the target", 0) != 0) {
+    if (!last_no_target_was_search_) {
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
     }
     last_no_target_reason_ = no_target_reason;
+    last_no_target_was_search_ = true;
     return;
   }
   Result<Target> t = std::exchange(search_, nullptr)->Take();
@@ -223,6 +224,7 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
   logged_selector_stalled_ = stalled;
   if (!t.ok()) {
     no_target_reason = t.status().message();
+    last_no_target_was_search_ = false;
     if (no_target_reason != last_no_target_reason_) {
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
       last_no_target_reason_ = no_target_reason;
@@ -230,6 +232,7 @@ void Scheduler::UpdateTargets(std::string& no_target_reason, std::size_t& skippe
     return;
   }
   last_no_target_reason_.clear();
+  last_no_target_was_search_ = false;
   Add(*t);
 }
 

@@ -121,6 +121,9 @@ class Scheduler {
   // since the number may now belong to another process.
   bool fixed_pid_gone_ = false;
   std::string last_no_target_reason_;
+  // The last reason was a search still running (logged once, whatever its
+  // growing duration says).
+  bool last_no_target_was_search_ = false;
   std::shared_ptr<const Snapshot> previous_;
   uint64_t sequence_ = 0;
 
