@@ -14,6 +14,7 @@
 #include "collectors/agent/allocator_stats.h"
 #include "collectors/agent/site_profile.h"
 #include "collectors/cgroup/pod_identity.h"
+#include "collectors/common/status.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/rss_breakdown.h"
 #include "collectors/jvm/hsperfdata.h"
@@ -78,7 +79,8 @@ struct CgroupMemory {
 // What the JVM says about itself through the attach socket (on --jvm.interval).
 struct JvmSample {
   bool attachable = false;
-  std::string attach_error;  // why not, when !attachable
+  std::string attach_error;           // why not, when !attachable
+  Cause attach_cause = Cause::kNone;  // the same, for the advice
   std::optional<jvm::JvmVersion> version;
   // VM.flags and VM.system_properties entries that matter for native memory,
   // by name (absent: not set / not reported).
@@ -167,7 +169,8 @@ struct TargetSample {
   std::optional<CgroupMemory> cgroup;
   std::optional<JvmSample> jvm;
   std::optional<JvmPerf> jvm_perf;
-  std::string jvm_perf_missing;  // why jvm_perf is absent, when the collector knows
+  std::string jvm_perf_missing;                 // why jvm_perf is absent, when the collector knows
+  Cause jvm_perf_missing_cause = Cause::kNone;  // the same, for the advice
   std::optional<MallocStats> malloc;
   std::optional<JvmBuffers> jvm_buffers;
   std::string jvm_buffers_missing;  // why jvm_buffers is absent (JVM targets)
@@ -190,6 +193,7 @@ struct TargetSample {
   // Why the loaded agent gave no answer (no socket: it did not start; a
   // socket memtrimd may not use; a deadline); empty when it answered.
   std::string agent_unreachable;
+  Cause agent_unreachable_cause = Cause::kNone;  // the same, for the advice
   // The agent's sampled allocation sites, named (the sites collector, off
   // unless --collector.sites); shared because every snapshot carries it.
   // sites_missing says why there are none when the collector knows.

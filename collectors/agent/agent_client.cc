@@ -206,7 +206,7 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   if (!sock.ok()) {
     // No socket at all means no agent listening: the same as a stale one.
     if (sock.status().code() == ErrorCode::kNotFound) {
-      return Status(ErrorCode::kUnavailable, sock.status().message());
+      return Status(ErrorCode::kUnavailable, sock.status().message(), sock.status().cause());
     }
     return sock.status();
   }

@@ -19,6 +19,7 @@ bool ReadJvmBuffers(const AgentCommander& command, const Target& target,
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
+      out.agent_unreachable_cause = body.status().cause();
       out.jvm_buffers_missing = "agent unreachable: " + body.status().message();
       status = body.status();
       return false;
@@ -49,6 +50,7 @@ bool ReadAllocator(const AgentCommander& command, const Target& target, const Ag
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
+      out.agent_unreachable_cause = body.status().cause();
       status = body.status();
       return false;
     }
@@ -104,7 +106,10 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   AgentFailure failure = AgentFailure::kNone;
   Result<std::string> xml = command_(target, "malloc_info", options_, &failure);
   if (!xml.ok()) {
-    if (failure == AgentFailure::kUnreachable) out.agent_unreachable = xml.status().message();
+    if (failure == AgentFailure::kUnreachable) {
+      out.agent_unreachable = xml.status().message();
+      out.agent_unreachable_cause = xml.status().cause();
+    }
     return xml.status();
   }
   Result<jvm::MallocInfo> info = jvm::ParseMallocInfo(*xml);

@@ -74,13 +74,13 @@ Result<CgroupMemory> ReadV2(const std::string& mount, const std::string& path) {
     Result<std::string> stat = ReadSmallFile(dir + "/memory.stat");
     if (!stat.ok()) return stat.status();
     auto kv = ParseFlatKeyed(*stat);
-    if (!kv.ok()) return Status(kv.status().code(), "memory.stat: " + kv.status().message());
+    if (!kv.ok()) return kv.status().WithContext("memory.stat: ");
     if (auto it = kv->find("anon"); it != kv->end()) m.anon_bytes = it->second;
     if (auto it = kv->find("file"); it != kv->end()) m.file_bytes = it->second;
     Result<std::string> events = ReadSmallFile(dir + "/memory.events");
     if (events.ok()) {
       auto ev = ParseFlatKeyed(*events);
-      if (!ev.ok()) return Status(ev.status().code(), "memory.events: " + ev.status().message());
+      if (!ev.ok()) return ev.status().WithContext("memory.events: ");
       if (auto it = ev->find("oom_kill"); it != ev->end()) m.oom_kills = it->second;
     }
     return m;
@@ -107,7 +107,7 @@ Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
     Result<std::string> stat = ReadSmallFile(dir + "/memory.stat");
     if (!stat.ok()) return stat.status();
     auto kv = ParseFlatKeyed(*stat);
-    if (!kv.ok()) return Status(kv.status().code(), "memory.stat: " + kv.status().message());
+    if (!kv.ok()) return kv.status().WithContext("memory.stat: ");
     // hierarchical_memory_limit already folds in the ancestors' limits.
     if (auto it = kv->find("hierarchical_memory_limit");
         it != kv->end() && it->second < (1ull << 62)) {
@@ -119,8 +119,7 @@ Result<CgroupMemory> ReadV1(const std::string& mount, const std::string& path) {
     Result<std::string> oom = ReadSmallFile(dir + "/memory.oom_control");
     if (oom.ok()) {
       auto ev = ParseFlatKeyed(*oom);
-      if (!ev.ok())
-        return Status(ev.status().code(), "memory.oom_control: " + ev.status().message());
+      if (!ev.ok()) return ev.status().WithContext("memory.oom_control: ");
       if (auto it = ev->find("oom_kill"); it != ev->end()) m.oom_kills = it->second;
     }
     return m;

@@ -71,13 +71,14 @@ Capability DeniedCapability(const std::string& path, bool write) {
 }
 
 Status ExplainDenied(const Status& st, const std::string& what, const std::string& path, bool write,
-                     std::string_view alternative) {
+                     std::string_view alternative, Cause cause) {
   if (st.code() != ErrorCode::kPermissionDenied) return st;
   const Capability cap = DeniedCapability(path, write);
   // Refused although memtrimd holds it (a security module, a seccomp
   // filter): naming it would send the reader the wrong way.
   if (HaveCapability(cap)) return st;
-  return Status(ErrorCode::kPermissionDenied, what + ": " + NeedsCapability(cap, alternative));
+  return Status(ErrorCode::kPermissionDenied, what + ": " + NeedsCapability(cap, alternative),
+                cause);
 }
 
 }  // namespace memtrimd

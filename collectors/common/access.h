@@ -37,8 +37,10 @@ Capability DeniedCapability(const std::string& path, bool write);
 
 // `st` unchanged unless it is kPermissionDenied and memtrimd lacks the
 // capability DeniedCapability names; then "<what>: " followed by
-// NeedsCapability(that capability, `alternative`).
+// NeedsCapability(that capability, `alternative`), with `cause` (the caller
+// passes kNeedsCapabilityOrRoot when `alternative` is root).
 Status ExplainDenied(const Status& st, const std::string& what, const std::string& path,
-                     bool write = false, std::string_view alternative = "the target's uid");
+                     bool write = false, std::string_view alternative = "the target's uid",
+                     Cause cause = Cause::kNeedsCapability);
 
 }  // namespace memtrimd

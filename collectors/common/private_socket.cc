@@ -30,7 +30,9 @@ Status CheckSocketFile(const Target& t, const std::string& path, std::string_vie
                        SocketOwner owner) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status(ErrorCode::kNotFound, Prefix(who) + "no socket at " + path);
+    if (errno == ENOENT) {
+      return Status(ErrorCode::kNotFound, Prefix(who) + "no socket at " + path, Cause::kNoSocket);
+    }
     // /proc/<pid>/root of another user's process: CAP_SYS_PTRACE.
     return ExplainDenied(Status::FromErrno(errno, Prefix(who) + "socket " + path),
                          Prefix(who) + "socket " + path, path);
@@ -104,7 +106,8 @@ Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
       const bool roots = ::lstat(path.c_str(), &st) == 0 && st.st_uid == 0 && t.uid != 0;
       return ExplainDenied(Status::FromErrno(err, Prefix(who) + "connect " + path),
                            Prefix(who) + "connect " + path, path, /*write=*/true,
-                           roots ? "root" : "the target's uid");
+                           roots ? "root" : "the target's uid",
+                           roots ? Cause::kNeedsCapabilityOrRoot : Cause::kNeedsCapability);
     }
     if (err != EINPROGRESS) return Status::FromErrno(err, Prefix(who) + "connect " + path);
     pollfd p{fd.get(), POLLOUT, 0};
@@ -112,7 +115,8 @@ Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
     int soerr = 0;
     socklen_t len = sizeof(soerr);
     if (r <= 0 || ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0) {
-      return Status(ErrorCode::kUnavailable, Prefix(who) + "connect " + path + " timed out");
+      return Status(ErrorCode::kUnavailable, Prefix(who) + "connect " + path + " timed out",
+                    Cause::kDeadline);
     }
   }
   ucred cred{};
@@ -143,7 +147,7 @@ Status SendAll(int fd, std::string_view data, SocketClock::time_point deadline,
     pollfd p{fd, POLLOUT, 0};
     int left = MsLeft(deadline);
     if (left == 0 || ::poll(&p, 1, left) <= 0) {
-      return Status(ErrorCode::kUnavailable, Prefix(who) + "write timed out");
+      return Status(ErrorCode::kUnavailable, Prefix(who) + "write timed out", Cause::kDeadline);
     }
   }
   return Status::Ok();
@@ -168,8 +172,8 @@ Result<std::string> ReceiveAll(int fd, std::size_t cap, SocketClock::time_point 
     pollfd p{fd, POLLIN, 0};
     int left = MsLeft(deadline);
     if (left == 0 || ::poll(&p, 1, left) <= 0) {
-      return Status(ErrorCode::kUnavailable,
-                    Prefix(who) + "no complete answer before the deadline");
+      return Status(ErrorCode::kUnavailable, Prefix(who) + "no complete answer before the deadline",
+                    Cause::kDeadline);
     }
   }
 }

@@ -52,8 +52,10 @@ enum class SocketOwner { kTarget, kTargetOrRoot };
 // gid (or by root, with kTargetOrRoot) and closed to everyone else (lstat,
 // before connecting), and served by the target's pid (SO_PEERCRED, after).
 // `who` prefixes error messages ("attach", "agent"). Errors: kNotFound (no
-// socket), kUnavailable (stale socket, busy, deadline), kPermissionDenied
-// (owner, mode, peer, or a connect the file's permissions refused).
+// socket, Cause::kNoSocket), kUnavailable (stale socket, busy, deadline with
+// Cause::kDeadline), kPermissionDenied (owner, mode, peer, or a connect the
+// file's permissions refused: Cause::kNeedsCapability[OrRoot] when memtrimd
+// lacks a capability).
 Result<UniqueFd> ConnectPrivateSocket(const Target& target, const std::string& path,
                                       SocketClock::time_point deadline, std::string_view who,
                                       SocketFailure* failure = nullptr,

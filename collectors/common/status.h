@@ -21,10 +21,35 @@ enum class ErrorCode {
   kInternal,
 };
 
+// Why an error happened, in the terms advice and metric labels tell apart
+// (ErrorCode says how to treat it; Cause says what to tell the user). Set
+// where the error is made, so that rewording a message changes neither.
+// Declared in precedence order: when one error is reported with another one
+// inside it (FirstCause), the earlier cause decides the advice.
+enum class Cause {
+  kNone = 0,
+  kNeedsCapability,        // a capability memtrimd lacks, or the target's uid
+  kNeedsCapabilityOrRoot,  // a capability memtrimd lacks, or root (a socket root made)
+  kGone,                   // the target exited
+  kDeadline,               // a step ran out of time
+  kNoPerfFile,             // the JVM's hsperfdata file was not found
+  kAttachDisabled,         // -XX:+DisableAttachMechanism
+  kJvmOptionsUnknown,      // options unread: attach disabled and -Xrs not ruled out
+  kNotHotspot,             // not a HotSpot JVM
+  kStarting,               // the JVM is still starting
+  kNoAttachListener,       // no listener, and no signal starts one (-Xrs, signalled before, off)
+  kNoSocket,               // no socket file where the listener would be
+};
+
+// The cause that decides when an error carries two: the earlier declared,
+// kNone losing to any.
+Cause FirstCause(Cause a, Cause b);
+
 class Status {
  public:
   Status() = default;
-  Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(ErrorCode code, std::string message, Cause cause = Cause::kNone)
+      : code_(code), message_(std::move(message)), cause_(cause) {}
 
   static Status Ok() { return {}; }
   // Maps an errno value to a code and appends strerror to `what`.
@@ -33,10 +58,20 @@ class Status {
   bool ok() const { return code_ == ErrorCode::kOk; }
   ErrorCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  Cause cause() const { return cause_; }
+
+  // The same error with `cause`.
+  Status WithCause(Cause cause) const { return Status(code_, message_, cause); }
+  // The same error, its message after `context` ("memory.stat: "): code and
+  // cause kept.
+  Status WithContext(const std::string& context) const {
+    return Status(code_, context + message_, cause_);
+  }
 
  private:
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
+  Cause cause_ = Cause::kNone;
 };
 
 // Holds either a value or a non-ok Status.

@@ -19,7 +19,8 @@ Status StillTheTarget(const Target& target) {
   return Status(ErrorCode::kNotFound,
                 "the target exited during the smaps read (" +
                     (ticks.ok() ? std::string("pid reused") : ticks.status().message()) +
-                    "); the read is discarded");
+                    "); the read is discarded",
+                FirstCause(ticks.status().cause(), Cause::kGone));
 }
 
 Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
@@ -121,7 +122,8 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
     if (Result<procfs::ProcStatus> st = procfs::ParseProcStatus(*status); st.ok()) {
       if (!st->has_memory) {
         storage_ = std::move(mappings).value();
-        return Status(ErrorCode::kNotFound, "the target exited during the smaps read");
+        return Status(ErrorCode::kNotFound, "the target exited during the smaps read",
+                      Cause::kGone);
       }
       g.status_rss_bytes = st->Rss();
     }

@@ -120,7 +120,8 @@ Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address) {
     // The ptrace attach check: another user's process needs CAP_SYS_PTRACE.
     if (err == EPERM && !HaveCapability(Capability::kSysPtrace)) {
       return Status(ErrorCode::kPermissionDenied,
-                    "process_vm_readv: " + NeedsCapability(Capability::kSysPtrace));
+                    "process_vm_readv: " + NeedsCapability(Capability::kSysPtrace),
+                    Cause::kNeedsCapability);
     }
     return Status::FromErrno(err, "process_vm_readv");
   }

@@ -72,7 +72,8 @@ class ProcessHandle {
 
  private:
   static Status Gone(const Target& t) {
-    return Status(ErrorCode::kNotFound, "attach: process " + std::to_string(t.pid) + " is gone");
+    return Status(ErrorCode::kNotFound, "attach: process " + std::to_string(t.pid) + " is gone",
+                  Cause::kGone);
   }
   pid_t pid_ = 0;
   UniqueFd fd_;
@@ -93,14 +94,38 @@ Status MayStartListener(const Target& t) {
   if (!same_uid && !HaveCapability(Capability::kDacOverride)) {
     return Status(ErrorCode::kPermissionDenied,
                   "attach: not signalling: the JVM's attach socket is owner-only: " +
-                      NeedsCapability(Capability::kDacOverride));
+                      NeedsCapability(Capability::kDacOverride),
+                  Cause::kNeedsCapability);
   }
   if (!same_uid && ::getuid() != t.uid && !HaveCapability(Capability::kKill)) {
     return Status(ErrorCode::kPermissionDenied,
                   "attach: not signalling: SIGQUIT to start the JVM's attach listener: " +
-                      NeedsCapability(Capability::kKill));
+                      NeedsCapability(Capability::kKill),
+                  Cause::kNeedsCapability);
   }
   return Status::Ok();
+}
+
+// Why a verdict keeps memtrimd from signalling, for the advice: -Xrs and a
+// JVM signalled before both leave it without a listener that a signal could
+// start.
+Cause VerdictCause(SignalVerdict v) {
+  switch (v) {
+    case SignalVerdict::kMaySignal:
+      return Cause::kNone;
+    case SignalVerdict::kAttachDisabled:
+      return Cause::kAttachDisabled;
+    case SignalVerdict::kReducedSignals:
+    case SignalVerdict::kSignalledBefore:
+      return Cause::kNoAttachListener;
+    case SignalVerdict::kNotHotspot:
+      return Cause::kNotHotspot;
+    case SignalVerdict::kSigquitNotCaught:
+      return Cause::kStarting;
+    case SignalVerdict::kOptionsUnknown:
+      return Cause::kJvmOptionsUnknown;
+  }
+  return Cause::kNone;
 }
 
 // Finds the socket, starting the listener with SIGQUIT when needed and safe.
@@ -114,7 +139,8 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
   if (failure != SocketFailure::kMissing && failure != SocketFailure::kStale) return fd.status();
   if (!o.allow_signal) {
     return Status(ErrorCode::kUnavailable,
-                  "attach: no listener (" + fd.status().message() + ") and signalling is off");
+                  "attach: no listener (" + fd.status().message() + ") and signalling is off",
+                  FirstCause(fd.status().cause(), Cause::kNoAttachListener));
   }
   // Not a signal memtrimd could not follow up: the listener's socket will
   // be the JVM user's, owner-only, and the signal itself needs that user or
@@ -134,7 +160,7 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     if (verdict == SignalVerdict::kOptionsUnknown && !facts.options_error.empty()) {
       why += " (" + facts.options_error + ")";
     }
-    return Status(ErrorCode::kUnavailable, why);
+    return Status(ErrorCode::kUnavailable, why, VerdictCause(verdict));
   }
   // Removed on every way out of here, through its directory descriptor.
   Result<AttachTrigger> trigger = AttachTrigger::Create(t);
@@ -144,7 +170,8 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     if (err == EPERM) {
       return Status(ErrorCode::kPermissionDenied,
                     "attach: SIGQUIT to start the JVM's attach listener: " +
-                        NeedsCapability(Capability::kKill));
+                        NeedsCapability(Capability::kKill),
+                    Cause::kNeedsCapability);
     }
     return Status::FromErrno(err, "attach: SIGQUIT");
   }
@@ -162,13 +189,16 @@ Result<UniqueFd> Open(const Target& t, const AttachOptions& o) {
     if (left == 0) break;
     if (process->WaitExit(std::min(left, 10))) {
       return Status(ErrorCode::kNotFound,
-                    "attach: the JVM exited while memtrimd waited for its attach socket");
+                    "attach: the JVM exited while memtrimd waited for its attach socket",
+                    Cause::kGone);
     }
   }
   if (o.signal_record) o.signal_record->RecordSignalWithoutListener(t.Key());
-  return Status(ErrorCode::kUnavailable, "attach: the JVM's attach socket did not appear within " +
-                                             std::to_string(o.connect_timeout.count()) +
-                                             " ms; memtrimd will not signal this JVM again");
+  return Status(ErrorCode::kUnavailable,
+                "attach: the JVM's attach socket did not appear within " +
+                    std::to_string(o.connect_timeout.count()) +
+                    " ms; memtrimd will not signal this JVM again",
+                Cause::kNoAttachListener);
 }
 
 }  // namespace

@@ -18,14 +18,16 @@
 namespace memtrimd::jvm {
 namespace {
 
-// Runs one command; records a failure in `errors` and returns nullopt.
+// Runs one command; records a failure in `errors` (and, for the first one,
+// its cause in `first_cause`) and returns nullopt.
 std::optional<std::string> Run(const JcmdExecutor& execute, const Target& t, const char* command,
                                const AttachOptions& o, std::vector<std::string>& errors,
-                               Status* attach_failure) {
+                               Cause& first_cause, Status* attach_failure) {
   Result<AttachResponse> r = execute(t, command, o);
   if (!r.ok()) {
     if (attach_failure != nullptr) *attach_failure = r.status();
     errors.push_back(std::string(command) + ": " + r.status().message());
+    if (errors.size() == 1) first_cause = r.status().cause();
     return std::nullopt;
   }
   if (r->status != 0) {
@@ -43,19 +45,20 @@ bool UnknownCommand(const std::string& output) {
 
 }  // namespace
 
-Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
+Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out, Cause& first_error_cause) {
   if (!(static_.done && static_.pid == t.pid && static_.start_ticks == t.start_ticks)) {
     StaticInfo s;
     s.pid = t.pid;
     s.start_ticks = t.start_ticks;
     Status attach;
     std::vector<std::string> errors;
-    if (auto v = Run(execute_, t, "VM.version", options_, errors, &attach)) {
+    Cause first_cause = Cause::kNone;
+    if (auto v = Run(execute_, t, "VM.version", options_, errors, first_cause, &attach)) {
       Result<JvmVersion> pv = ParseVmVersion(*v);
       if (pv.ok()) s.version = *pv;
     }
     if (!attach.ok()) return attach;  // not attachable: no point in the rest
-    if (auto f = Run(execute_, t, "VM.flags", options_, errors, nullptr)) {
+    if (auto f = Run(execute_, t, "VM.flags", options_, errors, first_cause, nullptr)) {
       auto flags = ParseVmFlags(*f);
       if (flags.ok()) {
         for (const char* name : kSettingFlags) {
@@ -63,7 +66,7 @@ Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
         }
       }
     }
-    if (auto p = Run(execute_, t, "VM.system_properties", options_, errors, nullptr)) {
+    if (auto p = Run(execute_, t, "VM.system_properties", options_, errors, first_cause, nullptr)) {
       auto props = ParseSystemProperties(*p);
       if (props.ok()) {
         for (const char* name : kSettingProperties) {
@@ -75,6 +78,7 @@ Status JvmAttachCollector::ReadStatic(const Target& t, JvmSample& out) {
     if (!s.settings.count("NativeMemoryTracking")) s.settings["NativeMemoryTracking"] = "off";
     s.done = errors.empty();
     out.command_errors = errors;
+    first_error_cause = first_cause;
     static_ = std::move(s);
   }
   out.version = static_.version;
@@ -86,10 +90,12 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
   if (t.runtime != Runtime::kJvm) return Status::Ok();
   JvmSample out;
   out.read_at = std::chrono::system_clock::now();
-  Status attach = ReadStatic(t, out);
+  Cause first_error_cause = Cause::kNone;
+  Status attach = ReadStatic(t, out, first_error_cause);
   if (!attach.ok()) {
     out.attachable = false;
     out.attach_error = attach.message();
+    out.attach_cause = attach.cause();
     sample.jvm = std::move(out);
     return attach;
   }
@@ -101,7 +107,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     out.agent_load_text = loaded.text;
   }
   if (auto nmt = Run(execute_, t, "VM.native_memory summary scale=B", options_, out.command_errors,
-                     nullptr)) {
+                     first_error_cause, nullptr)) {
     Result<NmtSummary> parsed = ParseNmtSummary(*nmt);
     if (parsed.ok()) {
       out.nmt = std::move(parsed).value();
@@ -109,7 +115,8 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
       out.command_errors.push_back("VM.native_memory: " + parsed.status().message());
     }
   }
-  if (auto heap = Run(execute_, t, "GC.heap_info", options_, out.command_errors, nullptr)) {
+  if (auto heap = Run(execute_, t, "GC.heap_info", options_, out.command_errors, first_error_cause,
+                      nullptr)) {
     Result<HeapInfo> parsed = ParseGcHeapInfo(*heap);
     if (parsed.ok()) out.gc_heap = *parsed;
   }
@@ -126,9 +133,10 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
       }
     }
   }
-  Status result = out.command_errors.empty()
-                      ? Status::Ok()
-                      : Status(ErrorCode::kUnavailable, out.command_errors.front());
+  Status result =
+      out.command_errors.empty()
+          ? Status::Ok()
+          : Status(ErrorCode::kUnavailable, out.command_errors.front(), first_error_cause);
   sample.jvm = std::move(out);
   return result;
 }
@@ -142,7 +150,7 @@ Status JvmPerfCollector::Collect(const Target& t, TargetSample& sample) {
     missing_cause_.clear();
     memory_.reset();
     memory_tried_ = false;
-    memory_error_.clear();
+    memory_error_ = Status::Ok();
     gc_base_.reset();
     gc_rates_.reset();
   }
@@ -208,6 +216,7 @@ Result<PerfData> JvmPerfCollector::ReadFile(const Target& t, TargetSample& sampl
     path_.clear();
     in_root_.clear();
     sample.jvm_perf_missing = st.message();
+    sample.jvm_perf_missing_cause = st.cause();
     return st;
   }
   return data;
@@ -223,7 +232,7 @@ Result<PerfData> JvmPerfCollector::ReadWithoutFile(const Target& t, TargetSample
     PerfDataVerdict verdict = DecidePerfDataCause(facts);
     missing_cause_ = PerfDataCauseText(verdict, facts);
     memory_tried_ = verdict.cause == PerfDataCause::kPerfDataOff;  // nothing there to read
-    memory_error_.clear();
+    memory_error_ = Status::Ok();
   }
   if (!memory_ && !memory_tried_) {
     // Found once per JVM. A JVM still starting has no perf memory yet:
@@ -232,21 +241,23 @@ Result<PerfData> JvmPerfCollector::ReadWithoutFile(const Target& t, TargetSample
     if (where.ok()) {
       memory_ = *where;
     } else {
-      memory_error_ = where.status().message();
+      memory_error_ = where.status();
       memory_tried_ = where.status().code() != ErrorCode::kNotFound ||
-                      memory_error_.find("still starting") == std::string::npos;
+                      where.status().cause() != Cause::kStarting;
     }
   }
   std::string why = missing_cause_;
   if (memory_) {
     Result<PerfData> data = ReadPerfMemory(ProcessMemory(t.pid), *memory_);
     if (data.ok()) return data;
-    memory_error_ = data.status().message();
+    memory_error_ = data.status();
   }
-  if (!memory_error_.empty())
-    why += "; reading its perf counters from its memory failed: " + memory_error_;
+  if (!memory_error_.ok())
+    why += "; reading its perf counters from its memory failed: " + memory_error_.message();
   sample.jvm_perf_missing = why;
-  return Status(ErrorCode::kNotFound, "hsperfdata: no perf data file: " + why);
+  sample.jvm_perf_missing_cause = memory_error_.cause();
+  return Status(ErrorCode::kNotFound, "hsperfdata: no perf data file: " + why,
+                FirstCause(memory_error_.cause(), Cause::kNoPerfFile));
 }
 
 // The window starts at a baseline reading and ends at the first reading at

@@ -71,7 +71,8 @@ class JvmAttachCollector : public Collector {
     std::optional<JvmVersion> version;
     std::map<std::string, std::string, std::less<>> settings;
   };
-  Status ReadStatic(const Target& target, JvmSample& out);
+  // `first_error_cause`: the cause of out.command_errors' first entry.
+  Status ReadStatic(const Target& target, JvmSample& out, Cause& first_error_cause);
 
   AttachOptions options_;
   JcmdExecutor execute_;
@@ -100,7 +101,7 @@ class JvmPerfCollector : public Collector {
   // why that could not be read (perf_memory.h).
   std::optional<PerfMemoryLocation> memory_;
   bool memory_tried_ = false;
-  std::string memory_error_;
+  Status memory_error_;  // ok: none
   // GC counters of this target at the start of the current rate window.
   struct GcBase {
     PerfGc gc;

@@ -256,7 +256,8 @@ class Resolver {
       if (!text.ok()) return text.status();
       Result<std::vector<std::string>> tokens = SplitVmOptions(*text);
       if (!tokens.ok())
-        return Status(ErrorCode::kParseError, tokens.status().message() + " " + path);
+        return Status(ErrorCode::kParseError, tokens.status().message() + " " + path,
+                      tokens.status().cause());
       for (const std::string& t : *tokens) {
         Status st = Add(t, std::string(kVmOptionsFile) + path, true);
         if (!st.ok()) return st;

@@ -127,7 +127,8 @@ Status ProcessMemory::Read(uint64_t address, std::size_t len, char* out) const {
     const int err = errno;
     if (err == EPERM) {
       return Status(ErrorCode::kPermissionDenied,
-                    "perf memory: process_vm_readv: " + NeedsCapability(Capability::kSysPtrace));
+                    "perf memory: process_vm_readv: " + NeedsCapability(Capability::kSysPtrace),
+                    Cause::kNeedsCapability);
     }
     return Status::FromErrno(err, "perf memory: process_vm_readv");
   }
@@ -199,7 +200,8 @@ Result<PerfMemoryLocation> LocatePerfMemory(const RemoteMemory& m, const VmStruc
   if (!capacity.ok()) return capacity.status();
   if (*start == 0 || *capacity < kPrologueSize) {
     return Status(ErrorCode::kNotFound,
-                  "perf memory: the JVM has none (-XX:-UsePerfData, or it is still starting)");
+                  "perf memory: the JVM has none (-XX:-UsePerfData, or it is still starting)",
+                  Cause::kStarting);
   }
   return PerfMemoryLocation{*start, *capacity};
 }

@@ -699,7 +699,7 @@ Result<std::vector<std::optional<uint64_t>>> ExportedSymbolValuesOfFile(
   }
   FileReader reader(fd, static_cast<uint64_t>(st.st_size), path);
   auto values = ExportedSymbolValues(reader, wanted, kMaxTableBytes);
-  if (!values.ok()) return Status(values.status().code(), path + ": " + values.status().message());
+  if (!values.ok()) return values.status().WithContext(path + ": ");
   return values;
 }
 
@@ -713,7 +713,7 @@ Result<ElfFunctions> ReadElfFunctionsOfFile(int fd, const std::string& path, boo
   FileReader reader(fd, static_cast<uint64_t>(st.st_size), path);
   auto read =
       with_symbols ? ReadElfFunctions(reader, max_bytes) : ReadElfIdentity(reader, max_bytes);
-  if (!read.ok()) return Status(read.status().code(), path + ": " + read.status().message());
+  if (!read.ok()) return read.status().WithContext(path + ": ");
   return read;
 }
 
@@ -735,7 +735,7 @@ Result<std::optional<Allocator>> StaticAllocator(const Target& t) {
   FileReader reader(fd, static_cast<uint64_t>(st.st_size), path);
   auto names = DefinedSymbols(reader, AllocatorApiSymbols(), kMaxTableBytes);
   if (!names.ok()) {
-    return Status(names.status().code(), path + ": " + names.status().message());
+    return names.status().WithContext(path + ": ");
   }
   return AllocatorFromSymbols(*names);
 }

@@ -83,7 +83,8 @@ Result<GroupState> ReadGroup(const std::string& proc_dir) {
     }
     if (UseLiveThread(group, g)) return g;
   }
-  return Status(ErrorCode::kNotFound, "pid " + std::to_string(g.leader.pid) + " exited (zombie)");
+  return Status(ErrorCode::kNotFound, "pid " + std::to_string(g.leader.pid) + " exited (zombie)",
+                Cause::kGone);
 }
 
 }  // namespace

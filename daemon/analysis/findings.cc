@@ -154,55 +154,52 @@ std::optional<RiskFinding> NioCacheRisk(const TargetSample& s) {
                          "-Djdk.nio.maxCachedBufferSize=262144 to bound it"};
 }
 
-bool Has(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
-// What to do about an error whose text says it: a capability memtrimd lacks
-// (access.h words those "needs CAP_..."), a process that is gone, a
-// deadline. "" when the text says none of these.
-std::string ErrorAction(std::string_view error) {
-  if (Has(error, "(needs CAP_")) {
-    return "give memtrimd the capability named (securityContext.capabilities.add in a pod), or "
-           "run it as the target's user";
+// What to do about an error whatever read it: a capability memtrimd lacks
+// (access.h), a process that is gone, a deadline. "" for any other cause.
+std::string ErrorAction(Cause cause) {
+  switch (cause) {
+    case Cause::kNeedsCapability:
+    case Cause::kNeedsCapabilityOrRoot:
+      return "give memtrimd the capability named (securityContext.capabilities.add in a pod), or "
+             "run it as the target's user";
+    case Cause::kGone:
+      return "nothing to do: the process exited, and leaves this page with the next sample";
+    case Cause::kDeadline:
+      return "nothing to do at once: memtrimd asks again at its next read; if it keeps timing "
+             "out, the target is stalled or starved of CPU";
+    default:
+      return "";
   }
-  if (Has(error, " is gone") || Has(error, " exited")) {
-    return "nothing to do: the process exited, and leaves this page with the next sample";
-  }
-  if (Has(error, "timed out") || Has(error, "deadline")) {
-    return "nothing to do at once: memtrimd asks again at its next read; if it keeps timing out, "
-           "the target is stalled or starved of CPU";
-  }
-  return "";
 }
 
 // What to do when the JVM's attach socket cannot be used (the attach
-// client's and SignalVerdictText's words).
-std::string AttachAction(std::string_view error) {
-  if (std::string a = ErrorAction(error); !a.empty()) return a;
-  if (Has(error, "DisableAttachMechanism")) {
-    return "start the JVM without -XX:+DisableAttachMechanism; NMT, JVM flags and malloc "
-           "statistics need the attach socket";
+// client's causes).
+std::string AttachAction(Cause cause) {
+  if (std::string a = ErrorAction(cause); !a.empty()) return a;
+  switch (cause) {
+    // Options memtrimd cannot read all of leave -XX:+DisableAttachMechanism
+    // possible: the same advice.
+    case Cause::kAttachDisabled:
+    case Cause::kJvmOptionsUnknown:
+      return "start the JVM without -XX:+DisableAttachMechanism; NMT, JVM flags and malloc "
+             "statistics need the attach socket";
+    case Cause::kNotHotspot:
+      return "nothing to do: memtrimd attaches to HotSpot JVMs only (heap figures still come "
+             "from hsperfdata when the JVM writes it)";
+    case Cause::kStarting:
+      return "nothing to do yet: memtrimd tries again on the next --jvm.interval";
+    case Cause::kNoAttachListener:
+      return "start the JVM with -XX:+StartAttachListener (its attach socket then exists from the "
+             "start and needs no signal), and check that memtrimd sees the JVM's /tmp, where the "
+             "socket is made (shareProcessNamespace in a pod)";
+    default:
+      return "run 'memtrimd jcmd <pid> VM.version' beside memtrimd to see the same error by hand";
   }
-  if (Has(error, "not a HotSpot JVM")) {
-    return "nothing to do: memtrimd attaches to HotSpot JVMs only (heap figures still come from "
-           "hsperfdata when the JVM writes it)";
-  }
-  if (Has(error, "still starting") || Has(error, "SIGQUIT is not caught")) {
-    return "nothing to do yet: memtrimd tries again on the next --jvm.interval";
-  }
-  if (Has(error, "-Xrs") || Has(error, "at most once") || Has(error, "did not appear within") ||
-      Has(error, "cannot read all of its options") || Has(error, "signalling is off")) {
-    return "start the JVM with -XX:+StartAttachListener (its attach socket then exists from the "
-           "start and needs no signal), and check that memtrimd sees the JVM's /tmp, where the "
-           "socket is made (shareProcessNamespace in a pod)";
-  }
-  return "run 'memtrimd jcmd <pid> VM.version' beside memtrimd to see the same error by hand";
 }
 
 // What to do when the loaded agent does not answer.
-std::string AgentAction(std::string_view error) {
-  if (std::string a = ErrorAction(error); !a.empty()) return a;
+std::string AgentAction(Cause cause) {
+  if (std::string a = ErrorAction(cause); !a.empty()) return a;
   return "memtrimd asks again every --smaps.interval; if this stays, the agent's own line on the "
          "target's stderr says why it did not serve its socket";
 }
@@ -377,7 +374,7 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   if (s.jvm && !s.jvm->attachable) {
     out.push_back(
         {"NMT, JVM flags, direct memory", With("the JVM is not attachable: " + s.jvm->attach_error,
-                                               AttachAction(s.jvm->attach_error))});
+                                               AttachAction(s.jvm->attach_cause))});
   }
   if (s.jvm && s.jvm->attachable && s.jvm->nmt && !s.jvm->nmt->enabled) {
     out.push_back({"NMT categories and memory outside NMT",
@@ -390,7 +387,7 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
                        ? "libmemtrimd_agent.so is not preloaded into the JVM (start it with "
                          "LD_PRELOAD=libmemtrimd_agent.so to read BufferPoolMXBean's figures)"
                    : !s.agent_unreachable.empty()
-                       ? With(s.jvm_buffers_missing, AgentAction(s.agent_unreachable))
+                       ? With(s.jvm_buffers_missing, AgentAction(s.agent_unreachable_cause))
                        : s.jvm_buffers_missing});
   }
   // Another allocator serves malloc: glibc's figures are not missing, they
@@ -408,7 +405,7 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
                                 "preload the libmemtrimd_agent.so of this memtrimd's version")
                      : !s.agent_unreachable.empty()
                          ? With("the agent does not answer: " + s.agent_unreachable,
-                                AgentAction(s.agent_unreachable))
+                                AgentAction(s.agent_unreachable_cause))
                          : "libmemtrimd_agent.so is not preloaded (start the program with "
                            "LD_PRELOAD=libmemtrimd_agent.so to read them)"});
     }
@@ -421,7 +418,7 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
             "JVM to read them";
     } else if (!s.agent_unreachable.empty()) {
       why = With("the agent does not answer: " + s.agent_unreachable,
-                 AgentAction(s.agent_unreachable));
+                 AgentAction(s.agent_unreachable_cause));
     } else if (s.agent_loaded) {
       why =
           "not read yet: the agent is asked on every --smaps.interval, the first time within "
@@ -466,7 +463,7 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   if (is_jvm && !s.jvm_perf) {
     out.push_back(
         {"GC counters", !s.jvm_perf_missing.empty()
-                            ? With(s.jvm_perf_missing, ErrorAction(s.jvm_perf_missing))
+                            ? With(s.jvm_perf_missing, ErrorAction(s.jvm_perf_missing_cause))
                             : "no hsperfdata (the JVM's uid has no user name, it runs with "
                               "-XX:-UsePerfData or -XX:+PerfDisableSharedMem, or its file is "
                               "not reachable); let memtrimd see the JVM's /tmp, where "
@@ -485,10 +482,10 @@ std::vector<MissingFigure> MissingFigures(const TargetSample& s) {
   return out;
 }
 
-std::string CollectorErrorAction(std::string_view collector, std::string_view error) {
-  if (collector == "jvm") return AttachAction(error);
-  if (collector == "agent") return AgentAction(error);
-  if (std::string a = ErrorAction(error); !a.empty()) return a;
+std::string CollectorErrorAction(std::string_view collector, Cause cause) {
+  if (collector == "jvm") return AttachAction(cause);
+  if (collector == "agent") return AgentAction(cause);
+  if (std::string a = ErrorAction(cause); !a.empty()) return a;
   if (collector == "glibc") {
     return "reading /proc/<pid>/smaps needs the target's user or CAP_SYS_PTRACE; memtrimd reads "
            "it again every --smaps.interval";
@@ -500,7 +497,7 @@ std::string CollectorErrorAction(std::string_view collector, std::string_view er
   if (collector == "hsperfdata") {
     // The collector names the cause it found (a uid without a name, or the
     // flag that is set) and what the JVM needs.
-    if (Has(error, "no perf data file: ")) {
+    if (cause == Cause::kNoPerfFile) {
       return "memtrimd looks for the file again every sample";
     }
     return "let memtrimd see the JVM's /tmp (shareProcessNamespace in a pod)";

@@ -98,8 +98,8 @@ struct MissingFigure {
 std::vector<MissingFigure> MissingFigures(const TargetSample& s);
 
 // What to do about a collector's failure (CollectorOutcome's name and
-// error), in a few plain words: never empty.
-std::string CollectorErrorAction(std::string_view collector, std::string_view error);
+// cause), in a few plain words: never empty.
+std::string CollectorErrorAction(std::string_view collector, Cause cause);
 
 // Advice on the target's malloc environment (MALLOC_ARENA_MAX, ...): empty
 // when there is nothing to say.

@@ -315,7 +315,7 @@ void RenderFindings(std::string& out, const TargetSnapshot& ts, const TrimStats*
     if (!o.success) {
       out += "<li data-finding=\"collector\">The " + HtmlEscape(o.name) +
              " collector failed: " + HtmlEscape(o.error) + ". <span class=\"todo\">What to do: " +
-             HtmlEscape(CollectorErrorAction(o.name, o.error)) + ".</span></li>\n";
+             HtmlEscape(CollectorErrorAction(o.name, o.cause)) + ".</span></li>\n";
     }
   }
   out += "</ul>\n";

@@ -12,19 +12,17 @@
 namespace memtrimd::report {
 namespace {
 
-// What to do about an unreachable agent, from the client's reason.
-std::string AgentHint(std::string_view why) {
-  if (why.find("no socket at") != std::string_view::npos) {
+// What to do about an unreachable agent, from the cause of the client's
+// reason.
+std::string AgentHint(Cause why) {
+  if (why == Cause::kNoSocket) {
     return " (the agent did not start; it says why on the program's stderr, e.g. a socket path "
            "it cannot bind)";
   }
-  // The reason already names the capability memtrimd lacks (a node agent
-  // without CAP_DAC_OVERRIDE): nothing to add.
-  if (why.find("(needs CAP_") != std::string_view::npos &&
-      why.find(" or root)") == std::string_view::npos) {
-    return "";
-  }
-  if (why.find("permission denied") != std::string_view::npos) {
+  // A capability or root (kNeedsCapability alone already names the
+  // capability memtrimd lacks, a node agent without CAP_DAC_OVERRIDE:
+  // nothing to add).
+  if (why == Cause::kNeedsCapabilityOrRoot) {
     return " (the program made the socket as root and changed uid without glibc's setuid: run "
            "memtrimd as root)";
   }
@@ -165,11 +163,11 @@ void TrimBackendText(TextTable& t, const TargetSnapshot& ts, const AllocatorView
           "'s own release call (" + ReleaseCallOf(alloc.allocator) + ")" +
           (s.agent_unreachable.empty()
                ? ""
-               : "; unreachable now: " + s.agent_unreachable + AgentHint(s.agent_unreachable)));
+               : "; unreachable now: " + s.agent_unreachable + AgentHint(s.agent_unreachable_cause)));
   } else if (!s.agent_unreachable.empty()) {
     // Loaded is not enough: say plainly that trims cannot work, and why.
     t.Say("backend: agent loaded but unreachable: " + s.agent_unreachable +
-          AgentHint(s.agent_unreachable));
+          AgentHint(s.agent_unreachable_cause));
   } else {
     t.Say("backend: agent (libmemtrimd_agent.so is loaded and answers)");
   }

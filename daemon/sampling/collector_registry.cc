@@ -55,6 +55,7 @@ const CollectorDecl kCollectors[] = {
      [](const TargetSample& from, TargetSample& to) {
        to.agent_loaded = from.agent_loaded;
        to.agent_unreachable = from.agent_unreachable;
+       to.agent_unreachable_cause = from.agent_unreachable_cause;
        to.jvm_buffers = from.jvm_buffers;
        to.jvm_buffers_missing = from.jvm_buffers_missing;
        // The allocator's own figures come only from here: without them the

@@ -54,7 +54,7 @@ void SampleTarget(std::vector<CollectorSlot>& slots, bool force, const TargetSna
     Status st = slot.collector->Collect(out.target, out.sample);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     slot.last_run = now;
-    out.collectors.push_back({name, st.ok(), secs, st.ok() ? "" : st.message()});
+    out.collectors.push_back({name, st.ok(), secs, st.ok() ? "" : st.message(), st.cause()});
   }
 }
 

@@ -210,10 +210,11 @@ TargetScan Scheduler::UpdateSidecarTarget() {
             std::chrono::duration_cast<std::chrono::milliseconds>(search_->elapsed()).count()) +
         " ms: a read of a process waits (its memory map held locked, or a path on a stuck "
         "filesystem)";
-    if (last_no_target_reason_.rfind("the search for the target", 0) != 0) {
+    if (!last_no_target_was_search_) {
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
     }
     last_no_target_reason_ = no_target_reason;
+    last_no_target_was_search_ = true;
     return scan;
   }
   Result<Target> t = std::exchange(search_, nullptr)->Take();
@@ -228,6 +229,7 @@ TargetScan Scheduler::UpdateSidecarTarget() {
   logged_.selector_stalled = stalled;
   if (!t.ok()) {
     no_target_reason = t.status().message();
+    last_no_target_was_search_ = false;
     if (no_target_reason != last_no_target_reason_) {
       log::Warn("no target", {{"rule", selector_->Describe()}, {"reason", no_target_reason}});
       last_no_target_reason_ = no_target_reason;
@@ -235,6 +237,7 @@ TargetScan Scheduler::UpdateSidecarTarget() {
     return scan;
   }
   last_no_target_reason_.clear();
+  last_no_target_was_search_ = false;
   Add(*t);
   return scan;
 }

@@ -120,6 +120,9 @@ class Scheduler {
   // Sidecar: why there was no target when it was last logged (a reason is
   // logged when it changes).
   std::string last_no_target_reason_;
+  // The last reason was a search still running (logged once, whatever its
+  // growing duration says).
+  bool last_no_target_was_search_ = false;
   std::shared_ptr<const Snapshot> previous_;
   uint64_t sequence_ = 0;
 

@@ -127,7 +127,8 @@ void SlowSource::Run(const std::shared_ptr<State>& s) {
     Status st = s->collector->Collect(target, run->sample);
     auto t1 = std::chrono::steady_clock::now();
     run->outcome = {std::string(s->collector->Name()), st.ok(),
-                    std::chrono::duration<double>(t1 - t0).count(), st.ok() ? "" : st.message()};
+                    std::chrono::duration<double>(t1 - t0).count(), st.ok() ? "" : st.message(),
+                    st.cause()};
 
     lock.lock();
     if (generation != s->generation) continue;  // the target changed meanwhile

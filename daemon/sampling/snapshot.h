@@ -19,7 +19,8 @@ struct CollectorOutcome {
   std::string name;
   bool success = false;
   double duration_seconds = 0;
-  std::string error;  // empty on success
+  std::string error;           // empty on success
+  Cause cause = Cause::kNone;  // the error's, for the advice
 };
 
 // One watched target within a snapshot.

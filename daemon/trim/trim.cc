@@ -118,26 +118,18 @@ TrimMeasure MeasureForTrim(const Target& t, const TrimOptions& o) {
   return m;
 }
 
-namespace {
-
-// Label for memtrimd_trim_runs_total{result="failure"}.
-std::string FailureReason(const Status& st) {
+std::string TrimFailureReason(const Status& st) {
   switch (st.code()) {
     case ErrorCode::kNotFound:
       return "target_gone";
     case ErrorCode::kPermissionDenied:
       return "permission";
     case ErrorCode::kUnavailable:
-      return st.message().find("deadline") != std::string::npos ||
-                     st.message().find("timed out") != std::string::npos
-                 ? "deadline"
-                 : "unavailable";
+      return st.cause() == Cause::kDeadline ? "deadline" : "unavailable";
     default:
       return "error";
   }
 }
-
-}  // namespace
 
 Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
   Result<TrimBackendKind> backend = ResolveBackend(t, o.backend);
@@ -156,7 +148,7 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
     r.call = "System.trim_native_heap";
     Result<jvm::AttachResponse> resp = jvm::ExecuteJcmd(t, "System.trim_native_heap", a);
     if (!resp.ok()) {
-      r.reason = FailureReason(resp.status());
+      r.reason = TrimFailureReason(resp.status());
       r.error = resp.status().message();
     } else if (resp->status != 0 ||
                resp->output.find("Unknown diagnostic command") != std::string::npos) {
@@ -178,7 +170,7 @@ Result<TrimResult> TrimNow(const Target& t, const TrimOptions& o) {
     a.timeout = o.timeout;
     Result<agent::AgentTrim> at = agent::AgentTrimNow(t, a);
     if (!at.ok()) {
-      r.reason = FailureReason(at.status());
+      r.reason = TrimFailureReason(at.status());
       r.error = at.status().message();
     } else {
       r.success = true;

@@ -125,6 +125,11 @@ Target WithAgentsAllocator(Target target, const TargetSample& sample);
 // backend that fails or overruns is a TrimResult with success = false.
 Result<TrimResult> TrimNow(const Target& target, const TrimOptions& options);
 
+// The reason label of memtrimd_trim_runs_total{result="failure"} for a
+// backend call that failed with `st` (target_gone, permission, deadline,
+// unavailable, error): from its code and cause.
+std::string TrimFailureReason(const Status& st);
+
 // Reads the measurements TrimNow takes before and after.
 TrimMeasure MeasureForTrim(const Target& target, const TrimOptions& options);
 

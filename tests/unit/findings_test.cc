@@ -412,11 +412,13 @@ TEST(Findings, MissingFiguresSayWhatToDo) {
   s.jvm->attach_error =
       "attach: the JVM's attach socket did not appear within 2000 ms; memtrimd will not signal "
       "this JVM again";
+  s.jvm->attach_cause = Cause::kNoAttachListener;
   EXPECT_NE(WhyOf(s, "NMT, JVM flags").find("-XX:+StartAttachListener"), std::string::npos)
       << WhyOf(s, "NMT, JVM flags");
   s.jvm->attach_error =
       "attach: not signalling: the JVM's attach socket is owner-only: permission denied (needs "
       "CAP_DAC_OVERRIDE or the target's uid)";
+  s.jvm->attach_cause = Cause::kNeedsCapability;
   EXPECT_NE(WhyOf(s, "NMT, JVM flags").find("give memtrimd the capability"), std::string::npos);
   EXPECT_NE(WhyOf(s, "malloc statistics").find("attach socket"), std::string::npos);
 
@@ -427,6 +429,7 @@ TEST(Findings, MissingFiguresSayWhatToDo) {
   s.agent_loaded = true;
   EXPECT_NE(WhyOf(s, "malloc statistics").find("every --smaps.interval"), std::string::npos);
   s.agent_unreachable = "agent: no socket at /proc/9/root/tmp/memtrimd-agent.9";
+  s.agent_unreachable_cause = Cause::kNoSocket;
   EXPECT_NE(WhyOf(s, "malloc statistics").find("stderr"), std::string::npos);
 
   GlibcHeaps g;
@@ -437,16 +440,15 @@ TEST(Findings, MissingFiguresSayWhatToDo) {
 }
 
 TEST(Findings, EveryCollectorFailureSaysWhatToDo) {
-  EXPECT_NE(CollectorErrorAction("glibc", "open /proc/77/smaps: Permission denied")
-                .find("CAP_SYS_PTRACE"),
-            std::string::npos);
-  EXPECT_NE(CollectorErrorAction("jvm", "attach: process 9 is gone").find("exited"),
-            std::string::npos);
-  EXPECT_NE(CollectorErrorAction("cgroup", "open memory.max: No such file or directory")
-                .find("--target.memory-limit"),
+  // "open /proc/77/smaps: Permission denied": no capability named.
+  EXPECT_NE(CollectorErrorAction("glibc", Cause::kNone).find("CAP_SYS_PTRACE"), std::string::npos);
+  // "attach: process 9 is gone"
+  EXPECT_NE(CollectorErrorAction("jvm", Cause::kGone).find("exited"), std::string::npos);
+  // "open memory.max: No such file or directory"
+  EXPECT_NE(CollectorErrorAction("cgroup", Cause::kNone).find("--target.memory-limit"),
             std::string::npos);
   for (const char* c : {"process", "cgroup", "hsperfdata", "agent", "jvm", "glibc", "other"}) {
-    EXPECT_FALSE(CollectorErrorAction(c, "something odd").empty()) << c;
+    EXPECT_FALSE(CollectorErrorAction(c, Cause::kNone).empty()) << c;
   }
 }
 

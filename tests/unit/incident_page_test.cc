@@ -316,6 +316,7 @@ TEST(IncidentPage, DirectChartDrawsNmtOtherAsAnUpperBoundWithoutTheAgent) {
   TargetSnapshot none = JvmTarget();
   none.sample.jvm->attachable = false;
   none.sample.jvm->attach_error = "attach: process 50 is gone";
+  none.sample.jvm->attach_cause = Cause::kGone;
   SampleHistory empty(1h);
   snap = OneTarget(none, &empty);
   html = RenderIncidentPage(&snap, nullptr, &empty, {}).html;
