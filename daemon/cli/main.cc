@@ -11,6 +11,7 @@
 
 #include "collectors/jvm/agent_load.h"
 #include "collectors/procfs/target_reader.h"
+#include "collectors/symbols/target_elf.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"
 #include "daemon/base/units.h"
@@ -34,10 +35,6 @@
 namespace memtrimd {
 namespace {
 
-// Symbol tables of the files targets map, shared by every target's sites
-// (--collector.sites); a libjvm.so's functions take about 3 MiB.
-constexpr std::size_t kSymbolCacheBytes = 24u << 20;
-
 TargetRule RuleFrom(const DaemonConfig& c) {
   TargetRule r;
   if (c.target_pid) {
@@ -53,11 +50,19 @@ TargetRule RuleFrom(const DaemonConfig& c) {
   return r;
 }
 
+// The run's one cache of ELF function tables, for every target's sites
+// (--collector.sites): a library all JVMs map is read once, and its cap is
+// the one figure to charge it with.
+std::shared_ptr<symbols::SymbolCache> MakeSymbolCache() {
+  return std::make_shared<symbols::SymbolCache>(symbols::kSymbolCacheBytes);
+}
+
 int RunInspectCommand(const InspectConfig& c) {
   Result<Target> target = procfs::ReadTarget("/proc", c.pid);
   if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
   CollectorOptions options = c.collector;
   options.sites_turn_on = false;
+  options.symbol_cache = MakeSymbolCache();
   std::vector<CollectorSlot> slots = BuildCollectors(options, {{"sites", c.sites}});
   TargetSnapshot ts;
   ts.target = *target;
@@ -176,9 +181,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   SchedulerOptions sampling;
   sampling.interval = c.sample_interval;
   sampling.collector = c.collector;
-  // One cache of ELF function tables for every target's sites: a library
-  // all JVMs map is read once.
-  sampling.collector.symbol_cache = std::make_shared<symbols::SymbolCache>(kSymbolCacheBytes);
+  sampling.collector.symbol_cache = MakeSymbolCache();
   sampling.switches = c.collectors;
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;

@@ -413,7 +413,7 @@ void Scheduler::TickTargets(const std::set<Key>* only) {
   std::map<Key, std::string> sources;
   for (const TargetSnapshot& ts : snap->targets) {
     sources[{ts.target.pid, ts.target.start_ticks}] =
-        ts.sample.malloc ? ts.sample.malloc->source : "";
+        ts.sample.malloc ? std::string(MallocSourceName(ts.sample.malloc->source)) : "";
   }
   previous_ = snap;
   store_.Publish(std::move(snap));
