@@ -1,5 +1,5 @@
 // elf_symbols_bench: what telling a statically linked allocator costs, once
-// per target at discovery: procfs::StaticAllocator (open <proc_dir>/exe,
+// per target at discovery: elf::StaticAllocator (open <proc_dir>/exe,
 // pread the ELF header, section headers and symbol tables, match the
 // allocator API names) on each executable named on the command line.
 //
@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "collectors/common/target.h"
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 
 namespace {
 
 using memtrimd::Status;
 using memtrimd::Target;
-using memtrimd::procfs::ElfReader;
+using memtrimd::elf::ElfReader;
 
 // Counts the bytes DefinedSymbols asks for.
 class CountingReader : public ElfReader {
@@ -40,7 +40,7 @@ class CountingReader : public ElfReader {
 
  private:
   std::string bytes_;
-  memtrimd::procfs::ElfBytes image_;
+  memtrimd::elf::ElfBytes image_;
 };
 
 std::string ReadAll(const std::string& path) {
@@ -71,22 +71,22 @@ int main(int argc, char** argv) {
     std::string bytes = ReadAll(path);
     double file_bytes = static_cast<double>(bytes.size());
     CountingReader counter(std::move(bytes));
-    auto names = memtrimd::procfs::DefinedSymbols(counter, memtrimd::procfs::AllocatorApiSymbols(),
-                                                  16 * 1024 * 1024);
+    auto names = memtrimd::elf::DefinedSymbols(counter, memtrimd::elf::AllocatorApiSymbols(),
+                                               16 * 1024 * 1024);
     double table_bytes = static_cast<double>(counter.total);
     Target t;
     t.proc_dir = dirs.back();
     std::string verdict = "none";
     if (!names.ok()) {
       verdict = "error: " + names.status().message();
-    } else if (auto a = memtrimd::procfs::AllocatorFromSymbols(*names)) {
+    } else if (auto a = memtrimd::elf::AllocatorFromSymbols(*names)) {
       verdict = memtrimd::AllocatorName(*a);
     }
     std::string label = std::filesystem::path(path).filename().string() + " (" + verdict + ")";
     benchmark::RegisterBenchmark(("StaticAllocator/" + label).c_str(),
                                  [t, file_bytes, table_bytes](benchmark::State& state) {
                                    for (auto _ : state) {
-                                     auto r = memtrimd::procfs::StaticAllocator(t);
+                                     auto r = memtrimd::elf::StaticAllocator(t);
                                      benchmark::DoNotOptimize(r);
                                    }
                                    state.counters["file_bytes"] = file_bytes;

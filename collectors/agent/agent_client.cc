@@ -53,13 +53,11 @@ std::vector<std::string> FallbackSocketPaths(const Target& t, const std::string&
   if (slash == std::string::npos) return out;
   const std::string dir = default_path.substr(0, slash);
   const std::string prefix = default_path.substr(slash + 1) + ".";
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return out;
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd), ::closedir);
-  if (!d) {
-    ::close(fd);
-    return out;
-  }
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return out;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd.get()), ::closedir);
+  if (!d) return out;
+  fd.release();  // closedir closes it now
   std::size_t read = 0;
   while (struct dirent* e = ::readdir(d.get())) {
     if (++read > kMaxEntriesRead || out.size() >= kMaxFallbacks) break;

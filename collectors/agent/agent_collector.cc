@@ -114,8 +114,8 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   }
   Result<jvm::MallocInfo> info = jvm::ParseMallocInfo(*xml);
   if (!info.ok()) return info.status();
-  out.malloc = MallocStats{std::move(info).value(), "agent", std::chrono::system_clock::now(),
-                           std::chrono::steady_clock::now()};
+  out.malloc = MallocStats{std::move(info).value(), MallocSource::kAgent,
+                           std::chrono::system_clock::now(), std::chrono::steady_clock::now()};
   return status;
 }
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "collectors/common/status.h"
-#include "collectors/sample.h"
+#include "collectors/jvm/jvm_figures.h"
 
 namespace memtrimd::agent {
 

@@ -102,7 +102,7 @@ std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& pro
   return text::ToValidUtf8(name);
 }
 
-SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry> maps,
+SiteProfile BuildSiteProfile(AgentSites raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
                              uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now) {
   SiteProfile p;

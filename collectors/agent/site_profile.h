@@ -71,7 +71,7 @@ inline constexpr std::size_t kSiteNameFrames = 3;
 // against `maps` (the target's, read right after the answer), and the
 // sites named. Pure over its inputs. `monotonic_now_ns` and `now` are the
 // same instant on the two clocks (for started_at).
-SiteProfile BuildSiteProfile(AgentSites raw, std::span<const symbols::MapsEntry> maps,
+SiteProfile BuildSiteProfile(AgentSites raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
                              uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now);
 

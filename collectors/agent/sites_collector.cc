@@ -6,8 +6,8 @@
 
 #include "collectors/agent/agent_sites.h"
 #include "collectors/common/file_reader.h"
+#include "collectors/procfs/maps.h"
 #include "collectors/sample.h"
-#include "collectors/symbols/maps_text.h"
 
 namespace memtrimd::agent {
 
@@ -94,11 +94,10 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
   // stack is in code still mapped (a library unloaded since is [unknown]).
   Result<std::string> maps_text = ReadSmallFile(target.proc_dir + "/maps", kMaxMapsBytes);
   if (!maps_text.ok()) return maps_text.status();
-  Result<std::vector<symbols::MapsEntry>> maps = symbols::ParseMaps(*maps_text);
+  Result<std::vector<procfs::MapsEntry>> maps = procfs::ParseMaps(*maps_text);
   if (!maps.ok()) return maps.status();
-  std::shared_ptr<symbols::SymbolCache> cache = options_.symbol_cache;
-  if (!cache) cache = std::make_shared<symbols::SymbolCache>(64u << 20);
-  symbols::TargetElfSource source(target, *cache);
+  if (!options_.symbol_cache) return Status(ErrorCode::kInternal, "sites: no symbol cache");
+  symbols::TargetElfSource source(target, *options_.symbol_cache);
   out.sites = std::make_shared<const SiteProfile>(
       BuildSiteProfile(std::move(sites).value(), *maps, source, options_.max_stacks, mono, now));
   out.sites_missing.clear();

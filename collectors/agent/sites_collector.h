@@ -22,6 +22,7 @@ struct SitesOptions {
   uint64_t period = 512u << 10;  // mean bytes between samples
   std::size_t max_stacks = 256;  // stacks kept per target; the rest are summed
   AgentOptions agent;
+  // Shared by every target (made where the program starts); required.
   std::shared_ptr<symbols::SymbolCache> symbol_cache;
   // False: only read; a sampler that is off stays off (inspect --sites).
   bool turn_on = true;

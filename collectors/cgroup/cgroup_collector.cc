@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "collectors/cgroup/cgroup_files.h"
+#include "collectors/cgroup/cgroup_memory.h"
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/common/file_reader.h"
-#include "collectors/common/private_socket.h"
+#include "collectors/common/unique_fd.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::cgroup {

@@ -8,47 +8,21 @@
 #include <cstring>
 
 namespace memtrimd {
-namespace {
-
-// Closes the descriptor on every return path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
-
 namespace detail {
 
-Result<int> OpenForRead(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+Result<UniqueFd> OpenForRead(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK));
+  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "stat " + path);
-  }
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
     return Status(ErrorCode::kUnavailable, "open " + path + ": not a regular file");
   }
   // A regular file: reads behave as they always do (and a filesystem that
   // honoured O_NONBLOCK would answer EAGAIN instead of data).
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::FromErrno(err, "fcntl " + path);
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::FromErrno(errno, "fcntl " + path);
   }
   return fd;
 }
@@ -63,9 +37,9 @@ ssize_t ReadRetry(int fd, char* buf, std::size_t n) {
 }  // namespace detail
 
 Result<std::string> ReadSmallFile(const std::string& path, std::size_t max_bytes) {
-  Result<int> opened = detail::OpenForRead(path);
+  Result<UniqueFd> opened = detail::OpenForRead(path);
   if (!opened.ok()) return opened.status();
-  Fd fd(*opened);
+  const UniqueFd fd = std::move(opened).value();
   std::string out;
   std::array<char, 4096> buf;
   for (;;) {

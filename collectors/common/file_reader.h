@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "collectors/common/status.h"
+#include "collectors/common/unique_fd.h"
 
 namespace memtrimd {
 
@@ -25,7 +26,7 @@ namespace detail {
 // known to be regular, so a FIFO put where a /proc, cgroup or perf data file
 // is expected fails at once instead of blocking until someone writes to it.
 // The descriptor, or why not.
-Result<int> OpenForRead(const std::string& path);
+Result<UniqueFd> OpenForRead(const std::string& path);
 // read(2), retried on EINTR.
 ssize_t ReadRetry(int fd, char* buf, std::size_t n);
 }  // namespace detail
@@ -36,13 +37,10 @@ ssize_t ReadRetry(int fd, char* buf, std::size_t n);
 // per-line call inlines: smaps has ~25 lines per mapping.
 template <typename OnLine>
 Status ForEachLine(const std::string& path, std::size_t max_bytes, OnLine&& on_line) {
-  Result<int> opened = detail::OpenForRead(path);
+  Result<UniqueFd> opened = detail::OpenForRead(path);
   if (!opened.ok()) return opened.status();
-  const int fd = *opened;
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const UniqueFd owned = std::move(opened).value();
+  const int fd = owned.get();
   // 64 KiB: a /proc line is far shorter. On the heap, not thread_local: a
   // static TLS block is reserved in every thread of the process (civetweb's
   // workers run on 100 KiB stacks that must hold it), once per instantiation.

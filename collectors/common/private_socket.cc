@@ -55,18 +55,6 @@ Status CheckSocketFile(const Target& t, const std::string& path, std::string_vie
 
 }  // namespace
 
-UniqueFd::~UniqueFd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
 Result<UniqueFd> ConnectPrivateSocket(const Target& t, const std::string& path,
                                       SocketClock::time_point deadline, std::string_view who,
                                       SocketFailure* failure, SocketOwner owner) {

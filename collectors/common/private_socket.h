@@ -13,30 +13,11 @@
 
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
+#include "collectors/common/unique_fd.h"
 
 namespace memtrimd {
 
 using SocketClock = std::chrono::steady_clock;
-
-// Owns a file descriptor.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd();
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 // Why a connection failed, for callers that react differently (the attach
 // client signals the JVM when there is no socket or a stale one).

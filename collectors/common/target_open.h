@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "collectors/common/private_socket.h"
 #include "collectors/common/target.h"
+#include "collectors/common/unique_fd.h"
 
 namespace memtrimd {
 

@@ -4,9 +4,10 @@
 #include <chrono>
 
 #include "collectors/common/file_reader.h"
+#include "collectors/glibc/glibc_heaps.h"
 #include "collectors/glibc/heap_info.h"
-#include "collectors/glibc/pagemap.h"
 #include "collectors/glibc/rss_breakdown.h"
+#include "collectors/procfs/pagemap.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"
@@ -72,9 +73,9 @@ Status GlibcHeapCollector::Collect(const Target& target, TargetSample& out) {
   if (options_.confirm_with_heap_info && !g.heaps.empty()) {
     // pagemap: whether a merged candidate's header page exists, and its
     // heap's resident pages. Opened only when there is a merged candidate.
-    std::unique_ptr<PageResidency> pagemap;
+    std::unique_ptr<procfs::PageResidency> pagemap;
     if (any_merged) {
-      Result<std::unique_ptr<PageResidency>> pm = options_.open_pages(target.proc_dir);
+      Result<std::unique_ptr<procfs::PageResidency>> pm = options_.open_pages(target.proc_dir);
       if (pm.ok()) {
         pagemap = std::move(pm).value();
       } else {

@@ -10,7 +10,7 @@
 #include "collectors/common/collector.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/heap_info.h"
-#include "collectors/glibc/pagemap.h"
+#include "collectors/procfs/pagemap.h"
 #include "collectors/procfs/smaps.h"
 
 namespace memtrimd::glibc {
@@ -23,7 +23,7 @@ struct GlibcHeapOptions {
   HeapInfoReader read_heap_info = ReadHeapInfo;
   // Where the pages' residency comes from: the target's pagemap, unless a
   // recording is replayed.
-  PageResidencyOpener open_pages = OpenPagemap;
+  procfs::PageResidencyOpener open_pages = procfs::OpenPagemap;
   // A smaps larger than this is refused rather than read (65,530 mappings,
   // the kernel's default map count limit, is about 80 MiB of smaps).
   std::size_t max_smaps_bytes = 256u << 20;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "collectors/common/access.h"
-#include "collectors/glibc/pagemap.h"
+#include "collectors/procfs/pagemap.h"
 
 namespace memtrimd::glibc {
 
@@ -132,7 +132,7 @@ Result<HeapInfo> ReadHeapInfo(pid_t pid, uint64_t address) {
 }
 
 Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size,
-                         const PageResidency* pagemap, const HeapInfoReader& read) {
+                         const procfs::PageResidency* pagemap, const HeapInfoReader& read) {
   std::vector<std::optional<HeapInfo>> headers(heaps.size());
   Status stopped;
   for (std::size_t i = 0; i < heaps.size(); ++i) {

@@ -15,9 +15,11 @@
 #include "collectors/common/status.h"
 #include "collectors/glibc/arena_heap.h"
 
-namespace memtrimd::glibc {
-
+namespace memtrimd::procfs {
 class PageResidency;
+}  // namespace memtrimd::procfs
+
+namespace memtrimd::glibc {
 
 struct HeapInfo {
   uint64_t ar_ptr = 0;         // the arena this heap belongs to
@@ -69,7 +71,7 @@ using HeapInfoReader = std::function<Result<HeapInfo>(pid_t pid, uint64_t addres
 // once more before their heaps are rejected. Stops reading after the first
 // permission error (the rest would fail the same way) and returns it.
 Status ConfirmArenaHeaps(pid_t pid, std::vector<ArenaHeap>& heaps, uint64_t heap_size,
-                         const PageResidency* pagemap = nullptr,
+                         const procfs::PageResidency* pagemap = nullptr,
                          const HeapInfoReader& read = ReadHeapInfo);
 
 }  // namespace memtrimd::glibc

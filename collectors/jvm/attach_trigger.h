@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/common/private_socket.h"
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
+#include "collectors/common/unique_fd.h"
 
 namespace memtrimd::jvm {
 

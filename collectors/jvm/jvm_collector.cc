@@ -9,6 +9,8 @@
 
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
+#include "collectors/jvm/jvm_figures.h"
+#include "collectors/jvm/malloc_stats.h"
 #include "collectors/jvm/perf_data_cause.h"
 #include "collectors/jvm/perf_file.h"
 #include "collectors/jvm/perf_memory.h"
@@ -128,8 +130,9 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     if (r.ok() && r->status == 0 && !UnknownCommand(r->output)) {
       Result<MallocInfo> mi = ParseMallocInfo(r->output);
       if (mi.ok()) {
-        sample.malloc = MallocStats{std::move(mi).value(), "jvm", std::chrono::system_clock::now(),
-                                    std::chrono::steady_clock::now()};
+        sample.malloc =
+            MallocStats{std::move(mi).value(), MallocSource::kJvm, std::chrono::system_clock::now(),
+                        std::chrono::steady_clock::now()};
       }
     }
   }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "collectors/common/file_reader.h"
-#include "collectors/common/private_socket.h"
+#include "collectors/common/unique_fd.h"
 
 namespace memtrimd::jvm {
 namespace {
@@ -148,15 +148,14 @@ Result<PerfData> ReadTargetPerfFile(const Target& t, std::string_view path,
 Result<std::string> FindPerfFileDir(const Target& t) {
   UniqueFd root = OpenRoot(t);
   if (root.get() < 0) return Status::FromErrno(errno, "hsperfdata: open " + t.proc_dir + "/root");
-  const int tmp_fd =
-      ::openat(root.get(), "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (tmp_fd < 0) return Status::FromErrno(errno, "hsperfdata: open " + t.proc_dir + "/root/tmp");
-  std::unique_ptr<DIR, int (*)(DIR*)> tmp(::fdopendir(tmp_fd), ::closedir);
-  if (!tmp) {
-    const int err = errno;
-    ::close(tmp_fd);
-    return Status::FromErrno(err, "hsperfdata: read " + t.proc_dir + "/root/tmp");
+  UniqueFd tmp_fd(
+      ::openat(root.get(), "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (tmp_fd.get() < 0) {
+    return Status::FromErrno(errno, "hsperfdata: open " + t.proc_dir + "/root/tmp");
   }
+  std::unique_ptr<DIR, int (*)(DIR*)> tmp(::fdopendir(tmp_fd.get()), ::closedir);
+  if (!tmp) return Status::FromErrno(errno, "hsperfdata: read " + t.proc_dir + "/root/tmp");
+  tmp_fd.release();  // closedir closes it now
   const std::string file = std::to_string(t.nspid);
   while (struct dirent* e = ::readdir(tmp.get())) {
     if (std::string_view(e->d_name).rfind("hsperfdata_", 0) != 0) continue;

@@ -10,10 +10,10 @@
 
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
-#include "collectors/common/private_socket.h"
 #include "collectors/common/target_open.h"
 #include "collectors/common/text.h"
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/common/unique_fd.h"
+#include "collectors/elf/elf_symbols.h"
 
 namespace memtrimd::jvm {
 namespace {
@@ -254,7 +254,7 @@ Result<PerfMemoryLocation> FindPerfMemory(const Target& t) {
   std::optional<uint64_t> bias = LoadBias(mapped_head, lib->start);
   if (!bias) return Bad(lib->path + ": no PT_LOAD segment at file offset 0");
   Result<std::vector<std::optional<uint64_t>>> values =
-      procfs::ExportedSymbolValuesOfFile(fd.get(), lib->path, kVmStructsExports);
+      elf::ExportedSymbolValuesOfFile(fd.get(), lib->path, kVmStructsExports);
   if (!values.ok()) return values.status();
   for (const std::optional<uint64_t>& v : *values) {
     if (!v) {

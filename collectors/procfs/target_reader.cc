@@ -9,7 +9,7 @@
 #include "collectors/common/text.h"
 
 #include "collectors/common/file_reader.h"
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 #include "collectors/procfs/proc_stat.h"
 #include "collectors/procfs/proc_status.h"
 #include "collectors/procfs/runtime.h"
@@ -176,7 +176,7 @@ Result<Target> ReadTarget(const std::string& proc_root, pid_t pid) {
   // linked into its executable; its symbols say so. Read once per process
   // (at most 16 MiB of symbol tables); a JVM's launcher never has one.
   if (t.runtime == Runtime::kGlibc && t.allocator == Allocator::kGlibc) {
-    Result<std::optional<Allocator>> linked = StaticAllocator(t);
+    Result<std::optional<Allocator>> linked = elf::StaticAllocator(t);
     if (linked.ok() && *linked) {
       t.allocator = **linked;
       t.allocator_source = std::string(AllocatorName(**linked)) + " linked into the executable";

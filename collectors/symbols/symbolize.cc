@@ -18,13 +18,13 @@ struct FileKey {
 };
 
 struct FileAnswer {
-  std::shared_ptr<const procfs::ElfFunctions> elf;  // null: not readable
+  std::shared_ptr<const elf::ElfFunctions> elf;  // null: not readable
 };
 
 }  // namespace
 
-Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const MapsEntry> maps,
-                        ElfSource& source) {
+Symbolization Symbolize(std::span<const uint64_t> addresses,
+                        std::span<const procfs::MapsEntry> maps, ElfSource& source) {
   Symbolization out;
   out.frames.reserve(addresses.size());
   std::map<FileKey, FileAnswer> seen;
@@ -33,7 +33,7 @@ Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const Map
     Frame f;
     f.address = address;
     f.function = "[unknown]";
-    const MapsEntry* m = FindMapping(maps, address);
+    const procfs::MapsEntry* m = procfs::FindMapping(maps, address);
     if (m != nullptr && !m->IsFile() && m->inode == 0 &&
         (m->path.empty() || m->path.starts_with("[anon:"))) {
       f.kind = FrameKind::kAnon;
@@ -47,7 +47,7 @@ Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const Map
     auto [it, fresh] = seen.try_emplace(key);
     FileAnswer& answer = it->second;
     if (fresh) {
-      Result<std::shared_ptr<const procfs::ElfFunctions>> elf = source.Functions(*m);
+      Result<std::shared_ptr<const elf::ElfFunctions>> elf = source.Functions(*m);
       if (elf.ok()) answer.elf = std::move(elf).value();
     }
     // One entry per mapping (pprof's Mapping is an address range): a file's
@@ -61,7 +61,7 @@ Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const Map
       file.offset = m->offset;
       if (answer.elf) {
         file.build_id = answer.elf->build_id;
-        file.symbols = answer.elf->source != procfs::ElfFunctions::Source::kNone;
+        file.symbols = answer.elf->source != elf::ElfFunctions::Source::kNone;
       }
       out.files.push_back(std::move(file));
     }
@@ -71,7 +71,7 @@ Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const Map
       std::optional<uint64_t> vaddr = answer.elf->VaddrOfOffset(f.file_offset);
       if (vaddr) {
         f.elf_address = *vaddr;
-        if (const procfs::ElfFunction* fn = answer.elf->Find(*vaddr)) {
+        if (const elf::ElfFunction* fn = answer.elf->Find(*vaddr)) {
           f.kind = FrameKind::kFunction;
           f.function = std::string(answer.elf->name(*fn));
         }

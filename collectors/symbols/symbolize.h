@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "collectors/common/status.h"
-#include "collectors/procfs/elf_symbols.h"
-#include "collectors/symbols/maps_text.h"
+#include "collectors/elf/elf_symbols.h"
+#include "collectors/procfs/maps.h"
 
 namespace memtrimd::symbols {
 
@@ -24,7 +24,8 @@ class ElfSource {
   virtual ~ElfSource() = default;
   // The build id, loads and functions of the file `m` maps; an error when
   // it cannot be read (gone, not ELF, over the byte cap).
-  virtual Result<std::shared_ptr<const procfs::ElfFunctions>> Functions(const MapsEntry& m) = 0;
+  virtual Result<std::shared_ptr<const elf::ElfFunctions>> Functions(
+      const procfs::MapsEntry& m) = 0;
 };
 
 // What an address is.
@@ -67,7 +68,7 @@ struct Symbolization {
 // looked up as given; callers pass return addresses less one for every
 // frame but the leaf, so that a call at the end of a function is named by
 // its caller, not by what follows it.
-Symbolization Symbolize(std::span<const uint64_t> addresses, std::span<const MapsEntry> maps,
-                        ElfSource& source);
+Symbolization Symbolize(std::span<const uint64_t> addresses,
+                        std::span<const procfs::MapsEntry> maps, ElfSource& source);
 
 }  // namespace memtrimd::symbols

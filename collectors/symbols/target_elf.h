@@ -18,6 +18,10 @@
 
 namespace memtrimd::symbols {
 
+// The one SymbolCache's cap (the daemon and inspect make it, and every
+// target's sites share it): a libjvm.so's functions take about 3 MiB.
+inline constexpr std::size_t kSymbolCacheBytes = 24u << 20;
+
 // Files' functions by (device, inode, build id) as maps and the file's note
 // give them, least recently used dropped first beyond `max_bytes` (the
 // tables' own size, ElfFunctions::MemoryBytes). Thread-safe.
@@ -36,15 +40,17 @@ class SymbolCache {
     }
   };
 
-  std::shared_ptr<const procfs::ElfFunctions> Get(const Key& key);
+  std::shared_ptr<const elf::ElfFunctions> Get(const Key& key);
   // Keeps `elf` unless it alone is larger than the cap.
-  void Put(const Key& key, std::shared_ptr<const procfs::ElfFunctions> elf);
+  void Put(const Key& key, std::shared_ptr<const elf::ElfFunctions> elf);
   std::size_t bytes() const;
   std::size_t entries() const;
+  // The cap it holds itself to: what a memory budget charges it with.
+  std::size_t max_bytes() const { return max_bytes_; }
 
  private:
   struct Entry {
-    std::shared_ptr<const procfs::ElfFunctions> elf;
+    std::shared_ptr<const elf::ElfFunctions> elf;
     std::size_t bytes = 0;
     std::list<Key>::iterator lru;
   };
@@ -75,7 +81,7 @@ class TargetElfSource : public ElfSource {
   // is part of the cache key, and a mapping of a deleted (replaced) file is
   // not read at all (kNotFound). Device and inode are maps', not the
   // opened file's: on overlayfs stat shows the overlay's.
-  Result<std::shared_ptr<const procfs::ElfFunctions>> Functions(const MapsEntry& m) override;
+  Result<std::shared_ptr<const elf::ElfFunctions>> Functions(const procfs::MapsEntry& m) override;
 
  private:
   Target target_;

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "daemon/cli/config.h"
+#include "daemon/base/log_format.h"
 
 namespace memtrimd::log {
 

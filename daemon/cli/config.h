@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/base/log_format.h"
 #include "daemon/exposition/metric_detail.h"
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
@@ -21,8 +22,6 @@ using namespace std::chrono_literals;
 // The port sits outside 9100-9999, which the Prometheus default-port list
 // has filled.
 inline constexpr const char* kDefaultListenAddress = ":8486";
-
-enum class LogFormat { kLogfmt, kJson };
 
 struct TrimConfig {
   std::chrono::milliseconds interval = 5min;  // 0: no scheduled trims

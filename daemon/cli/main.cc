@@ -14,6 +14,7 @@
 #include "collectors/jvm/agent_load_record.h"
 #include "collectors/jvm/signal_record.h"
 #include "collectors/procfs/target_reader.h"
+#include "collectors/symbols/target_elf.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"
 #include "daemon/base/units.h"
@@ -38,10 +39,6 @@
 namespace memtrimd {
 namespace {
 
-// Symbol tables of the files targets map, shared by every target's sites
-// (--collector.sites); a libjvm.so's functions take about 3 MiB.
-constexpr std::size_t kSymbolCacheBytes = 24u << 20;
-
 TargetRule RuleFrom(const DaemonConfig& c) {
   TargetRule r;
   if (c.target_pid) {
@@ -57,11 +54,19 @@ TargetRule RuleFrom(const DaemonConfig& c) {
   return r;
 }
 
+// The run's one cache of ELF function tables, for every target's sites
+// (--collector.sites): a library all JVMs map is read once, and its cap is
+// the one figure to charge it with.
+std::shared_ptr<symbols::SymbolCache> MakeSymbolCache() {
+  return std::make_shared<symbols::SymbolCache>(symbols::kSymbolCacheBytes);
+}
+
 int RunInspectCommand(const InspectConfig& c) {
   Result<Target> target = procfs::ReadTarget("/proc", c.pid);
   if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
   CollectorOptions options = c.collector;
   options.sites_turn_on = false;
+  options.symbol_cache = MakeSymbolCache();
   std::vector<CollectorSlot> slots = BuildCollectors(options, {{"sites", c.sites}});
   TargetSnapshot ts;
   ts.target = *target;
@@ -189,9 +194,7 @@ int RunDaemonCommand(const DaemonConfig& c) {
   sampling.collector = c.collector;
   sampling.collector.signal_record = signal_record;
   sampling.collector.agent_loads = agent_loads;
-  // One cache of ELF function tables for every target's sites: a library
-  // all JVMs map is read once.
-  sampling.collector.symbol_cache = std::make_shared<symbols::SymbolCache>(kSymbolCacheBytes);
+  sampling.collector.symbol_cache = MakeSymbolCache();
   sampling.switches = c.collectors;
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;

@@ -59,7 +59,7 @@ void GlibcText(TextTable& t, const TargetSnapshot& ts) {
   if (const auto& m = ts.sample.malloc) {
     t.Row("malloc arenas", std::to_string(m->info.arenas.size()),
           "glibc malloc holds " + Bytes(m->info.system_current) + " (malloc_info, through the " +
-              m->source + ")");
+              std::string(MallocSourceName(m->source)) + ")");
   }
   if (auto tr = TrimmableEstimate(ts.sample)) {
     // An estimate read before the last trim says what that trim could
@@ -117,7 +117,7 @@ void GlibcJson(JsonWriter& w, const TargetSample& s) {
   // malloc statistics, for a JVM (System.native_heap_info) or the agent alike.
   if (const auto& m = s.malloc) {
     w.Key("malloc").BeginObject();
-    w.Key("source").String(m->source);
+    w.Key("source").String(MallocSourceName(m->source));
     w.Key("arenas").Uint(m->info.arenas.size());
     w.Key("system_bytes").Uint(m->info.system_current);
     if (auto tr = TrimmableEstimate(s)) w.Key("trimmable_estimate_bytes").Uint(*tr);

@@ -62,7 +62,7 @@ const CollectorDecl kCollectors[] = {
        // allocator metrics, free_kept_high and allocator_free never appear.
        to.allocator = from.allocator;
        to.allocator_missing = from.allocator_missing;
-       if (from.malloc && from.malloc->source == "agent") to.malloc = from.malloc;
+       if (from.malloc && from.malloc->source == MallocSource::kAgent) to.malloc = from.malloc;
      }},
     // After the agent: when the jvm collector runs it writes fresh malloc
     // statistics that the agent's carried-over part must not overwrite.
@@ -85,7 +85,7 @@ const CollectorDecl kCollectors[] = {
      },
      [](const TargetSample& from, TargetSample& to) {
        to.jvm = from.jvm;
-       if (from.malloc && from.malloc->source == "jvm") to.malloc = from.malloc;
+       if (from.malloc && from.malloc->source == MallocSource::kJvm) to.malloc = from.malloc;
      }},
     // Off unless asked: it turns the agent's allocation sampler on.
     {"sites", false,

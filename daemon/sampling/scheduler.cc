@@ -420,7 +420,8 @@ void Scheduler::TickTargets(const std::set<ProcessKey>* only) {
   snap->taken_steady = std::chrono::steady_clock::now();
   std::map<ProcessKey, std::string> sources;
   for (const TargetSnapshot& ts : snap->targets) {
-    sources[ts.target.Key()] = ts.sample.malloc ? ts.sample.malloc->source : "";
+    sources[ts.target.Key()] =
+        ts.sample.malloc ? std::string(MallocSourceName(ts.sample.malloc->source)) : "";
   }
   previous_ = snap;
   store_.Publish(std::move(snap));

@@ -10,15 +10,16 @@
 #include <mutex>
 #include <thread>
 
+#include "collectors/common/unique_fd.h"
+
 namespace memtrimd {
 namespace {
 
 void Poke(int family, const sockaddr* addr, socklen_t len) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
+  const UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return;
   // EINPROGRESS or a refusal is fine: the SYN is what wakes the poll.
-  (void)::connect(fd, addr, len);
-  ::close(fd);
+  (void)::connect(fd.get(), addr, len);
 }
 
 }  // namespace

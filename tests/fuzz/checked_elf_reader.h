@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace memtrimd::fuzz {
 
-class CheckedElfReader : public procfs::ElfReader {
+class CheckedElfReader : public elf::ElfReader {
  public:
   CheckedElfReader(std::string_view bytes, std::size_t max_bytes)
       : image_(bytes), size_(bytes.size()), max_(max_bytes) {}
@@ -28,7 +28,7 @@ class CheckedElfReader : public procfs::ElfReader {
   std::size_t total() const { return total_; }
 
  private:
-  procfs::ElfBytes image_;
+  elf::ElfBytes image_;
   uint64_t size_;
   std::size_t max_;
   mutable std::size_t total_ = 0;

@@ -1,5 +1,5 @@
 // Fuzz target: an ELF file's build id, loads and functions
-// (procfs::ReadElfFunctions, ReadElfIdentity, ElfFunctions::Find).
+// (elf::ReadElfFunctions, ReadElfIdentity, ElfFunctions::Find).
 //
 // Invariants: every read is inside the image and at most 64 KiB, and all
 // together within max_bytes; functions are sorted, of size > 0, their
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 #include "tests/fuzz/checked_elf_reader.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -22,9 +22,9 @@ using CheckedReader = memtrimd::fuzz::CheckedElfReader;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using memtrimd::procfs::ElfFunction;
-  using memtrimd::procfs::ReadElfFunctions;
-  using memtrimd::procfs::ReadElfIdentity;
+  using memtrimd::elf::ElfFunction;
+  using memtrimd::elf::ReadElfFunctions;
+  using memtrimd::elf::ReadElfIdentity;
   std::string_view bytes = memtrimd::fuzz::AsText(data, size);
   const std::size_t cap = 4 * size + 4096;
   CheckedReader reader(bytes, cap);

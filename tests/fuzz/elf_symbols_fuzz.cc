@@ -1,4 +1,4 @@
-// Fuzz target: ELF symbol tables (procfs::DefinedSymbols,
+// Fuzz target: ELF symbol tables (elf::DefinedSymbols,
 // AllocatorFromSymbols).
 //
 // Invariants: every read is inside the image, at most 64 KiB, and all reads
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 #include "tests/fuzz/checked_elf_reader.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -97,9 +97,9 @@ std::optional<Names> Reference(std::string_view b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using memtrimd::ErrorCode;
-  using memtrimd::procfs::AllocatorFromSymbols;
-  using memtrimd::procfs::DefinedSymbols;
-  using memtrimd::procfs::detail::DefinedSymbolsChunked;
+  using memtrimd::elf::AllocatorFromSymbols;
+  using memtrimd::elf::DefinedSymbols;
+  using memtrimd::elf::detail::DefinedSymbolsChunked;
   std::string_view bytes = memtrimd::fuzz::AsText(data, size);
   const std::size_t cap = 4 * size + 4096;
   CheckedReader reader(bytes, cap);

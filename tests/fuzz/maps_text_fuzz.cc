@@ -1,4 +1,4 @@
-// Fuzz target: maps as symbolisation reads it (symbols::ParseMaps,
+// Fuzz target: maps as symbolisation reads it (procfs::ParseMaps,
 // FindMapping).
 //
 // Invariants: an accepted text gives mappings that are non-empty, sorted
@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/symbols/maps_text.h"
+#include "collectors/procfs/maps.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using memtrimd::symbols::FindMapping;
-  using memtrimd::symbols::MapsEntry;
-  using memtrimd::symbols::ParseMaps;
+  using memtrimd::procfs::FindMapping;
+  using memtrimd::procfs::MapsEntry;
+  using memtrimd::procfs::ParseMaps;
   std::string_view text = memtrimd::fuzz::AsText(data, size);
   auto maps = ParseMaps(text);
   if (!maps.ok()) {

@@ -209,7 +209,7 @@ TEST_P(AgentJvmTest, CollectorFillsTheBufferPoolsAndMallocStatistics) {
   EXPECT_NE(sample.jvm_buffers->read_at, std::chrono::system_clock::time_point{});
   // malloc_info through the agent: on JDK 17 the only source of it.
   ASSERT_TRUE(sample.malloc.has_value());
-  EXPECT_EQ(sample.malloc->source, "agent");
+  EXPECT_EQ(MallocSourceName(sample.malloc->source), "agent");
   EXPECT_FALSE(sample.malloc->info.arenas.empty());
 }
 

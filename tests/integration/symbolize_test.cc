@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/symbols/maps_text.h"
+#include "collectors/procfs/maps.h"
 #include "collectors/symbols/symbolize.h"
 #include "collectors/symbols/target_elf.h"
 #include "daemon/report/pprof_profile.h"
@@ -94,7 +94,7 @@ class SymbolizeTest : public ::testing::Test {
     ASSERT_TRUE(holder_.running());
     printed_ = ParsePrinted(ReadFile(out));
     ASSERT_EQ(printed_.size(), 11u) << ReadFile(out);
-    auto maps = symbols::ParseMaps(ReadFile("/proc/" + std::to_string(holder_.pid()) + "/maps"));
+    auto maps = procfs::ParseMaps(ReadFile("/proc/" + std::to_string(holder_.pid()) + "/maps"));
     ASSERT_TRUE(maps.ok()) << maps.status().message();
     maps_ = std::move(maps).value();
     target_.pid = holder_.pid();
@@ -111,7 +111,7 @@ class SymbolizeTest : public ::testing::Test {
   TempDir dir_;
   Process holder_;
   std::vector<Printed> printed_;
-  std::vector<symbols::MapsEntry> maps_;
+  std::vector<procfs::MapsEntry> maps_;
   Target target_;
   std::string exe_;
 };
@@ -196,7 +196,7 @@ TEST_F(SymbolizeTest, StrippedProgramNamedFromItsDebugFile) {
   ASSERT_TRUE(WaitFor(
       [&] { return ReadFile(out).find("ready\n") != std::string::npos || !p.running(); }, 10s));
   std::vector<Printed> printed = ParsePrinted(ReadFile(out));
-  auto maps = symbols::ParseMaps(ReadFile("/proc/" + std::to_string(p.pid()) + "/maps"));
+  auto maps = procfs::ParseMaps(ReadFile("/proc/" + std::to_string(p.pid()) + "/maps"));
   ASSERT_TRUE(maps.ok());
   Target t;
   t.pid = p.pid();

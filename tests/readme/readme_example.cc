@@ -38,9 +38,9 @@
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/glibc_heap_collector.h"
 #include "collectors/glibc/heap_info.h"
-#include "collectors/glibc/pagemap.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/jvm/jvm_collector.h"
+#include "collectors/procfs/pagemap.h"
 #include "collectors/procfs/smaps.h"
 #include "collectors/procfs/target_reader.h"
 #include "daemon/report/inspect.h"
@@ -152,7 +152,7 @@ int Record(pid_t pid, const fs::path& dir) {
   // glibc collector would read them.
   Result<std::vector<procfs::Mapping>> maps = procfs::ParseSmaps(Slurp(out / "smaps").value_or(""));
   if (!maps.ok()) return Fail("smaps: " + maps.status().message());
-  Result<glibc::Pagemap> pagemap = glibc::Pagemap::Open(proc.string());
+  Result<procfs::Pagemap> pagemap = procfs::Pagemap::Open(proc.string());
   if (!pagemap.ok()) return Fail(pagemap.status().message());
   std::string headers, pages;
   for (const glibc::ArenaHeap& h : glibc::FindHeapCandidates(*maps).heaps) {
@@ -236,7 +236,7 @@ glibc::HeapInfoReader ReplayHeaders(const fs::path& dir) {
 
 // What pagemap said of the merged candidates' pages: whether the header page
 // was resident, and how much of the heap.
-class RecordedPages : public glibc::PageResidency {
+class RecordedPages : public procfs::PageResidency {
  public:
   explicit RecordedPages(const fs::path& dir) {
     std::istringstream in(Slurp(dir / "heap_pages.txt").value_or(""));
@@ -282,8 +282,8 @@ Result<std::string> Render(const fs::path& dir) {
       glibc::GlibcHeapOptions g;
       g.heap_size = options.glibc_heap_size;
       g.read_heap_info = ReplayHeaders(dir);
-      g.open_pages = [dir](const std::string&) -> Result<std::unique_ptr<glibc::PageResidency>> {
-        return std::unique_ptr<glibc::PageResidency>(new RecordedPages(dir));
+      g.open_pages = [dir](const std::string&) -> Result<std::unique_ptr<procfs::PageResidency>> {
+        return std::unique_ptr<procfs::PageResidency>(new RecordedPages(dir));
       };
       s.collector = std::make_shared<glibc::GlibcHeapCollector>(g);
     } else if (name == "agent") {

@@ -3,7 +3,7 @@
 // glibc, stripped copies, the packaged allocator libraries, a live process;
 // and every header field bounds-checked on a real file with one field
 // broken at a time.
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@
 
 extern char** environ;
 
-namespace memtrimd::procfs {
+namespace memtrimd::elf {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -485,4 +485,4 @@ TEST(ElfSymbols, NameInsideALongerString) {
 }
 
 }  // namespace
-}  // namespace memtrimd::procfs
+}  // namespace memtrimd::elf

@@ -68,7 +68,7 @@ TEST(Inspect, AnEstimateFromBeforeTheLastTrimIsNotShownAsCurrent) {
   m.info.arenas = {main};
   m.info.system_current = 600ull << 20;
   m.info.total_rest_bytes = 279ull << 20;
-  m.source = "agent";
+  m.source = MallocSource::kAgent;
   m.read_at = std::chrono::system_clock::now() - std::chrono::seconds(30);
   m.read_steady = std::chrono::steady_clock::now() - std::chrono::seconds(30);
   ts.sample.malloc = m;

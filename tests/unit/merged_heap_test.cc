@@ -19,8 +19,8 @@
 
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/heap_info.h"
-#include "collectors/glibc/pagemap.h"
 #include "collectors/glibc/rss_breakdown.h"
+#include "collectors/procfs/pagemap.h"
 #include "collectors/procfs/smaps.h"
 #include "tests/unit/fixtures.h"
 #include "tests/unit/mappings.h"
@@ -28,8 +28,12 @@
 namespace memtrimd::glibc {
 namespace {
 
+using procfs::CountPresent;
+using procfs::kPagemapPresent;
+using procfs::kPagemapSwapped;
 using procfs::Mapping;
 using procfs::MappingKind;
+using procfs::Pagemap;
 
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kHeap = kDefaultHeapSize;

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "collectors/common/file_reader.h"
+#include "collectors/elf/elf_symbols.h"
 #include "collectors/jvm/jvm_text.h"
-#include "collectors/procfs/elf_symbols.h"
 #include "tests/unit/fixtures.h"
 
 namespace memtrimd::jvm {
@@ -269,7 +269,7 @@ TEST(PerfMemory, ExportedSymbolValuesAreWhereTheDynamicLinkerPutThem) {
   int fd = ::open(libc.path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << libc.path;
   constexpr std::string_view kNames[] = {"getpid", "not_a_symbol_anywhere", "environ"};
-  auto values = procfs::ExportedSymbolValuesOfFile(fd, libc.path, kNames);
+  auto values = elf::ExportedSymbolValuesOfFile(fd, libc.path, kNames);
   ::close(fd);
   ASSERT_TRUE(values.ok()) << values.status().message();
   ASSERT_EQ(values->size(), 3u);

@@ -14,9 +14,9 @@
 namespace memtrimd::agent {
 namespace {
 
-using procfs::ElfFunction;
-using procfs::ElfFunctions;
-using symbols::MapsEntry;
+using elf::ElfFunction;
+using elf::ElfFunctions;
+using procfs::MapsEntry;
 
 constexpr uint64_t kMiB = 1u << 20;
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/procfs/elf_symbols.h"
-#include "collectors/symbols/maps_text.h"
+#include "collectors/elf/elf_symbols.h"
+#include "collectors/procfs/maps.h"
 #include "collectors/symbols/symbolize.h"
 #include "collectors/symbols/target_elf.h"
 #include "tests/unit/fixtures.h"
@@ -20,7 +20,10 @@
 namespace memtrimd::symbols {
 namespace {
 
-using procfs::ElfFunctions;
+using elf::ElfFunctions;
+using procfs::FindMapping;
+using procfs::MapsEntry;
+using procfs::ParseMaps;
 
 constexpr std::size_t kCap = 16u << 20;
 
@@ -96,8 +99,8 @@ TEST(MapsText, DeletedFileAndBadLines) {
 // build id (tests/fixtures/elf/README.md says how it was made).
 TEST(ElfFunctionsTest, SymtabOfARecordedProgram) {
   std::string bytes = test::ReadFixture("elf/glibc_plain");
-  procfs::ElfBytes image(bytes);
-  auto elf = procfs::ReadElfFunctions(image, kCap);
+  elf::ElfBytes image(bytes);
+  auto elf = elf::ReadElfFunctions(image, kCap);
   ASSERT_TRUE(elf.ok()) << elf.status().message();
   EXPECT_EQ(elf->build_id, "1732c270e9779969db9614ee0f6eb7f79c247e18");
   EXPECT_EQ(elf->source, ElfFunctions::Source::kSymtab);
@@ -106,15 +109,15 @@ TEST(ElfFunctionsTest, SymtabOfARecordedProgram) {
   EXPECT_EQ(elf->VaddrOfOffset(0x2dd8), 0x3dd8u);  // the data segment: vaddr != offset
   EXPECT_EQ(elf->VaddrOfOffset(0x100000), std::nullopt);
   for (uint64_t at : {0x10a0u, 0x10a0u + 0x9du}) {
-    const procfs::ElfFunction* f = elf->Find(at);
+    const elf::ElfFunction* f = elf->Find(at);
     ASSERT_NE(f, nullptr) << at;
     EXPECT_EQ(elf->name(*f), "main");
   }
-  const procfs::ElfFunction* after = elf->Find(0x10a0 + 0x9e);
+  const elf::ElfFunction* after = elf->Find(0x10a0 + 0x9e);
   EXPECT_TRUE(after == nullptr || elf->name(*after) != "main");
   EXPECT_EQ(elf->Find(0x10), nullptr);  // the ELF header: no function
 
-  auto identity = procfs::ReadElfIdentity(image, kCap);
+  auto identity = elf::ReadElfIdentity(image, kCap);
   ASSERT_TRUE(identity.ok());
   EXPECT_EQ(identity->build_id, elf->build_id);
   EXPECT_TRUE(identity->functions.empty());
@@ -122,7 +125,7 @@ TEST(ElfFunctionsTest, SymtabOfARecordedProgram) {
 
   // A cap too small for the headers is refused, not read in part.
   std::size_t small = 64;
-  auto over = procfs::ReadElfFunctions(image, small);
+  auto over = elf::ReadElfFunctions(image, small);
   EXPECT_EQ(over.status().code(), ErrorCode::kTooLarge);
 }
 
@@ -131,25 +134,25 @@ TEST(ElfFunctionsTest, SymtabOfARecordedProgram) {
 TEST(ElfFunctionsTest, StrippedProgramFallsBackToDynsym) {
   std::string bytes =
       test::ReadWhole(std::string(ELF_PROBE_DIR) + "/elf_probe_jemalloc_static_rdynamic.stripped");
-  procfs::ElfBytes image(bytes);
-  auto elf = procfs::ReadElfFunctions(image, kCap);
+  elf::ElfBytes image(bytes);
+  auto elf = elf::ReadElfFunctions(image, kCap);
   ASSERT_TRUE(elf.ok()) << elf.status().message();
   EXPECT_EQ(elf->source, ElfFunctions::Source::kDynsym);
   EXPECT_EQ(elf->build_id.size(), 40u);
   const std::string_view wanted[] = {"mallctl", "main"};
-  auto values = procfs::ExportedSymbolValues(image, wanted, kCap);
+  auto values = elf::ExportedSymbolValues(image, wanted, kCap);
   ASSERT_TRUE(values.ok());
   for (std::size_t i = 0; i < std::size(wanted); ++i) {
     ASSERT_TRUE((*values)[i].has_value()) << wanted[i];
-    const procfs::ElfFunction* f = elf->Find(*(*values)[i] + 1);
+    const elf::ElfFunction* f = elf->Find(*(*values)[i] + 1);
     ASSERT_NE(f, nullptr) << wanted[i];
     EXPECT_EQ(elf->name(*f), wanted[i]);
   }
 }
 
 TEST(ElfFunctionsTest, NotElf) {
-  procfs::ElfBytes image("#!/bin/sh\n");
-  EXPECT_EQ(procfs::ReadElfFunctions(image, kCap).status().code(), ErrorCode::kInvalidArgument);
+  elf::ElfBytes image("#!/bin/sh\n");
+  EXPECT_EQ(elf::ReadElfFunctions(image, kCap).status().code(), ErrorCode::kInvalidArgument);
 }
 
 // Serves glibc_plain for every file mapping, and counts the asks.
@@ -171,8 +174,8 @@ TEST(Symbolize, FramesOverRecordedMaps) {
   auto maps = ParseMaps(test::ReadFixture("symbols/jdk17.maps"));
   ASSERT_TRUE(maps.ok());
   std::string bytes = test::ReadFixture("elf/glibc_plain");
-  procfs::ElfBytes image(bytes);
-  auto elf = procfs::ReadElfFunctions(image, kCap);
+  elf::ElfBytes image(bytes);
+  auto elf = elf::ReadElfFunctions(image, kCap);
   ASSERT_TRUE(elf.ok());
   OneFileSource source(std::make_shared<const ElfFunctions>(std::move(elf).value()));
   // libjvm's r-xp mapping starts at file offset 0x251000; glibc_plain

@@ -1,4 +1,4 @@
-#include "collectors/procfs/elf_symbols.h"
+#include "collectors/elf/elf_symbols.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
-namespace memtrimd::procfs {
+#include "collectors/common/unique_fd.h"
+
+namespace memtrimd::elf {
 namespace {
 
 // Sizes and codes of the 64-bit ELF format (elf(5)); spelled out rather
@@ -721,12 +723,9 @@ Result<std::optional<Allocator>> StaticAllocator(const Target& t) {
   const std::string path = t.proc_dir + "/exe";
   // Not O_NOFOLLOW: exe is the kernel's link to the executable (it opens
   // the file the process runs even when its path was deleted or replaced).
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const UniqueFd owned(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) return Status::FromErrno(errno, "open " + path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
   if (!S_ISREG(st.st_mode)) {
@@ -740,4 +739,4 @@ Result<std::optional<Allocator>> StaticAllocator(const Target& t) {
   return AllocatorFromSymbols(*names);
 }
 
-}  // namespace memtrimd::procfs
+}  // namespace memtrimd::elf

@@ -1,4 +1,4 @@
-#include "collectors/glibc/pagemap.h"
+#include "collectors/procfs/pagemap.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "collectors/common/access.h"
 
-namespace memtrimd::glibc {
+namespace memtrimd::procfs {
 
 uint64_t CountPresent(std::span<const uint64_t> entries) {
   uint64_t n = 0;
@@ -19,12 +19,12 @@ uint64_t CountPresent(std::span<const uint64_t> entries) {
 
 Result<Pagemap> Pagemap::Open(const std::string& proc_dir) {
   const std::string path = proc_dir + "/pagemap";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
     return ExplainDenied(Status::FromErrno(errno, "open " + path), "open " + path, path);
   }
   long page = ::sysconf(_SC_PAGESIZE);
-  return Pagemap(fd, page > 0 ? static_cast<uint64_t>(page) : 4096);
+  return Pagemap(std::move(fd), page > 0 ? static_cast<uint64_t>(page) : 4096);
 }
 
 Result<std::unique_ptr<PageResidency>> OpenPagemap(const std::string& proc_dir) {
@@ -33,29 +33,15 @@ Result<std::unique_ptr<PageResidency>> OpenPagemap(const std::string& proc_dir) 
   return std::unique_ptr<PageResidency>(new Pagemap(std::move(pm).value()));
 }
 
-Pagemap::Pagemap(Pagemap&& other) noexcept : fd_(other.fd_), page_size_(other.page_size_) {
-  other.fd_ = -1;
-}
-
-Pagemap& Pagemap::operator=(Pagemap&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    page_size_ = other.page_size_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-Pagemap::~Pagemap() {
-  if (fd_ >= 0) ::close(fd_);
-}
+Pagemap::Pagemap(Pagemap&& other) noexcept = default;
+Pagemap& Pagemap::operator=(Pagemap&& other) noexcept = default;
+Pagemap::~Pagemap() = default;
 
 Status Pagemap::ReadEntries(uint64_t first_page, std::span<uint64_t> out) const {
   const std::size_t want = out.size_bytes();
   std::size_t got = 0;
   while (got < want) {
-    ssize_t n = ::pread(fd_, reinterpret_cast<char*>(out.data()) + got, want - got,
+    ssize_t n = ::pread(fd_.get(), reinterpret_cast<char*>(out.data()) + got, want - got,
                         static_cast<off_t>(first_page * sizeof(uint64_t) + got));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -88,4 +74,4 @@ Result<uint64_t> Pagemap::ResidentBytes(uint64_t start, uint64_t length) const {
   return present * page_size_;
 }
 
-}  // namespace memtrimd::glibc
+}  // namespace memtrimd::procfs

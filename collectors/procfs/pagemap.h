@@ -22,10 +22,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "collectors/common/status.h"
+#include "collectors/common/unique_fd.h"
 
-namespace memtrimd::glibc {
+namespace memtrimd::procfs {
 
 inline constexpr uint64_t kPagemapPresent = 1ull << 63;
 inline constexpr uint64_t kPagemapSwapped = 1ull << 62;
@@ -64,13 +66,13 @@ class Pagemap : public PageResidency {
   Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const override;
 
  private:
-  Pagemap(int fd, uint64_t page_size) : fd_(fd), page_size_(page_size) {}
+  Pagemap(UniqueFd fd, uint64_t page_size) : fd_(std::move(fd)), page_size_(page_size) {}
   Status ReadEntries(uint64_t first_page, std::span<uint64_t> out) const;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t page_size_ = 4096;
 };
 
 // Pagemap::Open, as a PageResidency.
 Result<std::unique_ptr<PageResidency>> OpenPagemap(const std::string& proc_dir);
 
-}  // namespace memtrimd::glibc
+}  // namespace memtrimd::procfs

@@ -17,7 +17,7 @@
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 
-namespace memtrimd::procfs {
+namespace memtrimd::elf {
 
 // Where the ELF bytes come from: a file (StaticAllocator) or memory (tests,
 // the fuzz target). The parser asks only for ranges inside size(), so a
@@ -159,4 +159,4 @@ std::optional<Allocator> AllocatorFromSymbols(std::span<const std::string> defin
 // otherwise exported): without it, a static allocator is not found.
 Result<std::optional<Allocator>> StaticAllocator(const Target& t);
 
-}  // namespace memtrimd::procfs
+}  // namespace memtrimd::elf

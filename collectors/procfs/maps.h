@@ -11,7 +11,7 @@
 
 #include "collectors/common/status.h"
 
-namespace memtrimd::symbols {
+namespace memtrimd::procfs {
 
 struct MapsEntry {
   uint64_t start = 0;
@@ -39,4 +39,4 @@ Result<std::vector<MapsEntry>> ParseMaps(std::string_view text);
 // them: sorted).
 const MapsEntry* FindMapping(std::span<const MapsEntry> maps, uint64_t address);
 
-}  // namespace memtrimd::symbols
+}  // namespace memtrimd::procfs

@@ -1,10 +1,10 @@
-#include "collectors/symbols/maps_text.h"
+#include "collectors/procfs/maps.h"
 
 #include "collectors/common/text.h"
 
 #include <algorithm>
 
-namespace memtrimd::symbols {
+namespace memtrimd::procfs {
 namespace {
 
 // Into `out`, as the parsers below want them (common/text.h's parsers).
@@ -94,4 +94,4 @@ const MapsEntry* FindMapping(std::span<const MapsEntry> maps, uint64_t address) 
   return address < it->end ? &*it : nullptr;
 }
 
-}  // namespace memtrimd::symbols
+}  // namespace memtrimd::procfs
