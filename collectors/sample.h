@@ -11,8 +11,8 @@
 #include <map>
 #include <memory>
 
-#include "collectors/agent/allocator_stats.h"
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/allocator_stats.h"
+#include "collectors/agent/client/site_profile.h"
 #include "collectors/cgroup/pod_identity.h"
 #include "collectors/glibc/arena_heap.h"
 #include "collectors/glibc/rss_breakdown.h"

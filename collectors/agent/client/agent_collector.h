@@ -11,7 +11,7 @@
 #include <optional>
 #include <utility>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/common/collector.h"
 
 namespace memtrimd::agent {
