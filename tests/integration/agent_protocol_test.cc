@@ -144,7 +144,7 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       EXPECT_EQ(failure, agent::AgentFailure::kAnswer) << body.status().message();
       EXPECT_NE(body.status().message().find("JVM"), std::string::npos) << body.status().message();
       // The parser reads the keys the header lists, as a JVM's agent sends them.
-      Result<agent::JvmBuffers> parsed = agent::ParseJvmBuffers(
+      auto parsed = agent::ParseJvmBuffers(
           "direct_count=1\ndirect_capacity=2\ndirect_used=3\nmapped_count=4\n"
           "mapped_capacity=5\nmapped_used=6\ntemp_cache_bytes=7\ntemp_cache_buffers=8\n");
       EXPECT_TRUE(parsed.ok()) << parsed.status().message();
