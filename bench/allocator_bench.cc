@@ -56,8 +56,8 @@
 #include <vector>
 
 #include "bench_args.h"
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/allocator_stats.h"
 #include "collectors/common/allocator.h"
 #include "collectors/procfs/target_reader.h"
 

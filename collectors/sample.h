@@ -12,8 +12,8 @@
 #include <map>
 #include <memory>
 
-#include "collectors/agent/allocator_stats.h"
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/allocator_stats.h"
+#include "collectors/agent/client/site_profile.h"
 #include "collectors/cgroup/cgroup_memory.h"
 #include "collectors/common/allocator.h"
 #include "collectors/common/status.h"

@@ -13,20 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
 #include "collectors/jvm/attach_trigger.h"
 
 namespace memtrimd::jvm {
 namespace {
-
-// Agent_OnAttach's codes (collectors/agent/agent_attach.h).
-constexpr int kAttachOk = 0;
-constexpr int kAttachRunning = 3;
-constexpr int kAttachVersion = 4;
-constexpr int kAttachDisabled = 5;
-constexpr int kAttachFailed = 6;
 
 // The agent is about 100 KB; anything far larger is not it.
 constexpr off_t kMaxAgentBytes = 64 << 20;
@@ -212,8 +205,9 @@ AgentLoadOutcome Load(const Target& t, const AgentLoadOptions& o) {
     return Outcome(AgentLoadResult::kFailed,
                    "not loaded: --jvm.agent-path is not absolute: " + jvm_path);
   }
-  Result<AttachResponse> answer = ExecuteAttach(
-      t, "load", jvm_path, "true", "version=" + std::to_string(kAgentVersion), o.attach);
+  Result<AttachResponse> answer =
+      ExecuteAttach(t, "load", jvm_path, "true",
+                    AGENT_ATTACH_VERSION_OPTION + std::to_string(AGENT_PROTOCOL_VERSION), o.attach);
   // The copy goes here, loaded or not: the JVM maps what it loaded.
   copy.reset();
   if (!answer.ok()) {
@@ -263,19 +257,19 @@ AgentLoadOutcome ParseLoadAnswer(const AttachResponse& answer, std::string_view 
       // "-0" is no answer HotSpot gives: not taken for success.
       if (negative) code = code == 0 ? -1 : -code;
       switch (code) {
-        case kAttachOk:
+        case AGENT_ATTACH_OK:
           return Outcome(AgentLoadResult::kLoaded, "loaded into the JVM from " + path);
-        case kAttachRunning:
+        case AGENT_ATTACH_RUNNING:
           return Outcome(AgentLoadResult::kPresent,
                          "not loaded: the agent runs in the JVM already");
-        case kAttachVersion:
+        case AGENT_ATTACH_VERSION:
           return Outcome(AgentLoadResult::kRefused, "refused: " + path + " is not agent version " +
-                                                        std::to_string(kAgentVersion) +
+                                                        std::to_string(AGENT_PROTOCOL_VERSION) +
                                                         ", the one this memtrimd reads");
-        case kAttachDisabled:
+        case AGENT_ATTACH_DISABLED:
           return Outcome(AgentLoadResult::kOptedOut,
                          "not loaded: MEMTRIMD_AGENT_DISABLE=1 in the JVM's environment");
-        case kAttachFailed:
+        case AGENT_ATTACH_FAILED:
           return Outcome(AgentLoadResult::kFailed,
                          "the agent was loaded but did not start (its reason is on the JVM's "
                          "stderr)");
@@ -294,7 +288,7 @@ AgentLoadOutcome ParseLoadAnswer(const AttachResponse& answer, std::string_view 
     return Outcome(AgentLoadResult::kRefused,
                    "refused: " + path +
                        " has no Agent_OnAttach (a libmemtrimd_agent.so older than version " +
-                       std::to_string(kAgentVersion) + ")");
+                       std::to_string(AGENT_PROTOCOL_VERSION) + ")");
   }
   std::string first = FirstLine(text);
   return Outcome(AgentLoadResult::kFailed, "the JVM answered status " +

@@ -1,6 +1,6 @@
 // memtrimd's own libmemtrimd_agent.so loaded into a JVM it watches, through
 // the JVM's attach socket ("load <path> true version=<n>": JVMTI's
-// Agent_OnAttach, collectors/agent/agent_attach.c), so that a JVM started
+// Agent_OnAttach, collectors/agent/in_target/agent_attach.c), so that a JVM started
 // without LD_PRELOAD gets its buffer pools, temporary buffer cache and malloc
 // statistics read by the agent. Opt-in (--jvm.load-agent), once per JVM.
 //
@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/agent/agent_protocol.h"
 #include "collectors/common/status.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/attach_client.h"
@@ -25,13 +26,12 @@
 
 namespace memtrimd::jvm {
 
-// The agent version memtrimd loads (AGENT_VERSION in memtrimd_agent.c); the
-// agent refuses a load that asks for another.
-inline constexpr int kAgentVersion = 4;
+// The agent version memtrimd loads is AGENT_PROTOCOL_VERSION
+// (agent_protocol.h); the agent refuses a load that asks for another.
 
 // The library's file name: what memtrimd looks for in a target's maps
 // (agent::HasAgent) and the agent in its own process.
-inline constexpr std::string_view kAgentFileName = "libmemtrimd_agent.so";
+inline constexpr std::string_view kAgentFileName = AGENT_LIBRARY_NAME;
 
 struct AgentLoadOptions {
   // memtrimd's own agent, copied into the JVM's /tmp; empty: found beside

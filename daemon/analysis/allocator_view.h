@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/allocator_stats.h"
 #include "collectors/common/allocator.h"
 #include "collectors/common/target.h"
 #include "collectors/sample.h"

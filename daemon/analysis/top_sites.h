@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/site_profile.h"
 
 namespace memtrimd {
 

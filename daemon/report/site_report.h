@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/site_profile.h"
 #include "daemon/base/json_writer.h"
 
 namespace memtrimd::report {

@@ -1,8 +1,8 @@
 #include "daemon/sampling/collector_registry.h"
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/agent_collector.h"
-#include "collectors/agent/sites_collector.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/agent_collector.h"
+#include "collectors/agent/client/sites_collector.h"
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/glibc/glibc_heap_collector.h"
 #include "collectors/jvm/jvm_collector.h"

@@ -1,6 +1,6 @@
 #include "daemon/trim/trim.h"
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/glibc_heap_collector.h"

@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/base/log.h"
 #include "daemon/base/shutdown.h"

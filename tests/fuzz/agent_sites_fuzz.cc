@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "collectors/agent/agent_sites.h"
+#include "collectors/agent/client/agent_sites.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/allocator_stats.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

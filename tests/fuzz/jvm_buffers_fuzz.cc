@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/client/jvm_buffers.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/allocator_stats.h"
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/agent_collector.h"
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/agent_collector.h"
+#include "collectors/agent/client/jvm_buffers.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"

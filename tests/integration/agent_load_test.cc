@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"

@@ -1,4 +1,4 @@
-// The agent's allocation sampler (collectors/agent/agent_sampler.c) in real
+// The agent's allocation sampler (collectors/agent/in_target/sampler_hooks.c) in real
 // processes, driven through the agent's socket with memtrimd's client:
 // site_holder's three known sites found with the right sizes and ranks, a
 // freed block no longer live; a churning program's live bytes staying small
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"
@@ -388,8 +388,9 @@ TEST_P(AgentSamplerJvmTest, LoadedIntoARunningJvmSamples) {
               fs::exists(ready))
       << ReadFile(o.stderr_path);
   Target t = TargetOf(jvm.pid());
-  Result<jvm::AttachResponse> answer = jvm::ExecuteAttach(
-      t, "load", AGENT_LIB, "true", "version=" + std::to_string(jvm::kAgentVersion));
+  Result<jvm::AttachResponse> answer =
+      jvm::ExecuteAttach(t, "load", AGENT_LIB, "true",
+                         AGENT_ATTACH_VERSION_OPTION + std::to_string(AGENT_PROTOCOL_VERSION));
   ASSERT_TRUE(answer.ok()) << answer.status().message();
   ASSERT_TRUE(jvm::ParseLoadAnswer(*answer, AGENT_LIB).Loaded()) << answer->output;
   ASSERT_TRUE(WaitFor([&] { return agent::AgentCommand(t, "ping").ok(); }, 20s));

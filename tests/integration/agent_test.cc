@@ -1,5 +1,5 @@
 // The preload agent (libmemtrimd_agent.so) in real processes, driven by
-// memtrimd's client (collectors/agent/agent_client.h): a trim that gives
+// memtrimd's client (collectors/agent/client/agent_client.h): a trim that gives
 // memory back (checked against the test's own reading of /proc), heap
 // reports, 1,000 trims under a malloc-heavy workload without corrupting it,
 // fork+exec, and sockets that must not be trusted or waited on. Every test
@@ -25,7 +25,7 @@
 #include <regex>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"

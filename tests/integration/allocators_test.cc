@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"

@@ -17,8 +17,8 @@
 #include <variant>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/jvm_buffers.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/jvm/hsperfdata.h"
 #include "collectors/jvm/jvm_text.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_collector.h"
+#include "collectors/agent/client/agent_collector.h"
 #include "collectors/jvm/jvm_collector.h"
 #include "collectors/procfs/target_reader.h"
 #include "collectors/sample.h"

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/agent_collector.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/agent_collector.h"
 #include "collectors/cgroup/cgroup_files.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/glibc/arena_heap.h"

@@ -1,4 +1,4 @@
-// Parsers of the agent's answers (collectors/agent/agent_client.h) against
+// Parsers of the agent's answers (collectors/agent/client/agent_client.h) against
 // answers recorded from libmemtrimd_agent.so in fixtures/agent/ and against
 // malformed input.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/malloc_info.h"
 
 namespace memtrimd::agent {

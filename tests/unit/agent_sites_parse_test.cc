@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "collectors/agent/agent_sites.h"
+#include "collectors/agent/client/agent_sites.h"
 #include "tests/unit/fixtures.h"
 
 namespace memtrimd::agent {

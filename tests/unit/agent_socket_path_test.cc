@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 
 namespace memtrimd::agent {
 namespace {

@@ -1,5 +1,5 @@
 // The agent's "allocator" answers and its trim answers under each allocator
-// (collectors/agent/allocator_stats.h, ParseAgentTrim), against answers
+// (collectors/agent/client/allocator_stats.h, ParseAgentTrim), against answers
 // recorded from libmemtrimd_agent.so under glibc, jemalloc, tcmalloc and
 // mimalloc (fixtures/agent/allocator/, made by record.sh there), and against
 // malformed input.
@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "collectors/agent/agent_client.h"
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/allocator_stats.h"
 #include "tests/unit/fixtures.h"
 
 namespace memtrimd::agent {

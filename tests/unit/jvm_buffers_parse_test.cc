@@ -1,4 +1,4 @@
-// agent::ParseJvmBuffers (collectors/agent/jvm_buffers.h) against jvm_buffers
+// agent::ParseJvmBuffers (collectors/agent/client/jvm_buffers.h) against jvm_buffers
 // answers recorded from libmemtrimd_agent.so in real JVMs
 // (fixtures/agent/jvm_buffers_jdk*.txt, with the JVMs' own BufferPoolMXBean
 // figures beside them in *.truth) and against malformed input.
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/client/jvm_buffers.h"
 #include "tests/unit/fixtures.h"
 
 namespace memtrimd::agent {

@@ -4,7 +4,7 @@
 // own code) is memory NMT does not see. The maps and the files' functions
 // are built in code: the rule over frames is under test, not ELF reading
 // (symbols_test.cc reads real files).
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/site_profile.h"
 
 #include <gtest/gtest.h>
 

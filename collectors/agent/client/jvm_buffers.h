@@ -1,4 +1,4 @@
-// The agent's "jvm_buffers" answer (collectors/agent/agent_jvm.c): the JVM's
+// The agent's "jvm_buffers" answer (collectors/agent/in_target/agent_jvm.c): the JVM's
 // BufferPoolMXBean figures for the direct and mapped pools, and the
 // per-thread temporary direct buffer cache summed over threads.
 #pragma once

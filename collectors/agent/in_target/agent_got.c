@@ -46,7 +46,7 @@
  * the agent, a program's dlopen("libplugin.so") relying on its own RUNPATH
  * would fail. So the hook is four instructions: count the call, jump to the
  * real dlopen, which returns straight to the caller. The sampler then runs a
- * pass after a dlopen, from a sampled allocation (agent_sampler.c). Never
+ * pass after a dlopen, from a sampled allocation (sampler_hooks.c). Never
  * unpatched: "off" makes every hook a pass-through; an object unloaded takes
  * its patched GOT with it.
  *

@@ -1,4 +1,4 @@
-// Client of libmemtrimd_agent.so (collectors/agent/memtrimd_agent.c), the
+// Client of libmemtrimd_agent.so (collectors/agent/in_target/memtrimd_agent.c), the
 // LD_PRELOAD agent that runs the allocator's release call (malloc_trim(0) for
 // glibc), reads the allocator's figures, malloc_info and mallinfo2 inside a
 // program. One command per connection: memtrimd sends "<command>\n",

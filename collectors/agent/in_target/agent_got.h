@@ -1,5 +1,5 @@
 /*
- * GOT patching for the allocation sampler (agent_sampler.c): the malloc
+ * GOT patching for the allocation sampler (sampler_hooks.c): the malloc
  * family's entries of every loaded object rewritten to the sampler's hooks,
  * on demand (agent_got.c says how and why this way).
  */

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char k_library[] = "libmemtrimd_agent.so";
+static const char k_library[] = AGENT_LIBRARY_NAME;
 
 /* ---- Which objects are loaded ---- */
 
@@ -112,7 +112,7 @@ int agent_pin_self(void) {
 }
 
 long agent_attach_version(const char* options) {
-  static const char key[] = "version=";
+  static const char key[] = AGENT_ATTACH_VERSION_OPTION;
   if (options == NULL) {
     return -1;
   }

@@ -6,14 +6,8 @@
 #ifndef MEMTRIMD_AGENT_ATTACH_H
 #define MEMTRIMD_AGENT_ATTACH_H
 
-/* Agent_OnAttach's return codes; the JVM prints the code in its answer
- * ("return code: <n>") and unloads the library unless it is 0. memtrimd
- * (collectors/jvm/agent_load.cc) tells them apart, so keep them. */
-#define AGENT_ATTACH_OK 0
-#define AGENT_ATTACH_RUNNING 3  /* the agent already runs in this process */
-#define AGENT_ATTACH_VERSION 4  /* memtrimd expects another agent version */
-#define AGENT_ATTACH_DISABLED 5 /* MEMTRIMD_AGENT_DISABLE=1 in the environment */
-#define AGENT_ATTACH_FAILED 6   /* it could not start (its reason on stderr) */
+/* Agent_OnAttach's return codes (AGENT_ATTACH_*) are part of the protocol. */
+#include "collectors/agent/agent_protocol.h"
 
 /* Whether a Java VM has been created in this process: this library was then
  * loaded into a running JVM (by the attach "load" command), not preloaded,

@@ -1,17 +1,16 @@
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/client/jvm_buffers.h"
 
 #include <array>
 #include <optional>
 #include <string>
 
-#include "collectors/agent/key_values.h"
+#include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/key_values.h"
 
 namespace memtrimd::agent {
 
 Result<JvmBuffers> ParseJvmBuffers(std::string_view body) {
-  static constexpr std::array<std::string_view, 8> kKeys = {
-      "direct_count",    "direct_capacity", "direct_used",      "mapped_count",
-      "mapped_capacity", "mapped_used",     "temp_cache_bytes", "temp_cache_buffers"};
+  static constexpr std::array<std::string_view, 8> kKeys = {AGENT_KEYS_JVM_BUFFERS};
   // The pools are required; the cache is there when the agent could walk it.
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   Status st = ParseKeyValues(body, kKeys, values, 6, "agent jvm_buffers");

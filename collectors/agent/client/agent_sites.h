@@ -1,5 +1,5 @@
 // The agent's allocation sampler as memtrimd sees it: the answers to
-// "sampling on <period>" and "sites" (collectors/agent/agent_sampler.c
+// "sampling on <period>" and "sites" (collectors/agent/in_target/sampler_hooks.c
 // writes them). The counts are the agent's: bytes and objects already
 // unbiased (each sampled allocation of s bytes at mean period T stands for
 // s / (1 - e^(-s/T)) bytes), the stacks raw return addresses of the target.
@@ -68,5 +68,7 @@ struct SamplingStarted {
 // than `stacks=` said, or a body not ending in '\n' are kParseError.
 Result<AgentSites> ParseAgentSites(std::string_view body);
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body);
+// The answer to "sampling off": whether the sampler was on.
+Result<bool> ParseSamplingStopped(std::string_view body);
 
 }  // namespace memtrimd::agent

@@ -99,6 +99,7 @@
 
 #include "agent_out.h"
 #include "agent_sys.h"
+#include "collectors/agent/agent_protocol.h"
 
 /* A client gets this long to send its one line, so a silent client cannot
  * hold the agent (and every later client) up. */
@@ -242,7 +243,7 @@ static int build_path(void) {
   start[start_text.len] = '\0';
 
   struct out o = {g_path, 0, sizeof g_path - 1, 0};
-  const char* tmpl = g_template[0] != '\0' ? g_template : "/tmp/.memtrimd_agent.%p.%t";
+  const char* tmpl = g_template[0] != '\0' ? g_template : AGENT_SOCKET_TEMPLATE;
   if (tmpl[0] != '/') {
     return -1;
   }

@@ -1,116 +1,9 @@
 /*
  * libmemtrimd_agent.so - lets memtrimd ask a glibc program, from outside, to
- * give free heap pages back and to describe its heap, with the calls of
- * whichever allocator serves its malloc: glibc's (malloc_trim), or a
- * jemalloc, tcmalloc or mimalloc that was preloaded or linked in
- * (agent_allocator.c says how the allocator is found).
- *
- * Load it with LD_PRELOAD, or have memtrimd load it into a running JVM
- * (--jvm.load-agent: the attach "load" command, Agent_OnAttach; see
- * agent_attach.c). Its constructor (there: Agent_OnAttach) starts one
- * detached thread that serves a UNIX stream socket:
- *
- *   path   $MEMTRIMD_AGENT_SOCKET (absolute; every "%p" becomes the pid and
- *          every "%t" the process's start time), or
- *          /tmp/.memtrimd_agent.<pid>.<start>. The pid is getpid(), i.e. the
- *          pid in the program's own pid namespace; the start time is field
- *          22 of /proc/self/stat (clock ticks since boot). When someone
- *          else holds the default name (files planted in the shared /tmp
- *          at the next pids), the same name plus "." and 16 random hex
- *          digits (agent_sock.c). Mode 0600, removed at exit.
- *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
- *          connection; anyone else has the connection closed without an
- *          answer (counted, see "ping").
- *   ask    one line per connection: "trim", "allocator", "malloc_info",
- *          "mallinfo2", "jvm_buffers", "ping", "sampling on <T>",
- *          "sampling off" or "sites", ending in '\n'.
- *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
- *          1 = error (the body says why).
- *          trim        the allocator's own release call: glibc
- *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
- *                      (4096: all arenas), tcmalloc
- *                      MallocExtension_ReleaseFreeMemory(), mimalloc
- *                      mi_collect(true) (after mi_thread_init() on the
- *                      first: agent_allocator.c says why). duration_ns
- *                      (inside the call), rss_before, rss_after (bytes,
- *                      from /proc/self/statm),
- *                      result (malloc_trim's return; 1 for the others),
- *                      allocator (its name), call (malloc_trim,
- *                      arena.4096.purge, ReleaseFreeMemory, mi_collect) and,
- *                      for jemalloc (dirty + muzzy) and tcmalloc (page heap
- *                      free), free_kept_before and free_kept_after, and
- *                      for mimalloc committed_before and committed_after
- *                      (mi_process_info's current commit), read just
- *                      before and after the call. Status 1 when the
- *                      call fails (mallctl's error) or the allocator is
- *                      unknown ("malloc is served by <object>, which has no
- *                      release call memtrimd knows ...")
- *          allocator   allocator (glibc, jemalloc, tcmalloc, mimalloc or
- *                      unknown), object (the file that serves malloc: a
- *                      shared object, or the executable), then that
- *                      allocator's figures in bytes; a figure the allocator
- *                      refuses is left out:
- *                        glibc    arena hblkhd uordblks fordblks keepcost
- *                                 (mallinfo2)
- *                        jemalloc allocated active resident mapped retained
- *                                 metadata (stats.*, after an "epoch"
- *                                 refresh), dirty muzzy (all arenas' pages
- *                                 times arenas.page), dirty_decay_ms
- *                                 muzzy_decay_ms (signed: -1 = never)
- *                        tcmalloc allocated heap_size pageheap_free
- *                                 pageheap_unmapped central_cache_free
- *                                 transfer_cache_free thread_cache_free
- *                        mimalloc committed committed_peak (mi_process_info)
- *          malloc_info the XML of malloc_info(0, ...)
- *          mallinfo2   arena ordblks smblks hblks hblkhd usmblks fsmblks
- *                      uordblks fordblks keepcost
- *          jvm_buffers in a JVM: direct_count, direct_capacity, direct_used,
- *                      mapped_count, mapped_capacity, mapped_used (the
- *                      BufferPoolMXBean figures) and, when the walk could be
- *                      made, temp_cache_bytes and temp_cache_buffers; status
- *                      1 with the reason in any other program, or with
- *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (4; 3 before the sampler, 2 before
- *                      Agent_OnAttach, 1 before "allocator"), refused
- *                      (connections refused)
- *          sampling on <T>
- *                      the allocation sampler (agent_sampler.c) on, at a
- *                      mean of one sample every T bytes (decimal,
- *                      4096 <= T <= 1 GiB, else status 1 "bad sampling
- *                      period"): the malloc family's GOT entries of every
- *                      loaded object hooked (agent_got.c), empty tables.
- *                      Already on with this T: the same answer, nothing
- *                      reset; with another T: restarted from empty tables.
- *                      period, generation (one more at each start),
- *                      hooked_objects, hooked_entries. Status 1 with the
- *                      reason when it cannot: MEMTRIMD_AGENT_SAMPLING=0,
- *                      no malloc found at load, mmap failed, an mprotect
- *                      refused (the object named)
- *          sampling off
- *                      every hook a pass-through; was_on (0 or 1)
- *          sites       on (0/1), period, generation, started_ns
- *                      (CLOCK_MONOTONIC of the last "on"), samples (since
- *                      on), live_samples, dropped_live (no room in the live
- *                      table), dropped_stacks (samples counted in the
- *                      "[stack table full]" row), sampler_bytes (its tables'
- *                      mapped bytes), hooked_objects, truncated=1 when the
- *                      stack list did not fit the answer (the list then
- *                      ends early), stacks (how many stack lines follow),
- *                      then one line per stack of this generation with
- *                      alloc_samples > 0:
- *                        stack <live_samples> <live_bytes> <live_objects>
- *                              <alloc_samples> <alloc_bytes> <alloc_objects>
- *                              <pc1> <pc2> ...
- *                      decimal counts (bytes and objects unbiased
- *                      estimates, rounded), pcs lowercase hex without 0x,
- *                      pc1 the return address in malloc's caller (innermost
- *                      first); the "[stack table full]" row has no pcs
- *          Bodies other than malloc_info are "key=value\n" lines.
- *
- * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
- * MEMTRIMD_AGENT_JVM=0 keeps it out of a JVM's Java state (jvm_buffers then
- * answers status 1); malloc_info and trim still work.
- * MEMTRIMD_AGENT_SAMPLING=0 refuses "sampling on" (status 1 says why).
+ * give free heap pages back and to describe its heap. What it answers, and
+ * how it is reached, is the contract in collectors/agent/agent_protocol.h
+ * (shared with memtrimd's client); this file starts the agent and runs each
+ * request.
  *
  * Invisible to the program. Servers close every descriptor they did not
  * open themselves (closefrom(3), os.closerange) and then open their own; a
@@ -207,11 +100,8 @@
 #include "agent_out.h"
 #include "agent_sampler.h"
 #include "agent_sock.h"
+#include "collectors/agent/agent_protocol.h"
 
-/* 2: "allocator", and "trim" runs the allocator's own release call.
- * 3: Agent_OnAttach: loadable into a running JVM (agent_attach.c).
- * 4: the allocation sampler ("sampling on|off", "sites"). */
-#define AGENT_VERSION 4
 /* malloc_info lists up to ~140 size classes per arena (~8 kB of XML) and a
  * program may have 8 arenas per CPU: 4 MiB (memtrimd's default answer cap)
  * covers hundreds of fragmented arenas. Untouched pages of the buffer never
@@ -394,7 +284,7 @@ static void do_ping(void) {
   struct out* o = &g_reply;
   put_str(o, "0\n");
   put_kv(o, "pid", (uint64_t)g_pid);
-  put_kv(o, "version", AGENT_VERSION);
+  put_kv(o, "version", AGENT_PROTOCOL_VERSION);
   put_kv(o, "refused", g_refused);
 }
 
@@ -415,23 +305,23 @@ static void handle(struct agent_call* call) {
   call->tail = NULL;
   call->tail_len = 0;
   const char* req = call->line;
-  if (strcmp(req, "trim") == 0) {
+  if (strcmp(req, AGENT_VERB_TRIM) == 0) {
     do_trim();
-  } else if (strcmp(req, "allocator") == 0) {
+  } else if (strcmp(req, AGENT_VERB_ALLOCATOR) == 0) {
     do_allocator();
-  } else if (strcmp(req, "malloc_info") == 0) {
+  } else if (strcmp(req, AGENT_VERB_MALLOC_INFO) == 0) {
     do_malloc_info(call);
-  } else if (strcmp(req, "mallinfo2") == 0) {
+  } else if (strcmp(req, AGENT_VERB_MALLINFO2) == 0) {
     do_mallinfo2();
-  } else if (strcmp(req, "jvm_buffers") == 0) {
+  } else if (strcmp(req, AGENT_VERB_JVM_BUFFERS) == 0) {
     do_jvm_buffers();
-  } else if (strcmp(req, "ping") == 0) {
+  } else if (strcmp(req, AGENT_VERB_PING) == 0) {
     do_ping();
-  } else if (strncmp(req, "sampling on ", 12) == 0) {
-    agent_sampler_on(req + 12, &g_reply);
-  } else if (strcmp(req, "sampling off") == 0) {
+  } else if (strncmp(req, AGENT_VERB_SAMPLING_ON, sizeof AGENT_VERB_SAMPLING_ON - 1) == 0) {
+    agent_sampler_on(req + sizeof AGENT_VERB_SAMPLING_ON - 1, &g_reply);
+  } else if (strcmp(req, AGENT_VERB_SAMPLING_OFF) == 0) {
     agent_sampler_off(&g_reply);
-  } else if (strcmp(req, "sites") == 0) {
+  } else if (strcmp(req, AGENT_VERB_SITES) == 0) {
     /* The stack lines are the tail, in malloc_info's buffer (4 MiB, one
      * request at a time; untouched pages never become resident). */
     size_t len = 0;
@@ -537,7 +427,7 @@ __attribute__((visibility("default"))) int setresuid(uid_t ruid, uid_t euid, uid
 }
 
 static int disabled(void) {
-  const char* disable = getenv("MEMTRIMD_AGENT_DISABLE");
+  const char* disable = getenv(AGENT_ENV_DISABLE);
   return disable != NULL && strcmp(disable, "1") == 0;
 }
 
@@ -563,7 +453,7 @@ int agent_start_now(void) {
   agent_jvm_configure();
   /* Here, where dlsym and dladdr may malloc (see agent_allocator.c). */
   agent_allocator_detect();
-  const char* env = getenv("MEMTRIMD_AGENT_SOCKET");
+  const char* env = getenv(AGENT_ENV_SOCKET);
   if (env != NULL) {
     size_t n = strlen(env);
     if (n >= sizeof g_template) {
@@ -645,7 +535,7 @@ __attribute__((visibility("default"))) int Agent_OnAttach(void* vm, char* option
   (void)vm;
   (void)reserved;
   const long wanted = agent_attach_version(options);
-  if (wanted != -1 && wanted != AGENT_VERSION) {
+  if (wanted != -1 && wanted != AGENT_PROTOCOL_VERSION) {
     return AGENT_ATTACH_VERSION;
   }
   if (disabled()) {

@@ -1,17 +1,18 @@
-#include "collectors/agent/agent_sites.h"
+#include "collectors/agent/client/agent_sites.h"
 
 #include <array>
 #include <optional>
 #include <string>
 
-#include "collectors/agent/key_values.h"
+#include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/key_values.h"
 #include "collectors/common/text.h"
 
 namespace memtrimd::agent {
 
 namespace {
 
-constexpr std::string_view kStackPrefix = "stack";
+constexpr std::string_view kStackPrefix = AGENT_SITES_STACK;
 
 // The stack lines are 32 addresses at most in today's agent; a longer line
 // is kept (a newer agent may walk deeper) up to this many.
@@ -72,10 +73,7 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   } else if (std::size_t p = body.find("\nstack "); p != std::string_view::npos) {
     stacks_at = p + 1;
   }
-  static constexpr std::array<std::string_view, 12> kKeys = {
-      "on",           "period",       "generation",     "started_ns",    "samples",
-      "live_samples", "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects",
-      "stacks",       "truncated"};
+  static constexpr std::array<std::string_view, 12> kKeys = {AGENT_KEYS_SITES};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   std::string_view head = body.substr(0, stacks_at);
   if (head.empty()) {
@@ -120,12 +118,21 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
 }
 
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body) {
-  static constexpr std::array<std::string_view, 4> kKeys = {"period", "generation",
-                                                            "hooked_objects", "hooked_entries"};
+  static constexpr std::array<std::string_view, 4> kKeys = {AGENT_KEYS_SAMPLING_ON};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   Status st = ParseKeyValues(body, kKeys, values, kKeys.size(), "agent sampling on");
   if (!st.ok()) return st;
   return SamplingStarted{*values[0], *values[1], *values[2], *values[3]};
+}
+
+Result<bool> ParseSamplingStopped(std::string_view body) {
+  static constexpr std::array<std::string_view, 1> kKeys = {AGENT_KEYS_SAMPLING_OFF};
+  std::array<std::optional<uint64_t>, kKeys.size()> values{};
+  Status st = ParseKeyValues(body, kKeys, values, kKeys.size(), "agent sampling off");
+  if (!st.ok()) return st;
+  if (*values[0] > 1)
+    return Status(ErrorCode::kParseError, "agent sampling off: was_on not 0 or 1");
+  return *values[0] == 1;
 }
 
 }  // namespace memtrimd::agent

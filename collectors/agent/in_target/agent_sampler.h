@@ -1,8 +1,10 @@
 /*
  * The agent's allocation sampler: malloc-family calls sampled by bytes,
- * their stacks, and the sampled allocations still live (agent_sampler.c).
+ * their stacks, and the sampled allocations still live (sampler_hooks.c;
+ * sampler_control.c, sampler_countdown.c, stack_table.c, live_table.c,
+ * sites_encoder.c).
  * memtrimd turns it on and off and reads it through the agent's socket
- * ("sampling on <T>", "sampling off", "sites": memtrimd_agent.c).
+ * ("sampling on <T>", "sampling off", "sites": agent_protocol.h).
  */
 #ifndef MEMTRIMD_AGENT_SAMPLER_H
 #define MEMTRIMD_AGENT_SAMPLER_H

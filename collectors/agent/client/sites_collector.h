@@ -12,7 +12,7 @@
 #include <memory>
 #include <utility>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/common/collector.h"
 #include "collectors/symbols/target_elf.h"
 

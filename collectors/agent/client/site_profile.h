@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/agent/agent_sites.h"
+#include "collectors/agent/client/agent_sites.h"
 #include "collectors/symbols/symbolize.h"
 
 namespace memtrimd::agent {

@@ -1,4 +1,4 @@
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,7 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "collectors/agent/key_values.h"
+#include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/key_values.h"
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/private_socket.h"
@@ -26,7 +27,7 @@ namespace {
 
 using Clock = SocketClock;
 
-constexpr std::string_view kLibraryName = "libmemtrimd_agent.so";
+constexpr std::string_view kLibraryName = AGENT_LIBRARY_NAME;
 
 // When someone else holds the agent's default name (files planted at the
 // next pids and start times in a shared /tmp), the agent listens at that
@@ -40,7 +41,7 @@ constexpr std::size_t kMaxFallbacks = 8;
 constexpr std::size_t kMaxEntriesRead = 200000;
 
 bool IsRandomSuffix(std::string_view s) {
-  if (s.size() != 16) return false;
+  if (s.size() != AGENT_SOCKET_RANDOM_DIGITS) return false;
   for (char c : s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
@@ -62,8 +63,8 @@ std::vector<std::string> FallbackSocketPaths(const Target& t, const std::string&
   while (struct dirent* e = ::readdir(d.get())) {
     if (++read > kMaxEntriesRead || out.size() >= kMaxFallbacks) break;
     std::string_view name(e->d_name);
-    if (name.size() != prefix.size() + 16 || name.substr(0, prefix.size()) != prefix ||
-        !IsRandomSuffix(name.substr(prefix.size()))) {
+    if (name.size() != prefix.size() + AGENT_SOCKET_RANDOM_DIGITS ||
+        name.substr(0, prefix.size()) != prefix || !IsRandomSuffix(name.substr(prefix.size()))) {
       continue;
     }
     // Only sockets the agent could have made count towards the limit:
@@ -120,17 +121,17 @@ Result<AgentSocket> FindAgentSocket(const Target& t) {
   if (!environ.ok()) {
     return ExplainDenied(environ.status(), "agent: open " + environ_path, environ_path);
   }
-  if (EnvValue(*environ, "MEMTRIMD_AGENT_DISABLE") == std::optional<std::string_view>("1")) {
+  if (EnvValue(*environ, AGENT_ENV_DISABLE) == std::optional<std::string_view>("1")) {
     return Status(ErrorCode::kUnavailable,
                   "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");
   }
   const std::string pid = std::to_string(t.nspid);
   const std::string start = std::to_string(t.start_ticks);
-  std::optional<std::string_view> custom = EnvValue(*environ, "MEMTRIMD_AGENT_SOCKET");
+  std::optional<std::string_view> custom = EnvValue(*environ, AGENT_ENV_SOCKET);
   // The agent's default: the start time makes the name unique to one process
   // instance, so a file left by a killed process with the same pid is never
   // taken for this one's.
-  std::string_view pattern = "/tmp/.memtrimd_agent.%p.%t";
+  std::string_view pattern = AGENT_SOCKET_TEMPLATE;
   const bool default_name = !custom || custom->empty();
   if (!default_name) {
     if (custom->front() != '/') {
@@ -226,9 +227,7 @@ Result<AgentTrim> ParseAgentTrim(std::string_view body) {
   // The first four are in every answer; the free-kept figures only where
   // the allocator reports one (jemalloc, tcmalloc), the committed ones only
   // under mimalloc.
-  static constexpr std::array<std::string_view, 8> kKeys = {
-      "duration_ns",      "rss_before",      "rss_after",        "result",
-      "free_kept_before", "free_kept_after", "committed_before", "committed_after"};
+  static constexpr std::array<std::string_view, 8> kKeys = {AGENT_KEYS_TRIM};
   std::array<std::optional<uint64_t>, 8> got{};
   Status st = ParseKeyValues(body, kKeys, got, 4, "agent trim");
   if (!st.ok()) return st;
@@ -279,9 +278,7 @@ Result<AgentTrim> ParseAgentTrim(std::string_view body) {
 }
 
 Result<Mallinfo2> ParseMallinfo2(std::string_view body) {
-  static constexpr std::array<std::string_view, 10> kKeys = {
-      "arena",   "ordblks", "smblks",   "hblks",    "hblkhd",
-      "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"};
+  static constexpr std::array<std::string_view, 10> kKeys = {AGENT_KEYS_MALLINFO2};
   std::array<std::optional<uint64_t>, 10> got{};
   Status st = ParseKeyValues(body, kKeys, got, got.size(), "agent mallinfo2");
   if (!st.ok()) return st;
@@ -302,7 +299,7 @@ Result<Mallinfo2> ParseMallinfo2(std::string_view body) {
 }
 
 Result<AgentTrim> AgentTrimNow(const Target& t, const AgentOptions& o) {
-  Result<std::string> body = AgentCommand(t, "trim", o);
+  Result<std::string> body = AgentCommand(t, AGENT_VERB_TRIM, o);
   if (!body.ok()) return body.status();
   return ParseAgentTrim(*body);
 }

@@ -1,4 +1,4 @@
-#include "collectors/agent/site_profile.h"
+#include "collectors/agent/client/site_profile.h"
 
 #include <algorithm>
 #include <map>

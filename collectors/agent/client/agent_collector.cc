@@ -1,6 +1,7 @@
-#include "collectors/agent/agent_collector.h"
+#include "collectors/agent/client/agent_collector.h"
 
-#include "collectors/agent/jvm_buffers.h"
+#include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/jvm_buffers.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/sample.h"
@@ -15,7 +16,7 @@ namespace {
 bool ReadJvmBuffers(const AgentCommander& command, const Target& target,
                     const AgentOptions& options, TargetSample& out, Status& status) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = command(target, "jvm_buffers", options, &failure);
+  Result<std::string> body = command(target, AGENT_VERB_JVM_BUFFERS, options, &failure);
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
@@ -46,7 +47,7 @@ bool ReadJvmBuffers(const AgentCommander& command, const Target& target,
 bool ReadAllocator(const AgentCommander& command, const Target& target, const AgentOptions& options,
                    TargetSample& out, Status& status) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = command(target, "allocator", options, &failure);
+  Result<std::string> body = command(target, AGENT_VERB_ALLOCATOR, options, &failure);
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = body.status().message();
@@ -104,7 +105,7 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   // only source of its malloc statistics (on 21+ the jvm collector's fresher
   // answer takes precedence when both ran).
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> xml = command_(target, "malloc_info", options_, &failure);
+  Result<std::string> xml = command_(target, AGENT_VERB_MALLOC_INFO, options_, &failure);
   if (!xml.ok()) {
     if (failure == AgentFailure::kUnreachable) {
       out.agent_unreachable = xml.status().message();

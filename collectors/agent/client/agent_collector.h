@@ -12,7 +12,7 @@
 #include <optional>
 #include <utility>
 
-#include "collectors/agent/agent_client.h"
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/common/collector.h"
 #include "collectors/jvm/agent_load_record.h"
 

@@ -1,10 +1,11 @@
-#include "collectors/agent/sites_collector.h"
+#include "collectors/agent/client/sites_collector.h"
 
 #include <time.h>
 
 #include <string>
 
-#include "collectors/agent/agent_sites.h"
+#include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/agent_sites.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/maps.h"
 #include "collectors/sample.h"
@@ -26,8 +27,8 @@ uint64_t MonotonicNowNs() {
 
 Status SitesCollector::TurnOn(const Target& target, std::string& why) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body =
-      command_(target, "sampling on " + std::to_string(options_.period), options_.agent, &failure);
+  Result<std::string> body = command_(
+      target, AGENT_VERB_SAMPLING_ON + std::to_string(options_.period), options_.agent, &failure);
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) return body.status();
     // The agent's reason: MEMTRIMD_AGENT_SAMPLING=0, no unwinder, an
@@ -48,7 +49,7 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
     return Status::Ok();
   }
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = command_(target, "sites", options_.agent, &failure);
+  Result<std::string> body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
   Result<AgentSites> sites = Status(ErrorCode::kUnavailable, "");
   if (body.ok()) {
     sites = ParseAgentSites(*body);
@@ -80,7 +81,7 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
       out.sites_missing = std::move(why);
       return Status::Ok();
     }
-    body = command_(target, "sites", options_.agent, &failure);
+    body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
     if (!body.ok()) {
       out.sites_missing = "the agent did not answer \"sites\": " + body.status().message();
       return body.status();

@@ -1,26 +1,23 @@
-#include "collectors/agent/allocator_stats.h"
+#include "collectors/agent/client/allocator_stats.h"
 
 #include <array>
 #include <limits>
 #include <span>
 #include <vector>
 
+#include "collectors/agent/agent_protocol.h"
 #include "collectors/common/text.h"
 
 namespace memtrimd::agent {
 namespace {
 
-// The figures the agent sends for each allocator (memtrimd_agent.c). Others
+// The figures the agent sends for each allocator (agent_protocol.h). Others
 // are ignored: a newer agent may add some, and a figure that belongs to
 // another allocator would mean something else here.
-constexpr std::array<std::string_view, 5> kGlibcKeys = {"arena", "hblkhd", "uordblks", "fordblks",
-                                                        "keepcost"};
-constexpr std::array<std::string_view, 8> kJemallocKeys = {
-    "allocated", "active", "resident", "mapped", "retained", "metadata", "dirty", "muzzy"};
-constexpr std::array<std::string_view, 7> kTcmallocKeys = {
-    "allocated",          "heap_size",           "pageheap_free",    "pageheap_unmapped",
-    "central_cache_free", "transfer_cache_free", "thread_cache_free"};
-constexpr std::array<std::string_view, 2> kMimallocKeys = {"committed", "committed_peak"};
+constexpr std::array<std::string_view, 5> kGlibcKeys = {AGENT_KEYS_ALLOCATOR_GLIBC};
+constexpr std::array<std::string_view, 8> kJemallocKeys = {AGENT_KEYS_ALLOCATOR_JEMALLOC};
+constexpr std::array<std::string_view, 7> kTcmallocKeys = {AGENT_KEYS_ALLOCATOR_TCMALLOC};
+constexpr std::array<std::string_view, 2> kMimallocKeys = {AGENT_KEYS_ALLOCATOR_MIMALLOC};
 
 std::span<const std::string_view> KeysOf(Allocator a) {
   switch (a) {

@@ -1,0 +1,231 @@
+/*
+ * The agent's wire contract: what memtrimd (client/) and
+ * libmemtrimd_agent.so (in_target/) say to each other. Both sides include
+ * this file and nothing else holds these names or numbers, so the two cannot
+ * drift apart (tests/integration/agent_protocol_test.cc checks the built
+ * library against it). Plain C: only macros, usable from C11 and C++.
+ *
+ * libmemtrimd_agent.so - lets memtrimd ask a glibc program, from outside, to
+ * give free heap pages back and to describe its heap, with the calls of
+ * whichever allocator serves its malloc: glibc's (malloc_trim), or a
+ * jemalloc, tcmalloc or mimalloc that was preloaded or linked in
+ * (in_target/agent_allocator.c says how the allocator is found).
+ *
+ * Load it with LD_PRELOAD, or have memtrimd load it into a running JVM
+ * (--jvm.load-agent: the attach "load" command, Agent_OnAttach; see
+ * agent_attach.c). Its constructor (there: Agent_OnAttach) starts one
+ * detached thread that serves a UNIX stream socket:
+ *
+ *   path   $MEMTRIMD_AGENT_SOCKET (absolute; every "%p" becomes the pid and
+ *          every "%t" the process's start time), or
+ *          /tmp/.memtrimd_agent.<pid>.<start>. The pid is getpid(), i.e. the
+ *          pid in the program's own pid namespace; the start time is field
+ *          22 of /proc/self/stat (clock ticks since boot). When someone
+ *          else holds the default name (files planted in the shared /tmp
+ *          at the next pids), the same name plus "." and 16 random hex
+ *          digits (agent_sock.c). Mode 0600, removed at exit.
+ *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
+ *          connection; anyone else has the connection closed without an
+ *          answer (counted, see "ping").
+ *   ask    one line per connection: "trim", "allocator", "malloc_info",
+ *          "mallinfo2", "jvm_buffers", "ping", "sampling on <T>",
+ *          "sampling off" or "sites", ending in '\n'.
+ *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
+ *          1 = error (the body says why).
+ *          trim        the allocator's own release call: glibc
+ *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
+ *                      (4096: all arenas), tcmalloc
+ *                      MallocExtension_ReleaseFreeMemory(), mimalloc
+ *                      mi_collect(true) (after mi_thread_init() on the
+ *                      first: agent_allocator.c says why). duration_ns
+ *                      (inside the call), rss_before, rss_after (bytes,
+ *                      from /proc/self/statm),
+ *                      result (malloc_trim's return; 1 for the others),
+ *                      allocator (its name), call (malloc_trim,
+ *                      arena.4096.purge, ReleaseFreeMemory, mi_collect) and,
+ *                      for jemalloc (dirty + muzzy) and tcmalloc (page heap
+ *                      free), free_kept_before and free_kept_after, and
+ *                      for mimalloc committed_before and committed_after
+ *                      (mi_process_info's current commit), read just
+ *                      before and after the call. Status 1 when the
+ *                      call fails (mallctl's error) or the allocator is
+ *                      unknown ("malloc is served by <object>, which has no
+ *                      release call memtrimd knows ...")
+ *          allocator   allocator (glibc, jemalloc, tcmalloc, mimalloc or
+ *                      unknown), object (the file that serves malloc: a
+ *                      shared object, or the executable), then that
+ *                      allocator's figures in bytes; a figure the allocator
+ *                      refuses is left out:
+ *                        glibc    arena hblkhd uordblks fordblks keepcost
+ *                                 (mallinfo2)
+ *                        jemalloc allocated active resident mapped retained
+ *                                 metadata (stats.*, after an "epoch"
+ *                                 refresh), dirty muzzy (all arenas' pages
+ *                                 times arenas.page), dirty_decay_ms
+ *                                 muzzy_decay_ms (signed: -1 = never)
+ *                        tcmalloc allocated heap_size pageheap_free
+ *                                 pageheap_unmapped central_cache_free
+ *                                 transfer_cache_free thread_cache_free
+ *                        mimalloc committed committed_peak (mi_process_info)
+ *          malloc_info the XML of malloc_info(0, ...)
+ *          mallinfo2   arena ordblks smblks hblks hblkhd usmblks fsmblks
+ *                      uordblks fordblks keepcost
+ *          jvm_buffers in a JVM: direct_count, direct_capacity, direct_used,
+ *                      mapped_count, mapped_capacity, mapped_used (the
+ *                      BufferPoolMXBean figures) and, when the walk could be
+ *                      made, temp_cache_bytes and temp_cache_buffers; status
+ *                      1 with the reason in any other program, or with
+ *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
+ *          ping        pid, version (4; 3 before the sampler, 2 before
+ *                      Agent_OnAttach, 1 before "allocator"), refused
+ *                      (connections refused)
+ *          sampling on <T>
+ *                      the allocation sampler (sampler_hooks.c) on, at a
+ *                      mean of one sample every T bytes (decimal,
+ *                      4096 <= T <= 1 GiB, else status 1 "bad sampling
+ *                      period"): the malloc family's GOT entries of every
+ *                      loaded object hooked (agent_got.c), empty tables.
+ *                      Already on with this T: the same answer, nothing
+ *                      reset; with another T: restarted from empty tables.
+ *                      period, generation (one more at each start),
+ *                      hooked_objects, hooked_entries. Status 1 with the
+ *                      reason when it cannot: MEMTRIMD_AGENT_SAMPLING=0,
+ *                      no malloc found at load, mmap failed, an mprotect
+ *                      refused (the object named)
+ *          sampling off
+ *                      every hook a pass-through; was_on (0 or 1)
+ *          sites       on (0/1), period, generation, started_ns
+ *                      (CLOCK_MONOTONIC of the last "on"), samples (since
+ *                      on), live_samples, dropped_live (no room in the live
+ *                      table), dropped_stacks (samples counted in the
+ *                      "[stack table full]" row), sampler_bytes (its tables'
+ *                      mapped bytes), hooked_objects, truncated=1 when the
+ *                      stack list did not fit the answer (the list then
+ *                      ends early), stacks (how many stack lines follow),
+ *                      then one line per stack of this generation with
+ *                      alloc_samples > 0:
+ *                        stack <live_samples> <live_bytes> <live_objects>
+ *                              <alloc_samples> <alloc_bytes> <alloc_objects>
+ *                              <pc1> <pc2> ...
+ *                      decimal counts (bytes and objects unbiased
+ *                      estimates, rounded), pcs lowercase hex without 0x,
+ *                      pc1 the return address in malloc's caller (innermost
+ *                      first); the "[stack table full]" row has no pcs
+ *          Bodies other than malloc_info are "key=value\n" lines.
+ *
+ * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
+ * MEMTRIMD_AGENT_JVM=0 keeps it out of a JVM's Java state (jvm_buffers then
+ * answers status 1); malloc_info and trim still work.
+ * MEMTRIMD_AGENT_SAMPLING=0 refuses "sampling on" (status 1 says why).
+ *
+ */
+#ifndef MEMTRIMD_AGENT_PROTOCOL_H
+#define MEMTRIMD_AGENT_PROTOCOL_H
+
+/* "ping"'s version, and what memtrimd asks Agent_OnAttach for.
+ * 2: "allocator", and "trim" runs the allocator's own release call.
+ * 3: Agent_OnAttach: loadable into a running JVM (in_target/agent_attach.c).
+ * 4: the allocation sampler ("sampling on|off", "sites"). */
+#define AGENT_PROTOCOL_VERSION 4
+
+/* The library's file name: what memtrimd looks for in a target's maps and
+ * the agent in its own process. */
+#define AGENT_LIBRARY_NAME "libmemtrimd_agent.so"
+
+/* ---- The socket ---- */
+
+/* The default socket path: prefix, pid (in the program's pid namespace), ".",
+ * start time (field 22 of /proc/<pid>/stat). */
+#define AGENT_SOCKET_PREFIX "/tmp/.memtrimd_agent."
+/* The same as a template: "%p" the pid, "%t" the start time. */
+#define AGENT_SOCKET_TEMPLATE AGENT_SOCKET_PREFIX "%p.%t"
+/* When someone else holds the default name: that name, ".", and this many
+ * random lowercase hex digits. */
+#define AGENT_SOCKET_RANDOM_DIGITS 16
+
+/* ---- The target's environment ---- */
+
+#define AGENT_ENV_SOCKET "MEMTRIMD_AGENT_SOCKET"     /* a path template instead */
+#define AGENT_ENV_DISABLE "MEMTRIMD_AGENT_DISABLE"   /* "1": loaded, not started */
+#define AGENT_ENV_JVM "MEMTRIMD_AGENT_JVM"           /* "0": no JNI reads */
+#define AGENT_ENV_SAMPLING "MEMTRIMD_AGENT_SAMPLING" /* "0": "sampling on" refused */
+
+/* ---- Requests: one line each, ending in '\n' ---- */
+
+#define AGENT_VERB_TRIM "trim"
+#define AGENT_VERB_ALLOCATOR "allocator"
+#define AGENT_VERB_MALLOC_INFO "malloc_info"
+#define AGENT_VERB_MALLINFO2 "mallinfo2"
+#define AGENT_VERB_JVM_BUFFERS "jvm_buffers"
+#define AGENT_VERB_PING "ping"
+/* Followed by the period T in decimal ("sampling on 524288"). */
+#define AGENT_VERB_SAMPLING_ON "sampling on "
+#define AGENT_VERB_SAMPLING_OFF "sampling off"
+#define AGENT_VERB_SITES "sites"
+/* Every verb, as a list (tests/integration/agent_protocol_test.cc sends each
+ * one; a verb added above belongs here too). */
+#define AGENT_VERBS                                                                             \
+  AGENT_VERB_TRIM, AGENT_VERB_ALLOCATOR, AGENT_VERB_MALLOC_INFO, AGENT_VERB_MALLINFO2,          \
+      AGENT_VERB_JVM_BUFFERS, AGENT_VERB_PING, AGENT_VERB_SAMPLING_ON, AGENT_VERB_SAMPLING_OFF, \
+      AGENT_VERB_SITES
+
+/* The sampling period's bounds, in bytes ("bad sampling period" outside). */
+#define AGENT_SAMPLING_MIN_PERIOD 4096ull
+#define AGENT_SAMPLING_MAX_PERIOD (1ull << 30)
+
+/* ---- Answers: "<status>\n<body>" ---- */
+
+#define AGENT_STATUS_OK "0"
+#define AGENT_STATUS_ERROR "1"
+
+/* The keys of each "key=value\n" body, as lists (a C array's or a C++
+ * std::array's initializer). A key of a list may be left out where the
+ * spec above says so; an agent never sends a key outside its verb's list. */
+/* The first four always; the free-kept pair where the allocator reports it
+ * (jemalloc, tcmalloc), the committed pair under mimalloc. */
+#define AGENT_KEYS_TRIM                                                                      \
+  "duration_ns", "rss_before", "rss_after", "result", "free_kept_before", "free_kept_after", \
+      "committed_before", "committed_after"
+/* Words, not numbers: the allocator's name and its release call. */
+#define AGENT_KEYS_TRIM_WORDS "allocator", "call"
+/* The allocator's name and the object that serves malloc, then its figures. */
+#define AGENT_KEYS_ALLOCATOR_WHICH "allocator", "object"
+#define AGENT_KEYS_ALLOCATOR_GLIBC "arena", "hblkhd", "uordblks", "fordblks", "keepcost"
+#define AGENT_KEYS_ALLOCATOR_JEMALLOC \
+  "allocated", "active", "resident", "mapped", "retained", "metadata", "dirty", "muzzy"
+#define AGENT_KEYS_ALLOCATOR_JEMALLOC_DECAY "dirty_decay_ms", "muzzy_decay_ms" /* signed */
+#define AGENT_KEYS_ALLOCATOR_TCMALLOC                                                   \
+  "allocated", "heap_size", "pageheap_free", "pageheap_unmapped", "central_cache_free", \
+      "transfer_cache_free", "thread_cache_free"
+#define AGENT_KEYS_ALLOCATOR_MIMALLOC "committed", "committed_peak"
+#define AGENT_KEYS_MALLINFO2                                                                     \
+  "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", \
+      "keepcost"
+/* The first six always, the temporary buffer cache's two when walked. */
+#define AGENT_KEYS_JVM_BUFFERS                                                         \
+  "direct_count", "direct_capacity", "direct_used", "mapped_count", "mapped_capacity", \
+      "mapped_used", "temp_cache_bytes", "temp_cache_buffers"
+#define AGENT_KEYS_PING "pid", "version", "refused"
+#define AGENT_KEYS_SAMPLING_ON "period", "generation", "hooked_objects", "hooked_entries"
+#define AGENT_KEYS_SAMPLING_OFF "was_on"
+/* The head of "sites" ("truncated" only when the list was cut); the stack
+ * lines follow, each starting with AGENT_SITES_STACK. */
+#define AGENT_KEYS_SITES                                                                 \
+  "on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live", \
+      "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "truncated"
+#define AGENT_SITES_STACK "stack"
+
+/* ---- Agent_OnAttach (a load into a running JVM) ---- */
+
+/* The options memtrimd passes: this prefix, then AGENT_PROTOCOL_VERSION. */
+#define AGENT_ATTACH_VERSION_OPTION "version="
+/* Its return codes; the JVM prints the code in its answer ("return code:
+ * <n>") and unloads the library unless it is 0. memtrimd
+ * (collectors/jvm/agent_load.cc) tells them apart. */
+#define AGENT_ATTACH_OK 0
+#define AGENT_ATTACH_RUNNING 3  /* the agent already runs in this process */
+#define AGENT_ATTACH_VERSION 4  /* memtrimd expects another agent version */
+#define AGENT_ATTACH_DISABLED 5 /* MEMTRIMD_AGENT_DISABLE=1 in the environment */
+#define AGENT_ATTACH_FAILED 6   /* it could not start (its reason on stderr) */
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * The "sites" answer (agent_protocol.h): the sampler's counters, then one
+ * line per stack of this generation that was sampled, encoded without
+ * malloc into the caller's buffers.
+ */
+#include <string.h>
+
+#include "agent_got.h"
+#include "agent_sampler.h"
+#include "collectors/agent/agent_protocol.h"
+#include "sampler_state.h"
+
+static uint64_t clamp(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
+
+static void put_hex(struct out* o, uintptr_t v) {
+  char digits[2 * sizeof v + 1];
+  size_t i = sizeof digits;
+  digits[--i] = '\0';
+  do {
+    digits[--i] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  put_str(o, digits + i);
+}
+
+void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len) {
+  const int on = LOAD(g_on);
+  const uint32_t gen = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
+  if (on && agent_got_dlopen_calls() != LOAD(g_seen_dlopens)) {
+    /* Objects loaded since the last pass: hook them now (the agent thread
+     * may wait for a pass; it holds no loader lock). */
+    STORE(g_seen_dlopens, agent_got_dlopen_calls());
+    struct got_result r;
+    agent_got_patch(g_hooks, g_nhooks, 1, &r);
+    STORE(g_hooked_objects, r.objects);
+    STORE(g_hooked_entries, r.entries);
+  }
+  struct out stacks = {tail, 0, tail_cap, 0};
+  unsigned listed = 0;
+  int truncated = 0;
+  for (uint32_t i = 0; g_rows != NULL && i < STACK_ROWS && !truncated; ++i) {
+    const struct stack_row* r = &g_rows[i];
+    if ((uint32_t)(__atomic_load_n(&r->tag, __ATOMIC_ACQUIRE) >> 32) != gen ||
+        __atomic_load_n(&r->ready, __ATOMIC_ACQUIRE) != gen) {
+      continue;
+    }
+    const int64_t alloc_samples = LOAD(r->alloc_samples);
+    if (alloc_samples <= 0) {
+      continue;
+    }
+    char line[64 + 7 * 24 + MAX_FRAMES * 17];
+    struct out l = {line, 0, sizeof line, 0};
+    put_str(&l, AGENT_SITES_STACK " ");
+    put_u64(&l, clamp(LOAD(r->live_samples)));
+    put_str(&l, " ");
+    put_u64(&l, clamp(LOAD(r->live_bytes)));
+    put_str(&l, " ");
+    put_u64(&l, (clamp(LOAD(r->live_objects)) + 32768) >> 16);
+    put_str(&l, " ");
+    put_u64(&l, (uint64_t)alloc_samples);
+    put_str(&l, " ");
+    put_u64(&l, clamp(LOAD(r->alloc_bytes)));
+    put_str(&l, " ");
+    put_u64(&l, (clamp(LOAD(r->alloc_objects)) + 32768) >> 16);
+    const uint32_t n = i == 0 ? 0 : r->nframes;
+    for (uint32_t f = 0; f < n && f < MAX_FRAMES; ++f) {
+      put_str(&l, " ");
+      put_hex(&l, r->frames[f]);
+    }
+    put_str(&l, "\n");
+    if (stacks.len + l.len > stacks.cap) {
+      truncated = 1; /* the list ends here; the head says so */
+      break;
+    }
+    memcpy(stacks.p + stacks.len, line, l.len);
+    stacks.len += l.len;
+    ++listed;
+  }
+  *tail_len = stacks.len;
+  put_str(head, "0\n");
+  put_kv(head, "on", (uint64_t)(on != 0));
+  put_kv(head, "period", g_period);
+  put_kv(head, "generation", gen);
+  put_kv(head, "started_ns", g_started_ns);
+  put_kv(head, "samples", LOAD(g_samples));
+  put_kv(head, "live_samples", clamp(LOAD(g_live)));
+  put_kv(head, "dropped_live", LOAD(g_dropped_live));
+  put_kv(head, "dropped_stacks", LOAD(g_dropped_stacks));
+  put_kv(head, "sampler_bytes", g_map_bytes);
+  put_kv(head, "hooked_objects", LOAD(g_hooked_objects));
+  if (truncated) {
+    put_kv(head, "truncated", 1);
+  }
+  put_kv(head, "stacks", listed);
+}
