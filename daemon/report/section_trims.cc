@@ -161,9 +161,9 @@ void TrimBackendText(TextTable& t, const TargetSnapshot& ts, const AllocatorView
   } else if (other) {
     t.Say(std::string("backend: agent, with ") + AllocatorName(alloc.allocator) +
           "'s own release call (" + ReleaseCallOf(alloc.allocator) + ")" +
-          (s.agent_unreachable.empty()
-               ? ""
-               : "; unreachable now: " + s.agent_unreachable + AgentHint(s.agent_unreachable_cause)));
+          (s.agent_unreachable.empty() ? ""
+                                       : "; unreachable now: " + s.agent_unreachable +
+                                             AgentHint(s.agent_unreachable_cause)));
   } else if (!s.agent_unreachable.empty()) {
     // Loaded is not enough: say plainly that trims cannot work, and why.
     t.Say("backend: agent loaded but unreachable: " + s.agent_unreachable +
