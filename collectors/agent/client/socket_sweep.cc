@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 
@@ -58,6 +59,19 @@ UniqueFd OpenTmpNoSymlinks(const Target& t) {
   return UniqueFd(::openat(root.get(), "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
+// The agent binds its socket and listens a few system calls later; in
+// between, connect is refused as on a stale socket. A file this young may
+// be such a socket: left to a later sweep.
+constexpr std::chrono::seconds kMinAge{2};
+
+bool YoungerThanMinAge(const struct stat& st) {
+  const auto made = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  // A time ahead of the clock counts as young too.
+  return std::chrono::system_clock::now() - made < kMinAge;
+}
+
 enum class Listener { kNobody, kSomeone, kUnknown };
 
 // Whether anyone listens on the socket `name` in the directory `dir`,
@@ -94,7 +108,8 @@ void SweepDir(int dir, const std::set<std::pair<uint64_t, uint64_t>>& live,
     std::optional<AgentSocketName> n = ParseAgentSocketName(e->d_name);
     if (!n || live.contains({n->pid, n->start})) continue;
     struct stat before {};
-    if (::fstatat(dir, e->d_name, &before, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(before.st_mode)) {
+    if (::fstatat(dir, e->d_name, &before, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(before.st_mode) ||
+        YoungerThanMinAge(before)) {
       continue;
     }
     if (WhoListens(dir, e->d_name) != Listener::kNobody) continue;
