@@ -29,7 +29,7 @@ figures without perf data, and `memtrimd inspect` and `memtrimd jcmd`
 through `podman exec`; with the agent preloaded into JDK 17, the direct
 pool and the temporary buffer cache as the JVM's BufferPoolMXBean counts
 them. Then memtrimd as the node-agent overlay runs it
-(--pid=host, root with four capabilities) sees every app by its host pid,
+(--pid=host, root with three capabilities) sees every app by its host pid,
 labelled with its container's ID.
 
 Needs root and a podman that answers `podman info` (else 77) and the image
@@ -453,14 +453,14 @@ def jvm_app_in_pod(image, profile, home, classpath, n, named=False, agent=None):
 
 def node_agent_beside(image, profile, apps):
     """memtrimd as deploy/kubernetes/overlays/node-agent runs it: the host's
-    PID namespace, root with SYS_PTRACE, DAC_OVERRIDE, KILL and FOWNER alone, no
+    PID namespace, root with SYS_PTRACE, DAC_OVERRIDE and KILL alone, no
     privilege escalation, a read-only root, the RuntimeDefault-like profile,
     --targets=node. It sees the apps of the other pods by their host pids,
     each labelled with its podman container's ID."""
     port = free_port()
     node = names.container("node-agent")
     podman("run", "-d", "--name", node, "--pid=host", "--user", "0:0", "--cap-drop", "ALL",
-           "--cap-add", "SYS_PTRACE,DAC_OVERRIDE,KILL,FOWNER", "--security-opt", "no-new-privileges",
+           "--cap-add", "SYS_PTRACE,DAC_OVERRIDE,KILL", "--security-opt", "no-new-privileges",
            "--security-opt", f"seccomp={profile}", "--read-only", "--read-only-tmpfs=false",
            "--memory", "64m", "-p", f"127.0.0.1:{port}:8486", image, "--targets=node",
            "--sample.interval=1s", "--discovery.interval=2s")

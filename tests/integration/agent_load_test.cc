@@ -364,7 +364,7 @@ TEST_P(AgentLoadTest, OptedOutAndTheAgentsOwnRefusals) {
   EXPECT_TRUE(jvm.running());
 }
 
-// As the node agent (root with its four capabilities only) into a JVM of
+// As the node agent (root with its three capabilities only) into a JVM of
 // another user (nobody) in its own pid and mount namespace with a /tmp of
 // its own: the copy goes into that /tmp through /proc/<pid>/root, root's
 // and readable by the JVM's user, and is gone after the load.

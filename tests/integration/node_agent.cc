@@ -18,12 +18,12 @@ std::vector<std::string> AsUser(uid_t uid) {
 
 uint64_t NodeAgentCapMask() {
   return (uint64_t{1} << CAP_SYS_PTRACE) | (uint64_t{1} << CAP_DAC_OVERRIDE) |
-         (uint64_t{1} << CAP_KILL) | (uint64_t{1} << CAP_FOWNER);
+         (uint64_t{1} << CAP_KILL);
 }
 
 std::vector<std::string> NodeAgentCaps(const std::string& drop) {
   std::string set = "-all";
-  for (const char* cap : {"sys_ptrace", "dac_override", "kill", "fowner"}) {
+  for (const char* cap : {"sys_ptrace", "dac_override", "kill"}) {
     if (drop != cap) set += std::string(",+") + cap;
   }
   return {"setpriv", "--bounding-set=" + set, "--inh-caps=-all"};

@@ -1,5 +1,5 @@
 // What the node-agent tests share: memtrimd as root limited to the node
-// agent's four capabilities, targets started as other users, a JVM in its
+// agent's three capabilities, targets started as other users, a JVM in its
 // own pid and mount namespace, and a directory all of them can use.
 #pragma once
 
@@ -23,11 +23,11 @@ inline constexpr uid_t kNamelessUid = 4242;
 // runs the rest as `uid` (gid the same number, no supplementary groups).
 std::vector<std::string> AsUser(uid_t uid);
 
-// CAP_SYS_PTRACE | CAP_DAC_OVERRIDE | CAP_KILL | CAP_FOWNER, as a capability mask.
+// CAP_SYS_PTRACE | CAP_DAC_OVERRIDE | CAP_KILL, as a capability mask.
 uint64_t NodeAgentCapMask();
 
 // A command prefix that runs the rest as root with only the node agent's
-// capabilities, less `drop` ("sys_ptrace", "dac_override", "kill", "fowner" or "").
+// capabilities, less `drop` ("sys_ptrace", "dac_override", "kill" or "").
 // For root the kernel makes the permitted and effective sets after exec the
 // bounding set (no file capabilities, nothing inheritable).
 std::vector<std::string> NodeAgentCaps(const std::string& drop = "");

@@ -1,5 +1,5 @@
 // Node-agent mode's acceptance: one memtrimd (--targets=node, root with the
-// node agent's four capabilities) over a mix of processes this test starts:
+// node agent's three capabilities) over a mix of processes this test starts:
 // two JVMs on every JDK found (one as root, one as nobody), glibc programs
 // with and without the preload agent (as root and as a uid with no passwd
 // entry), and a JVM in its own pid and mount namespace. Every target's

@@ -1,8 +1,8 @@
 // memtrimd as a node agent: root with exactly CAP_SYS_PTRACE,
-// CAP_DAC_OVERRIDE, CAP_KILL and CAP_FOWNER (setpriv's bounding set; no credential
+// CAP_DAC_OVERRIDE and CAP_KILL (setpriv's bounding set; no credential
 // switching), against processes of two other uids: a JVM, a glibc program
 // with the preload agent, and a JVM in its own pid and mount namespace (pid 1
-// there, its /tmp a tmpfs that only /proc/<pid>/root reaches). With the four
+// there, its /tmp a tmpfs that only /proc/<pid>/root reaches). With the three
 // capabilities every figure is there and both trim backends give memory
 // back. With one of them missing, the figures that need it are absent with a
 // reason that names it, the rest are there, and the target is left as it was:

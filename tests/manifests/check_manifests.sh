@@ -9,7 +9,7 @@
 #   the schema does not define;
 # - a PodMonitor's selector and port name match the Deployment's pods;
 # - the memtrimd container's privileges: capabilities dropped, none added
-#   but SYS_PTRACE, DAC_OVERRIDE, KILL and FOWNER (and those only as root), no
+#   but SYS_PTRACE, DAC_OVERRIDE and KILL (and those only as root), no
 #   privilege escalation, read-only root, seccomp RuntimeDefault, no host
 #   network, IPC or hostPath; hostPID only in the node agent's DaemonSet,
 #   which must run `--targets=node` on every node;
@@ -98,7 +98,7 @@ EOF
 privileges() {
   python3 - "$1" << 'EOF'
 import sys, yaml
-ALLOWED = {"SYS_PTRACE", "DAC_OVERRIDE", "KILL", "FOWNER"}
+ALLOWED = {"SYS_PTRACE", "DAC_OVERRIDE", "KILL"}
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if isinstance(d, dict)]
 for d in docs:
     tpl = (d.get("spec") or {}).get("template")

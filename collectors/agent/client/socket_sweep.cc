@@ -124,8 +124,11 @@ void SweepDir(int dir, const std::set<std::pair<uint64_t, uint64_t>>& live,
     } else if (errno != ENOENT) {
       if (out.refused == 0) {
         out.refused_why = std::strerror(errno);
-        if (errno == EPERM)
-          out.refused_why += " (another user's file in a sticky /tmp: needs CAP_FOWNER)";
+        if (errno == EPERM) {
+          out.refused_why +=
+              " (another user's file in a sticky /tmp that is not root's: needs "
+              "CAP_FOWNER)";
+        }
       }
       ++out.refused;
     }

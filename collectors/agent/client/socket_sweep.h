@@ -9,11 +9,13 @@
 // (never a symlink, a regular file or anything else named so), on which
 // nobody listens (connect is refused), at least 2 s old (between the
 // agent's bind and its listen, connect is refused too), and whose
-// (pid, start) is no watched target's. Each /tmp is opened inside its target's root without
-// following any symlink, and the names are removed through that directory (unlinkat never follows a
-// final symlink), so no neighbour can point the sweep at another file. A sticky /tmp lets only a
-// file's owner remove it: root needs CAP_FOWNER for other users' files (counted as refused without
-// it).
+// (pid, start) is no watched target's. Each /tmp is opened inside its
+// target's root without following any symlink, and the names are removed
+// through that directory (unlinkat never follows a final symlink), so no
+// neighbour can point the sweep at another file. A sticky /tmp lets a
+// file's owner or the directory's remove it: root's /tmp (the node's, and
+// nearly every image's) is swept without any capability; one of another
+// uid needs CAP_FOWNER (counted as refused without it).
 #pragma once
 
 #include <sys/types.h>
