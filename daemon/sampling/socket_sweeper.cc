@@ -34,7 +34,7 @@ void SocketSweeper::MaybeStart(const std::vector<Target>& targets) {
   std::set<std::pair<uint64_t, uint64_t>> live;
   for (const Target& t : targets) live.insert({static_cast<uint64_t>(t.nspid), t.start_ticks});
   std::thread([state = state_, targets, live = std::move(live)] {
-    pthread_setname_np(pthread_self(), "socket-sweep");
+    pthread_setname_np(pthread_self(), kThreadName);
     agent::SweepResult r = agent::SweepAgentSockets(targets, live);
     if (r.removed > 0) {
       state->removed.fetch_add(r.removed);

@@ -18,6 +18,9 @@ namespace memtrimd {
 
 class SocketSweeper {
  public:
+  // The sweep thread's name (top -H; tests tell it from lasting threads).
+  static constexpr const char* kThreadName = "memtrimd-sweep";
+
   explicit SocketSweeper(std::chrono::milliseconds every);
 
   // Starts a sweep of the /tmp of `targets` when one is due and none is
