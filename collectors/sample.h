@@ -70,6 +70,10 @@ struct TargetSample {
   // sites_missing says why there are none when the collector knows.
   std::shared_ptr<const agent::SiteProfile> sites;
   std::string sites_missing;
+  // A JVM memtrimd is loading its agent into (--jvm.load-agent) and has not
+  // yet: its sites come once the load ends (the profile answers 503 and
+  // Retry-After meanwhile, not "not loaded").
+  bool sites_loading = false;
 };
 
 // The allocator this sample was taken under: the agent's answer when it

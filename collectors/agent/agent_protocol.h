@@ -23,7 +23,9 @@
  *          22 of /proc/self/stat (clock ticks since boot). When someone
  *          else holds the default name (files planted in the shared /tmp
  *          at the next pids), the same name plus "." and 16 random hex
- *          digits (agent_sock.c). Mode 0600, removed at exit.
+ *          digits (agent_sock.c). Mode 0600, removed at exit, _exit and
+ *          _Exit (agent_exit.c); one a killed process left, memtrimd removes
+ *          (client/socket_sweep.cc).
  *   who    SO_PEERCRED uid 0 or the program's euid at the time of the
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").

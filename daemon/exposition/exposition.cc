@@ -295,6 +295,7 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
   b.Add(kSamples, {}, static_cast<double>(snap->sequence));
   b.Add(kTargetsWatched, {}, static_cast<double>(snap->targets.size() + snap->targets_unsampled));
   b.Add(kTargetsReadStalled, {}, static_cast<double>(snap->targets_read_stalled));
+  b.Add(kAgentSocketsRemoved, {}, static_cast<double>(snap->agent_sockets_removed));
   if (snap->node_mode) {
     b.Add(kTargetsSkipped, {"targets_max"}, static_cast<double>(snap->targets_skipped));
     b.Add(kTargetsSkipped, {"unreadable"}, static_cast<double>(snap->targets_unreadable));

@@ -41,6 +41,12 @@ const MetricDef kTargetsReadStalled{
     "Watched processes whose last read has run past its deadline (a path on a stuck FUSE or "
     "network filesystem, a memory map held locked) without ending: their last sample is "
     "carried meanwhile, and no other target waits for them."};
+const MetricDef kAgentSocketsRemoved{
+    "memtrimd_agent_sockets_removed_total",
+    MetricType::Counter,
+    {},
+    "Stale libmemtrimd_agent.so sockets (nobody listens; left by a process killed by a signal, "
+    "or that exec'd a program without the agent) removed from the targets' /tmp."};
 const MetricDef kCollectorFailingTargets{
     "memtrimd_collector_failing_targets",
     MetricType::Gauge,
@@ -433,6 +439,7 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kTargetsWatched,
       &kTargetsSkipped,
       &kTargetsReadStalled,
+      &kAgentSocketsRemoved,
       &kCollectorFailingTargets,
       &kCollectorSuccess,
       &kCollectorDuration,

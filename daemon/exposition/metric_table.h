@@ -27,6 +27,7 @@ extern const MetricDef kSamples;
 extern const MetricDef kSampleAge;
 extern const MetricDef kTargetsWatched;
 extern const MetricDef kTargetsReadStalled;
+extern const MetricDef kAgentSocketsRemoved;
 extern const MetricDef kTargetsSkipped;
 extern const MetricDef kCollectorFailingTargets;
 extern const MetricDef kCollectorSuccess;

@@ -99,11 +99,13 @@ const CollectorDecl kCollectors[] = {
        s.agent.timeout = o.jvm_command_timeout;
        s.symbol_cache = o.symbol_cache;
        s.turn_on = o.sites_turn_on;
+       if (o.jvm_load_agent) s.agent_loads = o.agent_loads;
        return std::make_shared<agent::SitesCollector>(std::move(s));
      },
      [](const TargetSample& from, TargetSample& to) {
        to.sites = from.sites;
        to.sites_missing = from.sites_missing;
+       to.sites_loading = from.sites_loading;
      }},
     // Last: the smaps read uses the Java heap range the jvm collector found.
     {"glibc", true, "Find glibc arena heaps in /proc/<pid>/smaps every --smaps.interval",

@@ -14,7 +14,9 @@ namespace memtrimd {
 Scheduler::Scheduler(SchedulerOptions options, TargetSelector selector, SnapshotStore& store)
     : options_(std::move(options)),
       selector_(std::make_shared<TargetSelector>(std::move(selector))),
-      store_(store) {
+      store_(store),
+      sweeper_(std::max<std::chrono::milliseconds>(options_.discovery_interval,
+                                                   std::chrono::seconds(1))) {
   if (options_.node) discovery_.emplace(*options_.node, options_.proc_root);
 }
 
@@ -409,6 +411,12 @@ void Scheduler::TickTargets(const std::set<ProcessKey>* only) {
     snap->targets.push_back(std::move(ts));
   }
   for (const auto& [key, l] : exited) DropEnded(key, l);
+  if (only == nullptr) {
+    std::vector<Target> watched;
+    for (const auto& [key, w] : targets_) watched.push_back(w->target());
+    sweeper_.MaybeStart(watched);
+  }
+  snap->agent_sockets_removed = sweeper_.removed();
   if (snap->targets.empty() && reason.empty()) {
     reason = snap->targets_unsampled > 0
                  ? "the target's first read has not ended (a path on a stuck FUSE or network "

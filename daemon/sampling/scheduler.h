@@ -27,6 +27,7 @@
 #include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/node_discovery.h"
 #include "daemon/sampling/snapshot.h"
+#include "daemon/sampling/socket_sweeper.h"
 #include "daemon/sampling/target_scan.h"
 #include "daemon/sampling/target_search.h"
 #include "daemon/sampling/target_selector.h"
@@ -125,6 +126,9 @@ class Scheduler {
   bool last_no_target_was_search_ = false;
   std::shared_ptr<const Snapshot> previous_;
   uint64_t sequence_ = 0;
+  // Stale agent sockets in the targets' /tmp, swept every
+  // --discovery.interval (1 s at least).
+  SocketSweeper sweeper_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -69,6 +69,9 @@ struct Snapshot {
   std::size_t targets_read_stalled = 0;
   // Of those, the ones with no sample yet: watched, but not in `targets`.
   std::size_t targets_unsampled = 0;
+  // Stale agent sockets removed from the targets' /tmp since memtrimd
+  // started (SocketSweeper).
+  uint64_t agent_sockets_removed = 0;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an

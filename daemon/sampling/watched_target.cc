@@ -8,7 +8,9 @@ namespace memtrimd {
 WatchedTarget::WatchedTarget(const Target& target, const CollectorOptions& options,
                              const CollectorSwitches& switches,
                              std::chrono::milliseconds sample_interval)
-    : target_(target), slots_(BuildCollectors(options, switches, &target)) {
+    : target_(target),
+      agent_loads_(options.jvm_load_agent ? options.agent_loads : nullptr),
+      slots_(BuildCollectors(options, switches, &target)) {
   for (CollectorSlot& slot : slots_) {
     std::unique_ptr<SlowSource> source;
     if (slot.own_thread) {
@@ -90,6 +92,24 @@ void WatchedTarget::RereadSmapsForJavaHeap(
   if (range_known) RereadSmapsNextSample();
 }
 
+void WatchedTarget::ReadSitesOnceLoaded(
+    const std::vector<std::shared_ptr<const FinishedRun>>& finished) {
+  // The sites collector's first run in a JVM comes before the jvm
+  // collector's load of the agent (each runs on its own thread): it found
+  // no agent. Once the load has ended, read the sites at once rather than a
+  // whole --sites.interval later; once per target.
+  if (sites_read_after_load_ || !agent_loads_) return;
+  for (std::size_t i = 0; i < slots_.size() && i < finished.size(); ++i) {
+    const std::shared_ptr<const FinishedRun>& run = finished[i];
+    if (slots_[i].collector->Name() != "sites" || !slow_[i] || !run || !run->sample.sites_loading ||
+        !agent_loads_->Recorded(target_.Key())) {
+      continue;
+    }
+    slow_[i]->RunSoon();
+    sites_read_after_load_ = true;
+  }
+}
+
 TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadInputs& inputs) {
   // After a trim: it changed what smaps shows, so read it again now, not a
   // whole --smaps.interval later.
@@ -102,6 +122,7 @@ TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadI
     finished.push_back(source ? source->Latest() : nullptr);
   }
   if (previous != nullptr) RereadSmapsForJavaHeap(*previous, finished);
+  ReadSitesOnceLoaded(finished);
   SampleTarget(slots_, false, previous, ts, &finished);
   ts.sample.last_trim_at = inputs.last_trim_at;
   ts.sample.last_trim_steady = inputs.last_trim_steady;

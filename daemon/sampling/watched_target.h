@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectors/common/target.h"
+#include "collectors/jvm/agent_load_record.h"
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/slow_source.h"
 #include "daemon/sampling/snapshot.h"
@@ -74,8 +75,13 @@ class WatchedTarget {
   void LogOutcomes(const TargetSnapshot& ts);
   void RereadSmapsForJavaHeap(const TargetSnapshot& prev,
                               const std::vector<std::shared_ptr<const FinishedRun>>& finished);
+  void ReadSitesOnceLoaded(const std::vector<std::shared_ptr<const FinishedRun>>& finished);
 
   Target target_;
+  // --jvm.load-agent's outcomes (unset without it), and whether the sites
+  // collector was asked to read again once the load into this JVM ended.
+  std::shared_ptr<const jvm::AgentLoadRecord> agent_loads_;
+  bool sites_read_after_load_ = false;
   std::vector<CollectorSlot> slots_;
   std::vector<std::unique_ptr<SlowSource>> slow_;  // one per slot; set for own_thread slots
 };

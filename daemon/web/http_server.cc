@@ -463,6 +463,15 @@ int HttpServer::ServeHeapProfile(mg_connection* conn, const std::string& headers
     return not_found(pid ? "pid " + std::to_string(*pid) + " is not watched" : "no target yet");
   }
   const TargetSample& s = target->sample;
+  if (!s.sites && s.sites_loading) {
+    // The agent is on its way into the JVM: the profile exists once it is
+    // there and the sites collector has read it, which memtrimd does at once.
+    Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+          "no allocation sites for pid " + std::to_string(target->target.pid) +
+              " yet: loading, retry (" + s.sites_missing + ")\n",
+          headers + "Retry-After: 1\r\n");
+    return 503;
+  }
   if (!s.sites) {
     return not_found("no allocation sites for pid " + std::to_string(target->target.pid) + ": " +
                      (!s.sites_missing.empty() ? s.sites_missing

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "daemon/sampling/process_look.h"
+#include "daemon/sampling/socket_sweeper.h"
 #include "daemon/sampling/target_read.h"
 #include "daemon/sampling/target_search.h"
 #include "tests/integration/harness.h"
@@ -29,16 +30,16 @@ std::string PidLabel(pid_t pid) { return "pid=\"" + Str(pid) + "\""; }
 
 // memtrimd's threads less those of reads in flight (a sample reads each
 // target, a --target.match search each process, a node scan each new
-// process, on short-lived threads of their own): what a target that came and
-// went could have left behind.
+// process, a sweep of stale agent sockets, on short-lived threads of their
+// own): what a target that came and went could have left behind.
 uint64_t LastingThreads(pid_t pid) {
   uint64_t n = 0;
   std::error_code ec;
   for (const auto& task : fs::directory_iterator("/proc/" + Str(pid) + "/task", ec)) {
     std::string comm = ReadFile(task.path().string() + "/comm");
     bool in_flight = false;
-    for (const char* name :
-         {TargetRead::kThreadName, TargetSearch::kThreadName, ProcessLook::kThreadName}) {
+    for (const char* name : {TargetRead::kThreadName, TargetSearch::kThreadName,
+                             ProcessLook::kThreadName, SocketSweeper::kThreadName}) {
       in_flight = in_flight || comm.rfind(name, 0) == 0;
     }
     if (!in_flight) ++n;

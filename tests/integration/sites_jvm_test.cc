@@ -62,6 +62,27 @@ TEST_P(SitesJvmTest, AgentLoadedLaterRanksTheJniSitesAndFreesAreMatched) {
   ASSERT_TRUE(holder.started()) << holder.Log();
   Memtrimd m(Flags(holder.pid()));
   ASSERT_TRUE(m.started()) << m.log();
+  // From the start to the first profile: the first sites read comes before
+  // the load of the agent, and must not be taken for "not loaded"; while
+  // the load runs the profile answers 503 with Retry-After.
+  HttpResponse profile;
+  std::string wrong;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        profile = Curl(m.url("/debug/pprof/heap"));
+        const bool retry = profile.status == 503 &&
+                           profile.headers.find("Retry-After: 1") != std::string::npos &&
+                           profile.body.find("loading, retry") != std::string::npos;
+        if (wrong.empty() && profile.status != 200 && !retry &&
+            profile.body.find("has not read them yet") == std::string::npos &&
+            profile.body.find("no target yet") == std::string::npos) {
+          wrong = std::to_string(profile.status) + " " + profile.body;
+        }
+        return profile.status == 200;
+      },
+      60s))
+      << m.log() << profile.status << " " << profile.body;
+  EXPECT_EQ(wrong, "");
   ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 60s))
       << m.log() << ReadServedSites(m).missing;
   ASSERT_TRUE(holder.Hold()) << holder.Log();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/socket_sweep.h"
 
 namespace memtrimd::agent {
 namespace {
@@ -71,6 +72,26 @@ TEST_F(AgentSocketPathTest, DisabledAgentHasNoSocket) {
   Result<std::string> p = AgentSocketPath(target_);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kUnavailable);
+}
+
+// The names memtrimd's sweep of stale sockets may consider: the agent's
+// default name and its random variant, nothing else.
+TEST(AgentSocketNameTest, OnlyTheAgentsOwnFormsAreItsSockets) {
+  std::optional<AgentSocketName> n = ParseAgentSocketName(".memtrimd_agent.7.123456");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->pid, 7u);
+  EXPECT_EQ(n->start, 123456u);
+  n = ParseAgentSocketName(".memtrimd_agent.7.123456.0123456789abcdef");
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->start, 123456u);
+  for (const char* other :
+       {"", ".memtrimd_agent.", ".memtrimd_agent.7", ".memtrimd_agent.7.", ".memtrimd_agent..1",
+        ".memtrimd_agent.7.12x", ".memtrimd_agent.+7.1", ".memtrimd_agent.7.1.0123456789ABCDEF",
+        ".memtrimd_agent.7.1.0123456789abcde", ".memtrimd_agent.7.1.0123456789abcdef0",
+        ".memtrimd_agent.7.1.", ".memtrimd_agent.7.1.0123456789abcdef.x", "memtrimd_agent.7.1",
+        ".memtrimd_agent.7.1/x", ".memtrimd_agent.99999999999999999999.1", ".java_pid7"}) {
+    EXPECT_FALSE(ParseAgentSocketName(other).has_value()) << other;
+  }
 }
 
 }  // namespace

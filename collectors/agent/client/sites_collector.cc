@@ -42,10 +42,25 @@ Status SitesCollector::TurnOn(const Target& target, std::string& why) {
 }
 
 Status SitesCollector::Collect(const Target& target, TargetSample& out) {
+  const bool jvm = target.runtime == Runtime::kJvm;
+  // The load's outcome before the maps: a load that ends between the two
+  // is then seen in the maps.
+  std::optional<jvm::AgentLoadOutcome> load;
+  if (jvm && options_.agent_loads) load = options_.agent_loads->Recorded(target.Key());
   if (!HasAgent(target)) {
-    out.sites_missing = target.runtime == Runtime::kJvm
-                            ? "libmemtrimd_agent.so is not loaded (--jvm.load-agent loads it)"
-                            : "libmemtrimd_agent.so is not loaded (LD_PRELOAD)";
+    if (jvm && options_.agent_loads && !load) {
+      // The jvm collector loads it on its own thread: not done yet.
+      out.sites_loading = true;
+      out.sites_missing =
+          "libmemtrimd_agent.so is being loaded into this JVM (--jvm.load-agent); its allocation "
+          "sites follow";
+    } else if (load && !load->Loaded()) {
+      out.sites_missing =
+          "libmemtrimd_agent.so is not loaded: memtrimd's load of it: " + load->text;
+    } else {
+      out.sites_missing = jvm ? "libmemtrimd_agent.so is not loaded (--jvm.load-agent loads it)"
+                              : "libmemtrimd_agent.so is not loaded (LD_PRELOAD)";
+    }
     return Status::Ok();
   }
   AgentFailure failure = AgentFailure::kNone;

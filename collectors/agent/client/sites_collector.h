@@ -14,6 +14,7 @@
 
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/common/collector.h"
+#include "collectors/jvm/agent_load_record.h"
 #include "collectors/symbols/target_elf.h"
 
 namespace memtrimd::agent {
@@ -26,6 +27,10 @@ struct SitesOptions {
   std::shared_ptr<symbols::SymbolCache> symbol_cache;
   // False: only read; a sampler that is off stays off (inspect --sites).
   bool turn_on = true;
+  // Set when memtrimd loads its agent into JVMs (--jvm.load-agent): what
+  // those loads gave, so that a JVM being loaded into is said to be so,
+  // and one whose load failed says why.
+  std::shared_ptr<const jvm::AgentLoadRecord> agent_loads;
 };
 
 class SitesCollector : public Collector {

@@ -657,6 +657,17 @@ int agent_sock_start(const char* tmpl, pid_t pid, int err_fd) {
 
 const char* agent_sock_path(void) { return g_path; }
 
+void agent_sock_remove(void) {
+  /* The raw getpid: a vfork child shares this memory, a fork child a copy
+   * of it, and both are other processes whose exit must leave the
+   * parent's socket alone (glibc no longer caches the pid, but the raw call
+   * needs no thread-local state at all). */
+  if (load(&g_setup) != 1 || g_pid == 0 || SYS0(SYS_getpid) != g_pid) {
+    return;
+  }
+  SYS3(SYS_unlinkat, AT_FDCWD, g_path, 0);
+}
+
 pid_t agent_sock_tid(void) { return g_tid; }
 
 void agent_sock_serve(agent_handler_fn handler) {

@@ -43,6 +43,11 @@ int agent_sock_start(const char* tmpl, pid_t pid, int err_fd);
 /* The socket path after a successful start. */
 const char* agent_sock_path(void);
 
+/* Removes the socket file, when the caller's process is the one that bound
+ * it and it is listening; else nothing. Async-signal-safe (raw system calls
+ * on static state): called from the library's _exit and at exit. */
+void agent_sock_remove(void);
+
 /* The socket task's id (for tests and debuggers: it is named
  * "memtrimd-sock"); 0 before a start. */
 pid_t agent_sock_tid(void);

@@ -45,7 +45,13 @@
  * that made the socket changes its owner: a forked worker that drops privileges (nginx
  * workers) has no agent thread and leaves the parent's file alone.
  *
- * After an abrupt exit (SIGKILL, _exit) the socket file stays. The start
+ * Nothing stays on disk, however the program ends. exit() runs the
+ * destructor, which removes the file; _exit and _Exit (every shell's `sh -c`
+ * ends so: kubectl exec and podman exec leave one per exec otherwise) are
+ * this library's own (agent_exit.c), which remove it first. After a fatal
+ * signal, SIGKILL, or an exec into an image without the agent, the file
+ * stays until memtrimd's sweep removes it (a socket nobody listens on whose
+ * process has ended: collectors/agent/client/socket_sweep.cc). The start
  * time in the default name makes it unique to one process instance (a pid
  * is only reused by a later process, which starts later), so a leftover
  * file, whoever owns it, never stands in the way of a later process that
@@ -544,11 +550,8 @@ __attribute__((visibility("default"))) int Agent_OnAttach(void* vm, char* option
   return agent_start_now();
 }
 
-/* At exit (best effort: not after _exit or a fatal signal; see the top of
- * this file for the file left behind). Only the process that created the
- * socket removes it, never a forked child that merely inherited the path. */
-__attribute__((destructor)) static void agent_stop(void) {
-  if (g_serving && getpid() == g_pid) {
-    unlink(agent_sock_path());
-  }
-}
+/* At exit (after _exit: agent_exit.c; after a fatal signal or an exec
+ * without the agent, memtrimd's sweep: see the top of this file). Only the
+ * process that created the socket removes it, never a forked child that
+ * merely inherited the path. */
+__attribute__((destructor)) static void agent_stop(void) { agent_sock_remove(); }
