@@ -15,8 +15,10 @@ namespace {
 constexpr std::string_view kStackPrefix = AGENT_SITES_STACK;
 
 // The stack lines are 32 addresses at most in today's agent; a longer line
-// is kept (a newer agent may walk deeper) up to this many.
-constexpr std::size_t kMaxFrames = 256;
+// is kept (a newer agent may walk deeper) up to this many, the frames a
+// profile keeps of a stack (site_profile.cc): the answer is the target's
+// own, and what is parsed of it is held until the profile is built.
+constexpr std::size_t kMaxFrames = 64;
 
 Status ParseStackLine(std::string_view line, AgentStack& out) {
   std::size_t field = 0;

@@ -15,7 +15,7 @@ namespace {
 std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) {
   switch (f.kind) {
     case symbols::FrameKind::kFunction:
-      return f.function;
+      return std::string(f.function);
     case symbols::FrameKind::kAnon:
       return "[java]";
     case symbols::FrameKind::kUnknown:
