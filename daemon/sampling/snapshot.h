@@ -7,9 +7,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/target.h"
 #include "collectors/sample.h"
 
@@ -69,6 +71,9 @@ struct Snapshot {
   std::size_t targets_read_stalled = 0;
   // Of those, the ones with no sample yet: watched, but not in `targets`.
   std::size_t targets_unsampled = 0;
+  // With --collector.sites: the node's sites memory budget and what it
+  // dropped so far.
+  std::optional<agent::SitesBudgetState> sites_budget;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an
