@@ -512,7 +512,7 @@ Command Validate(const Parser& p) {
   auto budget = ParseByteSize(r.sites_memory_budget);
   if (!budget || *budget < (4ull << 20) || *budget > (4ull << 30)) {
     return UsageError{"--sites.memory-budget: " + Quote(r.sites_memory_budget) +
-                      " is not a size from 4MiB to 4GiB (e.g. 40MiB)"};
+                      " is not a size from 4MiB to 4GiB (e.g. 32MiB)"};
   }
   c.collector.sites_memory_budget = *budget;
   if (r.targets != "one" && r.targets != "node") {

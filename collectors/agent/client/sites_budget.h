@@ -18,9 +18,12 @@
 
 namespace memtrimd::agent {
 
-// The default --sites.memory-budget: with memtrimd's own 8 MiB or so and
-// two profile requests at once, it stays within the DaemonSet's 64 MiB.
-inline constexpr std::size_t kDefaultSitesBudgetBytes = 40u << 20;
+// The default --sites.memory-budget: the symbol cache gets 16 MiB (libjvm.so's
+// functions take about 3 MiB), profiles 2 MiB a target at most. With
+// memtrimd's own 12 MiB over 50 targets, two profile requests at once (2
+// MiB each) and one answer being parsed (at most 4 MiB and about as much
+// parsed), it stays within the DaemonSet's 64 MiB.
+inline constexpr std::size_t kDefaultSitesBudgetBytes = 32u << 20;
 // What one target's site history holds (daemon/report/site_history: 10,152
 // bytes), charged with its profile.
 inline constexpr std::size_t kSiteHistoryBytes = 10152;
