@@ -2,6 +2,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace memtrimd::symbols {
 namespace {
@@ -23,16 +24,39 @@ struct FileAnswer {
 
 }  // namespace
 
+std::string CapFunctionName(std::string_view name) {
+  if (name.size() <= kMaxFunctionNameBytes) return std::string(name);
+  std::size_t cut = kMaxFunctionNameBytes;
+  // Not inside a UTF-8 sequence: back off over continuation bytes.
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  std::string out(name.substr(0, cut));
+  out += kCutMarker;
+  return out;
+}
+
+std::size_t Symbolization::MemoryBytes() const {
+  std::size_t n = frames.capacity() * sizeof(Frame) + files.capacity() * sizeof(MappedFile);
+  for (const MappedFile& f : files) n += f.path.capacity() + f.build_id.capacity();
+  if (names) {
+    n += sizeof(*names);
+    for (const std::string& s : *names) n += sizeof(std::string) + s.capacity();
+  }
+  return n;
+}
+
 Symbolization Symbolize(std::span<const uint64_t> addresses,
                         std::span<const procfs::MapsEntry> maps, ElfSource& source) {
   Symbolization out;
   out.frames.reserve(addresses.size());
   std::map<FileKey, FileAnswer> seen;
   std::map<uint64_t, int> mapping_index;  // mapping start -> files index
+  auto names = std::make_shared<std::deque<std::string>>();
+  // A function's name by where it lies in its file's string table: stored
+  // once however many addresses lie in the function.
+  std::map<std::pair<const char*, std::size_t>, std::string_view> interned;
   for (uint64_t address : addresses) {
     Frame f;
     f.address = address;
-    f.function = "[unknown]";
     const procfs::MapsEntry* m = procfs::FindMapping(maps, address);
     if (m != nullptr && !m->IsFile() && m->inode == 0 &&
         (m->path.empty() || m->path.starts_with("[anon:"))) {
@@ -73,12 +97,16 @@ Symbolization Symbolize(std::span<const uint64_t> addresses,
         f.elf_address = *vaddr;
         if (const elf::ElfFunction* fn = answer.elf->Find(*vaddr)) {
           f.kind = FrameKind::kFunction;
-          f.function = std::string(answer.elf->name(*fn));
+          const std::string_view name = answer.elf->name(*fn);
+          auto [at, added] = interned.try_emplace({name.data(), name.size()});
+          if (added) at->second = names->emplace_back(CapFunctionName(name));
+          f.function = at->second;
         }
       }
     }
     out.frames.push_back(std::move(f));
   }
+  out.names = std::move(names);
   return out;
 }
 

@@ -5,7 +5,9 @@
 // memory: /proc/<pid>/maps and the files it maps are enough.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,12 +37,20 @@ enum class FrameKind : uint8_t {
   kAnon,      // anonymous memory: JIT-compiled code, the JVM's interpreter
 };
 
+// Longest function name kept: longer ones are cut to this many bytes and
+// end in kCutMarker. Mangled C++ names of ordinary code stay well under it;
+// the cap is what bounds a profile's names whatever a target maps (a
+// kilobytes-long name that every frame of a hostile stack lands in).
+inline constexpr std::size_t kMaxFunctionNameBytes = 256;
+inline constexpr std::string_view kCutMarker = "...[cut]";
+
 struct Frame {
   uint64_t address = 0;
   FrameKind kind = FrameKind::kUnknown;
   // The function's name, or "[unknown]" / "[anon]" (the address says which
-  // code it was).
-  std::string function;
+  // code it was). A view of Symbolization::names (each name stored once
+  // however many frames lie in its function) or of a literal.
+  std::string_view function = "[unknown]";
   // Index into Symbolization::files of the file mapping; -1 for none.
   int file = -1;
   uint64_t file_offset = 0;  // of the address in that file
@@ -61,7 +71,20 @@ struct MappedFile {
 struct Symbolization {
   std::vector<Frame> frames;  // one per address, in the order given
   std::vector<MappedFile> files;
+  // The functions' names the frames view, each once, at most
+  // kMaxFunctionNameBytes + the marker; shared by copies (never changed
+  // after Symbolize). The ELF tables they come from are not kept: a
+  // profile holds only what it names.
+  std::shared_ptr<const std::deque<std::string>> names;
+
+  // The heap bytes this holds (frames, files, names): what a memory budget
+  // charges it with.
+  std::size_t MemoryBytes() const;
 };
+
+// `name` cut to kMaxFunctionNameBytes (at a UTF-8 character's start) with
+// kCutMarker appended, or unchanged when short enough.
+std::string CapFunctionName(std::string_view name);
 
 // Pure over `maps` and `source`: each address to a frame. Each distinct
 // file (device, inode) is asked of `source` once per call. The address is

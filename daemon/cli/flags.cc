@@ -62,6 +62,7 @@ struct RawFlags {
   std::string sites_max_stacks =
       FormatCount(static_cast<double>(Defaults().collector.sites_max_stacks));
   std::string sites_top = FormatCount(static_cast<double>(Defaults().collector.sites_top));
+  std::string sites_memory_budget = FormatByteSize(Defaults().collector.sites_memory_budget);
   std::string log_level = Defaults().log_level;
   std::string log_format = "logfmt";
 
@@ -220,6 +221,12 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--sites.top", r.sites_top,
             "With --collector.sites: sites per target in memtrimd_native_site_* (0 to 50), plus "
             "one row named other for the rest");
+  AddOption(app, "--sites.memory-budget", r.sites_memory_budget,
+            "With --collector.sites: memory for every target's sites together (kept stacks, "
+            "their names, site history, and the symbol cache, which gets at most half); a "
+            "target's profile holds at most an eighth of what the cache leaves. Past it, "
+            "stacks or whole targets' sites are not kept, counted in "
+            "memtrimd_sites_dropped_total (4MiB to 4GiB)");
   AddOption(app, "--glibc.heap-size", r.glibc_heap_size,
             "Size of one glibc arena heap (64MiB on 64-bit; 8MiB with "
             "glibc.malloc.hugetlb=2 on glibc 2.35-2.41)");
@@ -502,6 +509,12 @@ Command Validate(const Parser& p) {
     return UsageError{"--sites.top: " + Quote(r.sites_top) + " is not 0 to 50"};
   }
   c.collector.sites_top = static_cast<std::size_t>(*top);
+  auto budget = ParseByteSize(r.sites_memory_budget);
+  if (!budget || *budget < (4ull << 20) || *budget > (4ull << 30)) {
+    return UsageError{"--sites.memory-budget: " + Quote(r.sites_memory_budget) +
+                      " is not a size from 4MiB to 4GiB (e.g. 32MiB)"};
+  }
+  c.collector.sites_memory_budget = *budget;
   if (r.targets != "one" && r.targets != "node") {
     return UsageError{"--targets: " + Quote(r.targets) + " is not one or node"};
   }

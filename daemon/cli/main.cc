@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -57,8 +58,9 @@ TargetRule RuleFrom(const DaemonConfig& c) {
 // The run's one cache of ELF function tables, for every target's sites
 // (--collector.sites): a library all JVMs map is read once, and its cap is
 // the one figure to charge it with.
-std::shared_ptr<symbols::SymbolCache> MakeSymbolCache() {
-  return std::make_shared<symbols::SymbolCache>(symbols::kSymbolCacheBytes);
+std::shared_ptr<symbols::SymbolCache> MakeSymbolCache(uint64_t sites_budget) {
+  return std::make_shared<symbols::SymbolCache>(
+      std::min<std::size_t>(symbols::kSymbolCacheBytes, sites_budget / 2));
 }
 
 int RunInspectCommand(const InspectConfig& c) {
@@ -66,7 +68,7 @@ int RunInspectCommand(const InspectConfig& c) {
   if (!target.ok()) return UsageFail(PidProblem(c.pid, target.status()));
   CollectorOptions options = c.collector;
   options.sites_turn_on = false;
-  options.symbol_cache = MakeSymbolCache();
+  options.symbol_cache = MakeSymbolCache(options.sites_memory_budget);
   std::vector<CollectorSlot> slots = BuildCollectors(options, {{"sites", c.sites}});
   TargetSnapshot ts;
   ts.target = *target;
@@ -194,7 +196,12 @@ int RunDaemonCommand(const DaemonConfig& c) {
   sampling.collector = c.collector;
   sampling.collector.signal_record = signal_record;
   sampling.collector.agent_loads = agent_loads;
-  sampling.collector.symbol_cache = MakeSymbolCache();
+  sampling.collector.symbol_cache = MakeSymbolCache(c.collector.sites_memory_budget);
+  // One account for every target's sites, the cache's cap charged whole.
+  if (CollectorEnabled(c.collectors, *FindCollector("sites"))) {
+    sampling.collector.sites_budget = std::make_shared<agent::SitesBudget>(
+        c.collector.sites_memory_budget, sampling.collector.symbol_cache->max_bytes());
+  }
   sampling.switches = c.collectors;
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;

@@ -301,6 +301,13 @@ std::vector<MetricFamily> SnapshotFamilies(const Snapshot* snap, const MetricDet
     b.Add(kTargetsSkipped, {"unreadable"}, static_cast<double>(snap->targets_unreadable));
     b.Add(kTargetsSkipped, {"read_stalled"}, static_cast<double>(snap->targets_look_stalled));
   }
+  if (snap->sites_budget) {
+    const agent::SitesBudgetState& sb = *snap->sites_budget;
+    b.Add(kSitesMemory, {"budget"}, static_cast<double>(sb.limit_bytes));
+    b.Add(kSitesMemory, {"held"}, static_cast<double>(sb.held_bytes));
+    b.Add(kSitesDropped, {"target"}, static_cast<double>(sb.dropped_targets));
+    b.Add(kSitesDropped, {"stacks"}, static_cast<double>(sb.dropped_stacks));
+  }
   std::map<std::string, int> failing;
   for (const TargetSnapshot& ts : snap->targets) {
     for (const CollectorOutcome& o : ts.collectors) failing[o.name] += o.success ? 0 : 1;

@@ -330,6 +330,21 @@ const MetricDef kSitesSampler{
     {"pid"},
     "Memory the agent's allocation sampler has mapped in the target for its tables (at most "
     "4 MiB)."};
+const MetricDef kSitesMemory{
+    "memtrimd_sites_memory_bytes",
+    MetricType::Gauge,
+    {"kind"},
+    "With --collector.sites: the node's sites memory budget (kind=budget, "
+    "--sites.memory-budget) and what it holds now (kind=held: every target's kept stacks, "
+    "their names and site history, and the symbol cache's cap)."};
+const MetricDef kSitesDropped{
+    "memtrimd_sites_dropped_total",
+    MetricType::Counter,
+    {"reason"},
+    "With --collector.sites: what the sites memory budget did not keep: reason=target (a "
+    "target's read whose profile was not kept at all; its sites say why), reason=stacks "
+    "(stacks among the --sites.max-stacks largest left out, summed into the profile's "
+    "other stacks)."};
 const MetricDef kGcCollections{"memtrimd_jvm_gc_collections_total",
                                MetricType::Counter,
                                {"pid", "collector"},
@@ -440,6 +455,8 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kTargetsSkipped,
       &kTargetsReadStalled,
       &kAgentSocketsRemoved,
+      &kSitesMemory,
+      &kSitesDropped,
       &kCollectorFailingTargets,
       &kCollectorSuccess,
       &kCollectorDuration,

@@ -28,6 +28,8 @@ extern const MetricDef kSampleAge;
 extern const MetricDef kTargetsWatched;
 extern const MetricDef kTargetsReadStalled;
 extern const MetricDef kAgentSocketsRemoved;
+extern const MetricDef kSitesMemory;
+extern const MetricDef kSitesDropped;
 extern const MetricDef kTargetsSkipped;
 extern const MetricDef kCollectorFailingTargets;
 extern const MetricDef kCollectorSuccess;

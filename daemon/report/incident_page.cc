@@ -248,6 +248,11 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   out += "<tr data-site-rank=\"other\" data-live-bytes=\"" + std::to_string(rest) +
          "\"><td class=\"l\">other sites</td><td>" + FormatMib(rest) + "</td><td></td>" +
          (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
+  if (p.budget_cut_stacks > 0) {
+    out += "<p class=\"sites-missing\">" + std::to_string(p.budget_cut_stacks) +
+           " of the largest stacks not kept: over the node's sites memory budget "
+           "(--sites.memory-budget); their memory is in other sites.</p>\n";
+  }
 
   out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\">";
   if (a) {
@@ -378,6 +383,9 @@ void RenderTargetTable(std::string& out, const Snapshot& snap) {
   out += "<h2>" + std::to_string(rows.size()) + " targets, fullest first</h2>\n";
   if (snap.targets_skipped > 0) {
     out += "<p>" + std::to_string(snap.targets_skipped) + " more left out by --targets.max.</p>\n";
+  }
+  if (snap.sites_budget) {
+    out += "<p>" + HtmlEscape(report::SitesBudgetText(*snap.sites_budget)) + ".</p>\n";
   }
   out +=
       "<table class=\"targets\"><tr><th>process</th><th>RSS</th><th>limit</th>"

@@ -1,6 +1,8 @@
 #include "daemon/report/pprof_profile.h"
 
 #include <array>
+#include <deque>
+#include <string_view>
 #include <unordered_map>
 
 #include "daemon/exposition/gzip.h"
@@ -42,20 +44,24 @@ void Bytes(std::string& out, uint32_t field, std::string_view bytes) {
   out.append(bytes);
 }
 
-// Every string once; index 0 is "" (profile.proto requires it).
+// Every string once; index 0 is "" (profile.proto requires it). The index
+// views the stored copy, so a string is held once per request.
 class StringTable {
  public:
   StringTable() { Index(""); }
-  int64_t Index(const std::string& s) {
-    auto [it, fresh] = index_.try_emplace(s, static_cast<int64_t>(strings_.size()));
-    if (fresh) strings_.push_back(s);
-    return it->second;
+  int64_t Index(std::string_view s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    const std::string& kept = strings_.emplace_back(s);
+    const auto id = static_cast<int64_t>(strings_.size() - 1);
+    index_.emplace(kept, id);
+    return id;
   }
-  const std::vector<std::string>& strings() const { return strings_; }
+  const std::deque<std::string>& strings() const { return strings_; }
 
  private:
-  std::unordered_map<std::string, int64_t> index_;
-  std::vector<std::string> strings_;
+  std::unordered_map<std::string_view, int64_t> index_;
+  std::deque<std::string> strings_;
 };
 
 // Field numbers of profile.proto.
@@ -115,8 +121,8 @@ std::string EncodeProfile(const HeapProfile& p) {
   }
 
   // Functions one per name, numbered as first met.
-  std::unordered_map<std::string, uint64_t> function_ids;
-  std::vector<const std::string*> function_names;
+  std::unordered_map<std::string_view, uint64_t> function_ids;
+  std::vector<std::string_view> function_names;
   for (std::size_t i = 0; i < p.locations.size(); ++i) {
     const PprofLocation& l = p.locations[i];
     std::string m;
@@ -125,7 +131,7 @@ std::string EncodeProfile(const HeapProfile& p) {
     Uint(m, 3, l.address);
     if (!l.function.empty()) {
       auto [it, fresh] = function_ids.try_emplace(l.function, function_names.size() + 1);
-      if (fresh) function_names.push_back(&it->first);
+      if (fresh) function_names.push_back(it->first);
       std::string line;
       Uint(line, 1, it->second);
       Bytes(m, 4, line);
@@ -135,7 +141,7 @@ std::string EncodeProfile(const HeapProfile& p) {
   for (std::size_t i = 0; i < function_names.size(); ++i) {
     std::string m;
     Uint(m, 1, i + 1);
-    int64_t name = strings.Index(*function_names[i]);
+    int64_t name = strings.Index(function_names[i]);
     Int(m, 2, name);
     Int(m, 3, name);  // system_name: the symbol as the file has it
     Bytes(out, f::kFunction, m);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/symbols/symbolize.h"
@@ -38,7 +39,9 @@ struct PprofMapping {
 struct PprofLocation {
   uint64_t address = 0;
   uint64_t mapping = 0;  // 1-based index into mappings; 0 for none
-  std::string function;  // "" for none (pprof then shows the address)
+  // "" for none (pprof then shows the address). A view of the
+  // Symbolization's names: a profile request copies no name.
+  std::string_view function;
 };
 
 struct PprofSample {

@@ -4,6 +4,7 @@
 #include "daemon/base/json_writer.h"
 #include "daemon/report/inspect.h"
 #include "daemon/report/section_trims.h"
+#include "daemon/report/site_report.h"
 
 namespace memtrimd {
 
@@ -28,8 +29,10 @@ std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>*
                " have run past their deadline (last figures shown; " +
                std::to_string(snap->targets_unsampled) + " with none yet, not listed)";
       }
-      out += "\n\n";
+      out += "\n";
     }
+    if (snap->sites_budget) out += report::SitesBudgetText(*snap->sites_budget) + "\n";
+    if (snap->node_mode || snap->sites_budget) out += "\n";
     for (std::size_t i = 0; i < snap->targets.size(); ++i) {
       const TargetSnapshot& ts = snap->targets[i];
       if (i > 0) out += "\n";
@@ -66,6 +69,11 @@ std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>*
     out += ",\"node_mode\":" + std::string(snap->node_mode ? "true" : "false");
     out += ",\"targets_skipped\":" + std::to_string(snap->targets_skipped);
     out += ",\"targets_read_stalled\":" + std::to_string(snap->targets_read_stalled);
+    if (snap->sites_budget) {
+      JsonWriter w;
+      report::SitesBudgetJson(w, *snap->sites_budget);
+      out += ",\"sites_budget\":" + w.str();
+    }
   }
   if (trims != nullptr) {
     // "trims": one entry per target; "trim": the first target's, as the

@@ -56,7 +56,30 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
            " samples the agent's live table had no room for; " + std::to_string(p.dropped_stacks) +
            " went to its \"stack table full\" row\n";
   }
+  if (p.budget_cut_stacks > 0) {
+    out += "  not kept: " + std::to_string(p.budget_cut_stacks) +
+           " of the largest stacks, over the node's sites memory budget "
+           "(--sites.memory-budget; counted in \"other sites\")\n";
+  }
   return text::ToValidUtf8(out);
+}
+
+std::string SitesBudgetText(const agent::SitesBudgetState& b) {
+  std::string out = "sites memory: " + Bytes(b.held_bytes) + " held of the " +
+                    Bytes(b.limit_bytes) + " budget (--sites.memory-budget)";
+  if (b.dropped_targets > 0 || b.dropped_stacks > 0) {
+    out += "; not kept so far: " + std::to_string(b.dropped_stacks) + " stacks, and " +
+           std::to_string(b.dropped_targets) + " reads not at all (memtrimd_sites_dropped_total)";
+  }
+  return out;
+}
+
+void SitesBudgetJson(JsonWriter& w, const agent::SitesBudgetState& b) {
+  w.BeginObject();
+  w.Key("limit_bytes").Uint(b.limit_bytes).Key("held_bytes").Uint(b.held_bytes);
+  w.Key("targets").Uint(b.targets);
+  w.Key("dropped_targets").Uint(b.dropped_targets).Key("dropped_stacks").Uint(b.dropped_stacks);
+  w.EndObject();
 }
 
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
@@ -70,6 +93,7 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.Key("allocated_bytes").Uint(p.total.alloc_bytes);
   w.Key("dropped_live").Uint(p.dropped_live).Key("dropped_stacks").Uint(p.dropped_stacks);
   w.Key("sampler_bytes").Uint(p.sampler_bytes);
+  w.Key("budget_cut_stacks").Uint(p.budget_cut_stacks);
   w.Key("sites").BeginArray();
   for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
     const agent::NamedSite& s = p.sites[i];

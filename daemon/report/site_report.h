@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectors/agent/client/site_profile.h"
+#include "collectors/agent/client/sites_budget.h"
 #include "daemon/base/json_writer.h"
 
 namespace memtrimd::report {
@@ -23,6 +24,11 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
 
 // The same as a JSON object value ("sites": {...}).
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
+
+// The node's sites memory budget in one line (no newline): what it holds
+// of its limit and what it has not kept so far.
+std::string SitesBudgetText(const agent::SitesBudgetState& b);
+void SitesBudgetJson(JsonWriter& w, const agent::SitesBudgetState& b);
 
 // The gzip'd profile.proto of every kept stack (inuse and alloc, objects
 // and bytes, already unbiased), with one "[other stacks]" sample for what

@@ -98,6 +98,7 @@ const CollectorDecl kCollectors[] = {
        s.max_stacks = o.sites_max_stacks;
        s.agent.timeout = o.jvm_command_timeout;
        s.symbol_cache = o.symbol_cache;
+       s.budget = o.sites_budget;
        s.turn_on = o.sites_turn_on;
        if (o.jvm_load_agent) s.agent_loads = o.agent_loads;
        return std::make_shared<agent::SitesCollector>(std::move(s));

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/collector.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/agent_load_record.h"
@@ -54,6 +55,11 @@ struct CollectorOptions {
   // sampler that is off alone.
   bool sites_turn_on = true;
   std::shared_ptr<symbols::SymbolCache> symbol_cache;
+  // --sites.memory-budget: all targets' sites data and the symbol cache's
+  // cap together; `sites_budget` keeps the account (made in main beside
+  // the symbol cache, whose cap it is given; null: no budget).
+  uint64_t sites_memory_budget = agent::kDefaultSitesBudgetBytes;
+  std::shared_ptr<agent::SitesBudget> sites_budget;
 };
 
 // Which collectors the flags switched on, by name; a name not in the map

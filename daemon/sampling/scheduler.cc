@@ -353,6 +353,9 @@ void Scheduler::TickTargets(const std::set<ProcessKey>* only) {
   snap->targets_skipped = scan.skipped_by_cap;
   snap->targets_unreadable = scan.unreadable;
   snap->targets_look_stalled = scan.looks_stalled;
+  if (options_.collector.sites_budget) {
+    snap->sites_budget = options_.collector.sites_budget->State();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, note] : trim_notes_) {

@@ -7,9 +7,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/target.h"
 #include "collectors/sample.h"
 
@@ -72,6 +74,9 @@ struct Snapshot {
   // Stale agent sockets removed from the targets' /tmp since memtrimd
   // started (SocketSweeper).
   uint64_t agent_sockets_removed = 0;
+  // With --collector.sites: the node's sites memory budget and what it
+  // dropped so far.
+  std::optional<agent::SitesBudgetState> sites_budget;
 };
 
 // Single writer (the scheduler), many readers (HTTP threads). Readers get an

@@ -439,6 +439,24 @@ static bool PidQuery(mg_connection* conn, const std::string& headers, std::optio
 // Grafana Alloy's pyroscope.scrape and `go tool pprof` ask by default.
 // Without pid: the one watched target; several need pid=.
 int HttpServer::ServeHeapProfile(mg_connection* conn, const std::string& headers) {
+  // Two: a scraper (Alloy, Pyroscope) and a person with go tool pprof are
+  // served at once; a third waits a second, which such clients do anyway.
+  constexpr int kMaxProfileRequests = 2;
+  if (profiles_in_flight_.fetch_add(1) >= kMaxProfileRequests) {
+    profiles_in_flight_.fetch_sub(1);
+    Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8",
+          "profiles are being built for other requests; try again\n",
+          headers + "Retry-After: 1\r\n");
+    return 503;
+  }
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1); }
+  } leave{profiles_in_flight_};
+  return BuildHeapProfile(conn, headers);
+}
+
+int HttpServer::BuildHeapProfile(mg_connection* conn, const std::string& headers) {
   std::optional<pid_t> pid;
   if (!PidQuery(conn, headers, pid)) return 400;
   std::shared_ptr<const Snapshot> snap = store_.Latest();

@@ -3,6 +3,7 @@
 // certificates, basic auth and extra headers from the --web.config.file.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -70,6 +71,7 @@ class HttpServer {
   int ServeTrimApi(mg_connection* conn, std::string_view method, const WebState* web,
                    const std::string& headers);
   int ServeHeapProfile(mg_connection* conn, const std::string& headers);
+  int BuildHeapProfile(mg_connection* conn, const std::string& headers);
 
   HttpOptions options_;
   const SnapshotStore& store_;
@@ -79,6 +81,10 @@ class HttpServer {
   // workers run short (head_guard.h).
   std::unique_ptr<HeadGuard> guard_;
   ManualTrimLimit trim_limit_;  // POST /api/v1/trim (trim_api_guard.h)
+  // Profiles being built now: each takes about its target's profile again
+  // (at most an eighth of the sites budget), so at most
+  // kMaxProfileRequests at once; beyond, 503 with Retry-After.
+  std::atomic<int> profiles_in_flight_{0};
   mg_context* ctx_ = nullptr;
 };
 

@@ -145,8 +145,8 @@ TEST_F(SymbolizeTest, NamesAndBuildIdsMatchBinutils) {
       libc_path = file.path;
       const auto libc = Nm(file.path, true);
       ASSERT_TRUE(libc.contains("malloc"));
-      ASSERT_TRUE(libc.contains(f.function)) << f.function;
-      EXPECT_EQ(libc.at(f.function), libc.at("malloc")) << f.function;
+      ASSERT_TRUE(libc.contains(std::string(f.function))) << f.function;
+      EXPECT_EQ(libc.at(std::string(f.function)), libc.at("malloc")) << f.function;
       EXPECT_EQ(f.elf_address, libc.at("malloc"));
       EXPECT_EQ(file.build_id, ReadelfBuildId(file.path));
       continue;

@@ -30,6 +30,34 @@ TEST(AgentSitesParse, NeverTurnedOn) {
   EXPECT_TRUE(s->stacks.empty());
 }
 
+// A target's answer is its own: a stack line of any length keeps 64
+// addresses (what a profile keeps of a stack), the rest read and dropped.
+TEST(AgentSitesParse, LongStackLinesKeepSixtyFourAddresses) {
+  std::string body =
+      "on=1\nperiod=524288\ngeneration=1\nstarted_ns=1\nsamples=1\nlive_samples=1\n"
+      "dropped_live=0\ndropped_stacks=0\nsampler_bytes=0\nhooked_objects=1\nstacks=1\n"
+      "stack 1 1 1 1 1 1";
+  for (int i = 0; i < 1000; ++i) body += " " + std::to_string(1000 + i);
+  body += "\n";
+  Result<AgentSites> s = ParseAgentSites(body);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->stacks.size(), 1u);
+  EXPECT_EQ(s->stacks[0].pcs.size(), 64u);
+  EXPECT_EQ(s->stacks[0].pcs[0], 0x1000u);
+}
+
+TEST(AgentSitesParse, MoreStacksThanAnAgentKeepsAreRefused) {
+  const std::string head =
+      "on=1\nperiod=524288\ngeneration=1\nstarted_ns=1\nsamples=1\nlive_samples=1\n"
+      "dropped_live=0\ndropped_stacks=0\nsampler_bytes=0\nhooked_objects=1\n";
+  std::string body = head + "stacks=8193\n";
+  for (int i = 0; i < 8193; ++i) body += "stack 1 1 1 1 1 1 1\n";
+  Result<AgentSites> s = ParseAgentSites(body);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::kParseError);
+  EXPECT_NE(s.status().message().find("more than an agent keeps"), std::string::npos);
+}
+
 TEST(AgentSitesParse, SamplingOn) {
   Result<SamplingStarted> on = ParseSamplingStarted(ReadFixture("sampling_on.txt"));
   ASSERT_TRUE(on.ok()) << on.status().message();

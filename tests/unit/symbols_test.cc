@@ -207,6 +207,14 @@ TEST(Symbolize, FramesOverRecordedMaps) {
   EXPECT_EQ(s.files[static_cast<std::size_t>(s.frames[1].file)].start, jvm_text);
   EXPECT_EQ(s.files[0].build_id, "1732c270e9779969db9614ee0f6eb7f79c247e18");
   EXPECT_EQ(source.asked["/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"], 1);
+  // One name however many frames lie in its function, and copies share it.
+  EXPECT_EQ(s.frames[4].function, "main");
+  EXPECT_EQ(s.frames[4].function.data(), s.frames[2].function.data());
+  ASSERT_TRUE(s.names);
+  EXPECT_EQ(s.names->size(), 1u);
+  Symbolization copy = s;
+  s = Symbolization{};
+  EXPECT_EQ(copy.frames[2].function, "main");
 
   OneFileSource unreadable(nullptr);
   Symbolization none = Symbolize(addresses, *maps, unreadable);
@@ -235,6 +243,24 @@ TEST(SymbolCacheTest, DropsTheLeastRecentlyUsedBeyondItsCap) {
   SymbolCache tiny(each - 1);
   tiny.Put(a, one);
   EXPECT_EQ(tiny.entries(), 0u);
+}
+
+}  // namespace
+}  // namespace memtrimd::symbols
+
+namespace memtrimd::symbols {
+namespace {
+
+TEST(CapFunctionName, LongNamesAreCutWithAMarker) {
+  EXPECT_EQ(CapFunctionName("main"), "main");
+  const std::string exact(kMaxFunctionNameBytes, 'a');
+  EXPECT_EQ(CapFunctionName(exact), exact);
+  const std::string cut = CapFunctionName(std::string(16384, 'a'));
+  EXPECT_EQ(cut, std::string(kMaxFunctionNameBytes, 'a') + std::string(kCutMarker));
+  // Never inside a UTF-8 character: "é" is two bytes across the cap.
+  const std::string accents = std::string(kMaxFunctionNameBytes - 1, 'a') + "\xc3\xa9tail";
+  EXPECT_EQ(CapFunctionName(accents),
+            std::string(kMaxFunctionNameBytes - 1, 'a') + std::string(kCutMarker));
 }
 
 }  // namespace

@@ -15,8 +15,16 @@ namespace {
 constexpr std::string_view kStackPrefix = AGENT_SITES_STACK;
 
 // The stack lines are 32 addresses at most in today's agent; a longer line
-// is kept (a newer agent may walk deeper) up to this many.
-constexpr std::size_t kMaxFrames = 256;
+// is kept (a newer agent may walk deeper) up to this many, the frames a
+// profile keeps of a stack (site_profile.cc): the answer is the target's
+// own, and what is parsed of it is held until the profile is built.
+constexpr std::size_t kMaxFrames = 64;
+
+// The agent keeps 4096 stacks (STACK_ROWS); twice that for a newer one.
+// With kMaxFrames, what is parsed of one answer stays under 5 MiB however
+// its 4 MiB are shaped (short stack lines would otherwise cost 4 times
+// their bytes).
+constexpr uint64_t kMaxStacks = 8192;
 
 Status ParseStackLine(std::string_view line, AgentStack& out) {
   std::size_t field = 0;
@@ -94,6 +102,11 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   out.hooked_objects = *values[9];
   out.truncated = values[11].value_or(0) != 0;
   const uint64_t expected = *values[10];
+  if (expected > kMaxStacks) {
+    return Status(ErrorCode::kParseError, "agent sites: stacks=" + std::to_string(expected) +
+                                              ", more than an agent keeps (" +
+                                              std::to_string(kMaxStacks) + ")");
+  }
   // Reserve no more than the body can hold (a line is at least 20 bytes), so
   // a lying count costs nothing.
   out.stacks.reserve(std::min<uint64_t>(expected, (body.size() - stacks_at) / 20 + 1));

@@ -15,7 +15,7 @@ namespace {
 std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) {
   switch (f.kind) {
     case symbols::FrameKind::kFunction:
-      return f.function;
+      return std::string(f.function);
     case symbols::FrameKind::kAnon:
       return "[java]";
     case symbols::FrameKind::kUnknown:
@@ -102,7 +102,16 @@ std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& pro
   return text::ToValidUtf8(name);
 }
 
-SiteProfile BuildSiteProfile(AgentSites raw, std::span<const procfs::MapsEntry> maps,
+std::size_t SiteProfile::MemoryBytes() const {
+  std::size_t n = sizeof(SiteProfile) + stacks.capacity() * sizeof(SiteStack) +
+                  addresses.capacity() * sizeof(uint64_t) + symbols.MemoryBytes() +
+                  sites.capacity() * sizeof(NamedSite);
+  for (const SiteStack& s : stacks) n += s.addresses.capacity() * sizeof(uint64_t);
+  for (const NamedSite& s : sites) n += s.name.capacity();
+  return n;
+}
+
+SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
                              uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now) {
   SiteProfile p;
@@ -119,13 +128,19 @@ SiteProfile BuildSiteProfile(AgentSites raw, std::span<const procfs::MapsEntry> 
   p.hooked_objects = raw.hooked_objects;
   p.truncated = raw.truncated;
 
-  std::stable_sort(raw.stacks.begin(), raw.stacks.end(),
-                   [](const AgentStack& a, const AgentStack& b) {
-                     // The agent's "[stack table full]" row (no addresses) is never kept.
-                     if (a.pcs.empty() != b.pcs.empty()) return b.pcs.empty();
-                     return Larger(a.values, b.values);
-                   });
-  for (AgentStack& s : raw.stacks) {
+  // Sorted by index: the answer stays as parsed, so that it can be built
+  // again with fewer stacks when the sites budget asks for it.
+  std::vector<std::size_t> by_size(raw.stacks.size());
+  for (std::size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t ia, std::size_t ib) {
+    const AgentStack& a = raw.stacks[ia];
+    const AgentStack& b = raw.stacks[ib];
+    // The agent's "[stack table full]" row (no addresses) is never kept.
+    if (a.pcs.empty() != b.pcs.empty()) return b.pcs.empty();
+    return Larger(a.values, b.values);
+  });
+  for (std::size_t i : by_size) {
+    const AgentStack& s = raw.stacks[i];
     p.total += s.values;
     if (s.pcs.empty() || p.stacks.size() >= max_stacks) {
       p.other += s.values;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,12 @@ struct SiteProfile {
   uint64_t sampler_bytes = 0;
   uint64_t hooked_objects = 0;
   bool truncated = false;  // the agent's answer was cut (its buffer)
+  // Stacks among the --sites.max-stacks largest that the node's sites
+  // memory budget left out (summed in `other` like the rest).
+  std::size_t budget_cut_stacks = 0;
+  // What holds this profile's bytes in the node's sites budget: released
+  // when the last holder of the profile lets it go.
+  std::shared_ptr<const void> charge;
 
   // The largest stacks (live bytes, then bytes allocated), at most the cap.
   std::vector<SiteStack> stacks;
@@ -62,6 +69,9 @@ struct SiteProfile {
   symbols::Symbolization symbols;
   // By short name, live bytes descending (ties: name).
   std::vector<NamedSite> sites;
+
+  // The heap bytes the profile holds: what the sites budget charges.
+  std::size_t MemoryBytes() const;
 };
 
 // How far a site's name reaches: the innermost functions of its stack.
@@ -71,7 +81,7 @@ inline constexpr std::size_t kSiteNameFrames = 3;
 // against `maps` (the target's, read right after the answer), and the
 // sites named. Pure over its inputs. `monotonic_now_ns` and `now` are the
 // same instant on the two clocks (for started_at).
-SiteProfile BuildSiteProfile(AgentSites raw, std::span<const procfs::MapsEntry> maps,
+SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
                              uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now);
 

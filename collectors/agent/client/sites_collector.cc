@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+#include <mutex>
 #include <string>
 
 #include "collectors/agent/agent_protocol.h"
@@ -63,6 +65,62 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
     }
     return Status::Ok();
   }
+  if (!options_.budget) return ReadAndBuild(target, out);
+  // Each of the (at most three) commands has its own deadline: a target
+  // that answers slowly holds the others' reads this long at most.
+  std::unique_lock<std::timed_mutex> one_at_a_time(options_.budget->builder(), std::defer_lock);
+  if (!one_at_a_time.try_lock_for(options_.agent.timeout * 4)) {
+    return Status(ErrorCode::kUnavailable,
+                  "sites: other targets' sites reads held the node's reader too long");
+  }
+  return ReadAndBuild(target, out);
+}
+
+std::shared_ptr<const SiteProfile> SitesCollector::Fit(const Target& target,
+                                                       const AgentSites& sites,
+                                                       std::span<const procfs::MapsEntry> maps,
+                                                       symbols::ElfSource& source, uint64_t mono,
+                                                       std::chrono::system_clock::time_point now,
+                                                       std::string& why) {
+  auto build = [&](std::size_t max_stacks) {
+    return std::make_shared<SiteProfile>(
+        BuildSiteProfile(sites, maps, source, max_stacks, mono, now));
+  };
+  std::shared_ptr<SiteProfile> p = build(options_.max_stacks);
+  if (!options_.budget) return p;
+  SitesBudget& budget = *options_.budget;
+  const std::size_t wanted = p->stacks.size();
+  // A profile's bytes grow about as its stacks do: each try scales the
+  // count down by how far the last one was over, and gives up at none.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const std::size_t bytes = p->MemoryBytes() + kSiteHistoryBytes;
+    const std::size_t room = budget.AvailableFor(target.Key());
+    if (bytes <= room) {
+      if (auto charge = budget.Charge(target.Key(), bytes)) {
+        p->charge = std::move(charge);
+        p->budget_cut_stacks = wanted - p->stacks.size();
+        if (p->budget_cut_stacks > 0) budget.CountDroppedStacks(p->budget_cut_stacks);
+        return p;
+      }
+    }
+    if (p->stacks.empty() || room <= kSiteHistoryBytes) break;
+    const double scale = static_cast<double>(room - kSiteHistoryBytes) /
+                         static_cast<double>(bytes - kSiteHistoryBytes);
+    const auto fewer =
+        static_cast<std::size_t>(static_cast<double>(p->stacks.size()) * scale * 0.9);
+    if (fewer == 0) break;
+    p = build(std::min(fewer, p->stacks.size() - 1));
+  }
+  budget.CountDroppedTarget();
+  if (wanted > 0) budget.CountDroppedStacks(wanted);
+  why = "not kept: over the node's sites memory budget (--sites.memory-budget=" +
+        std::to_string(budget.limit_bytes() >> 20) + "MiB, at most " +
+        std::to_string(budget.TargetShare() >> 10) + " KiB a target; " +
+        std::to_string(budget.AvailableFor(target.Key()) >> 10) + " KiB left for this one)";
+  return nullptr;
+}
+
+Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
   AgentFailure failure = AgentFailure::kNone;
   Result<std::string> body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
   Result<AgentSites> sites = Status(ErrorCode::kUnavailable, "");
@@ -114,9 +172,9 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
   if (!maps.ok()) return maps.status();
   if (!options_.symbol_cache) return Status(ErrorCode::kInternal, "sites: no symbol cache");
   symbols::TargetElfSource source(target, *options_.symbol_cache);
-  out.sites = std::make_shared<const SiteProfile>(
-      BuildSiteProfile(std::move(sites).value(), *maps, source, options_.max_stacks, mono, now));
-  out.sites_missing.clear();
+  std::string why;
+  out.sites = Fit(target, *sites, *maps, source, mono, now, why);
+  out.sites_missing = std::move(why);
   return Status::Ok();
 }
 

@@ -7,14 +7,20 @@
 // so in sites_missing; so does an agent too old to sample.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/site_profile.h"
+#include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/collector.h"
 #include "collectors/jvm/agent_load_record.h"
+#include "collectors/procfs/maps.h"
 #include "collectors/symbols/target_elf.h"
 
 namespace memtrimd::agent {
@@ -25,6 +31,9 @@ struct SitesOptions {
   AgentOptions agent;
   // Shared by every target (made where the program starts); required.
   std::shared_ptr<symbols::SymbolCache> symbol_cache;
+  // The node's budget for all sites data (every target's collector shares
+  // it); null: none (inspect, one target).
+  std::shared_ptr<SitesBudget> budget;
   // False: only read; a sampler that is off stays off (inspect --sites).
   bool turn_on = true;
   // Set when memtrimd loads its agent into JVMs (--jvm.load-agent): what
@@ -43,6 +52,14 @@ class SitesCollector : public Collector {
  private:
   // "sampling on <period>"; the reason in `why` when the agent refuses.
   Status TurnOn(const Target& target, std::string& why);
+  Status ReadAndBuild(const Target& target, TargetSample& out);
+  // The profile of `sites` within the budget's room for the target: fewer
+  // stacks when the largest do not fit, null when none do.
+  std::shared_ptr<const SiteProfile> Fit(const Target& target, const AgentSites& sites,
+                                         std::span<const procfs::MapsEntry> maps,
+                                         symbols::ElfSource& source, uint64_t mono,
+                                         std::chrono::system_clock::time_point now,
+                                         std::string& why);
 
   SitesOptions options_;
   AgentCommander command_;
