@@ -174,7 +174,7 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   AgentFailure dummy;
   AgentFailure& where = failure != nullptr ? *failure : dummy;
   where = AgentFailure::kUnreachable;
-  if (command.empty() || command.size() > 32) {
+  if (command.empty() || command.size() > AGENT_REQUEST_MAX_BYTES) {
     return Status(ErrorCode::kInvalidArgument, "agent: bad command length");
   }
   // Printable words separated by single spaces ("sampling on 524288").

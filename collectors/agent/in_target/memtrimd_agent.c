@@ -286,6 +286,7 @@ static void do_ping(void) {
   put_kv(o, "pid", (uint64_t)g_pid);
   put_kv(o, "version", AGENT_PROTOCOL_VERSION);
   put_kv(o, "refused", g_refused);
+  agent_sampler_ping(o);
 }
 
 /* Every call of the socket task, on the agent thread: one at a time, so
