@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/allocator_stats.h"
 #include "collectors/agent/client/site_profile.h"
 #include "collectors/cgroup/cgroup_memory.h"
@@ -70,6 +71,9 @@ struct TargetSample {
   // sites_missing says why there are none when the collector knows.
   std::shared_ptr<const agent::SiteProfile> sites;
   std::string sites_missing;
+  // Whether the agent's allocation sampler is on (the agent collector's
+  // "ping"; absent from an agent before protocol version 5).
+  std::optional<agent::SamplerState> sampler;
 };
 
 // The allocator this sample was taken under: the agent's answer when it

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/site_profile.h"
 #include "daemon/base/json_writer.h"
 
@@ -23,6 +24,12 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
 
 // The same as a JSON object value ("sites": {...}).
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
+
+// Whether the agent's allocation sampler is on, at which period, and until
+// when its lease runs: one sentence, without a final period.
+std::string SamplerText(const agent::SamplerState& s);
+// "sampler": {"on": ..., "period_bytes": ..., "lease_until_seconds": ...}.
+void SamplerJson(JsonWriter& w, const agent::SamplerState& s);
 
 // The gzip'd profile.proto of every kept stack (inuse and alloc, objects
 // and bytes, already unbiased), with one "[other stacks]" sample for what
