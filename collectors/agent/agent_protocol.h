@@ -32,7 +32,9 @@
  *          "sampling on <T>[ lease=<s>][ max_rate=<n>]",
  *          "sampling off" or "sites", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
- *          1 = error (the body says why).
+ *          1 = error (the body says why), 2 = the answer did not fit
+ *          the agent's buffer (allocator, malloc_info; the body says
+ *          which; version 5, before it status 1).
  *          trim        the allocator's own release call: glibc
  *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
  *                      (4096: all arenas), tcmalloc
@@ -210,6 +212,7 @@
 
 #define AGENT_STATUS_OK "0"
 #define AGENT_STATUS_ERROR "1"
+#define AGENT_STATUS_TOO_LARGE "2"
 
 /* The keys of each "key=value\n" body, as lists (a C array's or a C++
  * std::array's initializer). A key of a list may be left out where the
