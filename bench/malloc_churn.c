@@ -2,16 +2,22 @@
  * malloc_churn - a malloc-bound program for the allocation sampler's
  * overhead benchmark (sites_overhead.sh): N threads, each keeping a ring of
  * 4096 live blocks and replacing the oldest with a new one of a random size
- * (16 B to 16 KiB, log-uniform, as small objects dominate real programs)
- * without pause. Each block's first and last bytes are written, so the
+ * (16 B to 16 KiB, log-uniform, as small objects dominate real programs;
+ * or with --uniform, uniform from 16 B to --max-size, 16 KiB unless given:
+ * 64 KiB is the worst case for a sampler by bytes, many bytes a second in
+ * few calls) without pause. Each block's first and last bytes are written, so the
  * allocator's work is not optimised away and little else is done: the cost
  * of a malloc/free pair is most of the loop, the worst case for anything that
  * hooks them.
  *
  *   malloc_churn [--threads N] [--seconds S] [--ready-file PATH] [--go-file PATH]
+ *                [--max-size BYTES] [--uniform]
  *
- * Prints "ops=<malloc/free pairs of all threads> seconds=<elapsed>" and
- * "ops_per_second=<n>". --ready-file PATH is written with the pid once every
+ * Prints "ops=<malloc/free pairs of all threads> seconds=<elapsed>",
+ * "ops_per_second=<n>" and "ops_per_cpu_second=<n>" (per second of the
+ * process's CPU time in the timed part, user and system: on a machine
+ * other work shares, the cost of a pair, where the wall-clock rate also
+ * measures the neighbours). --ready-file PATH is written with the pid once every
  * thread has filled its ring; the timed part starts then, or with
  * --go-file once PATH exists too, so that a tool switched on in between
  * (its switch can take a second on a busy machine) sees the whole timed
@@ -30,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +45,8 @@
 static atomic_int g_stop;
 static atomic_int g_go;
 static atomic_long g_filled;
+static size_t g_max_size = 16384;
+static int g_uniform;
 
 struct worker {
   pthread_t thread;
@@ -54,12 +63,21 @@ static uint64_t next(uint64_t* s) {
   return *s = x;
 }
 
-/* 16 B .. 16 KiB, log-uniform. */
+/* 16 B .. --max-size: log-uniform (each power of two as likely), or
+ * uniform. */
 static size_t random_size(uint64_t* rng) {
   uint64_t r = next(rng);
-  unsigned shift = 4 + (unsigned)(r % 11); /* 2^4 .. 2^14 */
+  if (g_uniform) {
+    return 16 + (size_t)(r % (g_max_size - 15));
+  }
+  unsigned top = 4;
+  while (((size_t)2 << top) <= g_max_size) {
+    ++top;
+  }
+  unsigned shift = 4 + (unsigned)(r % (top - 3)); /* 2^4 .. 2^top */
   size_t base = (size_t)1 << shift;
-  return base + (size_t)((r >> 8) % base);
+  size_t n = base + (size_t)((r >> 8) % base);
+  return n > g_max_size ? g_max_size : n;
 }
 
 static void* touch(void* p, size_t n) {
@@ -97,6 +115,13 @@ static void* run(void* arg) {
   return NULL;
 }
 
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+         (double)u.ru_stime.tv_usec / 1e6;
+}
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -111,6 +136,8 @@ int main(int argc, char** argv) {
                                         {"seconds", required_argument, NULL, 's'},
                                         {"ready-file", required_argument, NULL, 'r'},
                                         {"go-file", required_argument, NULL, 'g'},
+                                        {"max-size", required_argument, NULL, 'm'},
+                                        {"uniform", no_argument, NULL, 'u'},
                                         {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
@@ -127,15 +154,21 @@ int main(int argc, char** argv) {
       case 'g':
         go = optarg;
         break;
+      case 'm':
+        g_max_size = (size_t)strtoull(optarg, NULL, 10);
+        break;
+      case 'u':
+        g_uniform = 1;
+        break;
       default:
         fprintf(stderr,
                 "usage: malloc_churn [--threads N] [--seconds S] [--ready-file PATH] "
-                "[--go-file PATH]\n");
+                "[--go-file PATH] [--max-size BYTES] [--uniform]\n");
         return 2;
     }
   }
-  if (threads < 1 || threads > 256 || seconds < 1) {
-    fprintf(stderr, "malloc_churn: bad --threads or --seconds\n");
+  if (threads < 1 || threads > 256 || seconds < 1 || g_max_size < 32 || g_max_size > (1u << 30)) {
+    fprintf(stderr, "malloc_churn: bad --threads, --seconds or --max-size\n");
     return 2;
   }
   sigset_t stop;
@@ -169,18 +202,20 @@ int main(int argc, char** argv) {
     nanosleep(&ts, NULL);
   }
   const double start = now_seconds();
+  const double cpu_start = cpu_seconds();
   atomic_store(&g_go, 1);
   struct timespec left = {seconds, 0};
   sigtimedwait(&stop, NULL, &left);
   atomic_store(&g_stop, 1);
   const double elapsed = now_seconds() - start;
+  const double cpu = cpu_seconds() - cpu_start;
   uint64_t ops = 0;
   for (long i = 0; i < threads; i++) {
     pthread_join(w[i].thread, NULL);
     ops += w[i].ops;
   }
-  printf("ops=%" PRIu64 " seconds=%.3f\nops_per_second=%.0f\n", ops, elapsed,
-         (double)ops / elapsed);
+  printf("ops=%" PRIu64 " seconds=%.3f\nops_per_second=%.0f\nops_per_cpu_second=%.0f\n", ops,
+         elapsed, (double)ops / elapsed, (double)ops / cpu);
   free(w);
   return 0;
 }

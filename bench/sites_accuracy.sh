@@ -3,16 +3,22 @@
 # live bytes falls from the truth. site_holder (tests/workloads) holds 200,
 # 50 and 10 MiB at three known functions, in blocks of a given size, beside
 # two threads churning short-lived blocks; its agent samples at the default
-# mean of 512 KiB from before the memory is taken. Each run's "sites"
+# mean of 512 KiB from before the memory is taken, under the default budget
+# of 10,000 samples a second (--max-rate N for another, 0 for none). The
+# two churning threads allocate some 16 GB a second: at 512 KiB that is
+# about 30,000 samples a second, so the budget raises the period, and the
+# error is the one a program that hits the budget gets. "period" is the
+# mean period in force at the reads. Each run's "sites"
 # answer is attributed to the three functions by the return addresses the
 # program prints (the address in hold_N of its call to hold() is in the
 # stack), and the estimate compared with the truth. --runs runs per block
 # size; prints, per block size and site: the mean estimate, the mean and
 # largest relative error, and what theory predicts for the error's standard
 # deviation (each block of s bytes is sampled with p = 1 - e^(-s/T) and then
-# stands for s/p bytes: sd = sqrt(n * s^2 * (1-p)/p) for n blocks).
+# stands for s/p bytes: sd = sqrt(n * s^2 * (1-p)/p) for n blocks, with T
+# the period in force).
 #
-#   bench/sites_accuracy.sh BUILD_DIR [--runs N]
+#   bench/sites_accuracy.sh BUILD_DIR [--runs N] [--max-rate N]
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,10 +32,18 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "$1" && pwd)
 shift
 runs=10
-if [[ $# -eq 2 && $1 == --runs && $2 =~ ^[1-9][0-9]*$ ]]; then runs=$2; elif [[ $# -ne 0 ]]; then
-  echo "usage: $0 BUILD_DIR [--runs N]" >&2
-  exit 2
-fi
+max_rate=10000
+while [[ $# -gt 0 ]]; do
+  if [[ $# -ge 2 && $1 == --runs && $2 =~ ^[1-9][0-9]*$ ]]; then
+    runs=$2
+  elif [[ $# -ge 2 && $1 == --max-rate && $2 =~ ^[0-9]+$ ]]; then
+    max_rate=$2
+  else
+    echo "usage: $0 BUILD_DIR [--runs N] [--max-rate N]" >&2
+    exit 2
+  fi
+  shift 2
+done
 agent=$build/collectors/agent/libmemtrimd_agent.so
 holder=$build/tests/workloads/site_holder
 for f in "$agent" "$holder"; do [[ -e $f ]] || die "$f not found: build $build first"; done
@@ -53,9 +67,9 @@ one_run() { # BLOCK
     ((SECONDS < deadline)) || die "site_holder not armed"
     sleep 0.02
   done
-  python3 - "$tmp/agent.$pid.sock" "$tmp/go" "$tmp/out" << 'PY'
+  python3 - "$tmp/agent.$pid.sock" "$tmp/go" "$tmp/out" "$max_rate" << 'PY'
 import os, socket, sys, time
-sock, go, out = sys.argv[1:4]
+sock, go, out, max_rate = sys.argv[1:5]
 def ask(line):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(30)
@@ -71,7 +85,7 @@ def ask(line):
     if status != "0":
         sys.exit("agent refused %r: %s" % (line, body))
     return body
-ask("sampling on 524288")
+ask("sampling on 524288 max_rate=" + max_rate)
 open(go, "w").close()
 deadline = time.time() + 60
 while "ready\n" not in open(out).read():
@@ -84,7 +98,9 @@ for line in open(out):
     if len(f) == 3 and f[0] == "site":
         sites[int(f[2], 16)] = f[1]
 est = {name: 0 for name in sites.values()}
-for line in ask("sites").splitlines():
+answer = ask("sites")
+period = [int(l[7:]) for l in answer.splitlines() if l.startswith("period=")][0]
+for line in answer.splitlines():
     f = line.split()
     if not f or f[0] != "stack":
         continue
@@ -93,7 +109,7 @@ for line in ask("sites").splitlines():
         if name:
             est[name] += int(f[2])
             break
-print(" ".join("%s %d" % (n, est[n]) for n in ("hold_200", "hold_50", "hold_10")))
+print(" ".join("%s %d" % (n, est[n]) for n in ("hold_200", "hold_50", "hold_10")), "period", period)
 PY
   stop_pid "$pid"
   untrack_pid "$pid"
@@ -101,8 +117,10 @@ PY
 
 machine_description
 echo
-echo "| block | site | truth | mean estimate | mean error | largest error | predicted sd |"
-echo "|---:|---|---:|---:|---:|---:|---:|"
+echo "budget: $max_rate samples a second (0: none)"
+echo
+echo "| block | site | truth | period | mean estimate | mean error | largest error | predicted sd |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|"
 for block in 1048576 65536; do
   : > "$tmp/results"
   for ((i = 1; i <= runs; i++)); do
@@ -111,8 +129,9 @@ for block in 1048576 65536; do
   done
   python3 - "$block" "$tmp/results" << 'PY'
 import math, sys
-block = int(sys.argv[1]); T = 524288.0
+block = int(sys.argv[1])
 rows = [l.split() for l in open(sys.argv[2]) if l.strip()]
+T = sum(float(r[7]) for r in rows) / len(rows)
 for i, (name, mib) in enumerate((("hold_200", 200), ("hold_50", 50), ("hold_10", 10))):
     truth = mib * 1048576
     est = [int(r[2 * i + 1]) for r in rows]
@@ -120,8 +139,8 @@ for i, (name, mib) in enumerate((("hold_200", 200), ("hold_50", 50), ("hold_10",
     n = truth // block
     p = 1 - math.exp(-block / T)
     sd = math.sqrt(n * block * block * (1 - p) / p) / truth
-    print("| %s | %s | %d MiB | %.1f MiB | %.1f %% | %.1f %% | %.1f %% |" % (
-        "1 MiB" if block == 1048576 else "%d KiB" % (block // 1024), name, mib,
+    print("| %s | %s | %d MiB | %.0f KiB | %.1f MiB | %.1f %% | %.1f %% | %.1f %% |" % (
+        "1 MiB" if block == 1048576 else "%d KiB" % (block // 1024), name, mib, T / 1024,
         sum(est) / len(est) / 1048576, 100 * sum(err) / len(err), 100 * max(err), 100 * sd))
 PY
 done

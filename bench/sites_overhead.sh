@@ -5,23 +5,31 @@
 #   off           the agent preloaded, sampling never turned on (what every
 #                 preloaded program runs today)
 #   on            the same, sampling turned on at the default mean of 512 KiB
-#                 ("sampling on 524288" to the agent's socket, what
-#                 memtrimd --collector.sites sends) right when the timed part
-#                 starts
+#                 and the default budget of --max-rate samples a second
+#                 ("sampling on 524288 max_rate=10000" to the agent's socket,
+#                 what memtrimd --collector.sites sends) right when the timed
+#                 part starts
+#   unbounded     the same without a budget ("max_rate=0": the period stays
+#                 at 512 KiB whatever the program allocates)
 #   jemalloc      libjemalloc.so.2 preloaded, no profiling
 #   jemalloc_prof the same with MALLOC_CONF=prof:true,lg_prof_sample:19 (its
 #                 own sampler at the same mean, 2^19 = 512 KiB)
 #   heaptrack     heaptrack 1.4 recording every call (not a sampler)
 #
-# on two programs: malloc_churn (bench/malloc_churn.c: 2 threads doing
-# nothing but malloc/free of 16 B - 32 KiB blocks, the worst case for a
-# hook) and, unless --no-mariadb, mariadbd under sysbench oltp_read_write
+# on two programs: malloc_churn (bench/malloc_churn.c: --churn-threads
+# threads, 4 by default, doing nothing but malloc/free of blocks of 16 B to
+# 64 KiB, uniform: many bytes a second in few calls, the worst case for a
+# sampler by bytes) and, unless --no-mariadb, mariadbd under sysbench oltp_read_write
 # (a real server; 2 client threads). Each variant runs --reps times,
 # interleaved, and the median is reported, with the target's VmRSS at the
 # end of the run (the sampler's tables are in it). Losses are against "off"
-# (for "on" and heaptrack) and against "jemalloc" (for jemalloc_prof).
+# (for "on", "unbounded" and heaptrack) and against "jemalloc" (for
+# jemalloc_prof). --variants picks some (e.g. "off on unbounded"); "off"
+# is always run. The "on" runs also print the period the budget settled on
+# and the samples a second it let through (the agent's "sites" at the end).
 #
 #   bench/sites_overhead.sh BUILD_DIR [--seconds N] [--reps N] [--no-mariadb]
+#                           [--churn-threads N] [--max-rate N] [--variants "LIST"]
 #
 # Root is needed for mariadbd (--user=mysql). About 10 minutes with the
 # defaults (20 s runs, 3 reps).
@@ -32,7 +40,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 
 usage() {
-  echo "usage: $0 BUILD_DIR [--seconds N] [--reps N] [--no-mariadb]" >&2
+  echo "usage: $0 BUILD_DIR [--seconds N] [--reps N] [--no-mariadb] [--churn-threads N]" \
+    "[--max-rate N] [--variants LIST]" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
@@ -41,8 +50,21 @@ shift
 seconds=20
 reps=3
 mariadb=1
+churn_threads=4
+max_rate=10000
+variants=(off on unbounded jemalloc jemalloc_prof heaptrack)
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --churn-threads | --max-rate)
+      [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || usage
+      if [[ $1 == --churn-threads ]]; then churn_threads=$2; else max_rate=$2; fi
+      shift 2
+      ;;
+    --variants)
+      [[ $# -ge 2 ]] || usage
+      read -r -a variants <<< "off ${2//off/}"
+      shift 2
+      ;;
     --seconds | --reps)
       [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || usage
       if [[ $1 == --seconds ]]; then seconds=$2; else reps=$2; fi
@@ -62,7 +84,9 @@ jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 for f in "$agent" "$churn" "$jemalloc"; do
   [[ -e "$f" ]] || die "$f not found (build $build; scripts/install-deps.sh installs libjemalloc2)"
 done
-command -v heaptrack > /dev/null || die "heaptrack is not installed (apt-get install heaptrack)"
+if [[ " ${variants[*]} " == *" heaptrack "* ]]; then
+  command -v heaptrack > /dev/null || die "heaptrack is not installed (apt-get install heaptrack)"
+fi
 period=524288
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memtrimd_sites_overhead.XXXXXX")
@@ -94,7 +118,7 @@ PY
 # The environment and command prefix of a variant.
 variant_env() {
   case $1 in
-    off | on) echo "LD_PRELOAD=$agent MEMTRIMD_AGENT_SOCKET=$tmp/agent.%p.sock" ;;
+    off | on | unbounded) echo "LD_PRELOAD=$agent MEMTRIMD_AGENT_SOCKET=$tmp/agent.%p.sock" ;;
     jemalloc) echo "LD_PRELOAD=$jemalloc" ;;
     jemalloc_prof) echo "LD_PRELOAD=$jemalloc MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:19,prof_prefix:$tmp/jeprof" ;;
     heaptrack) echo "" ;;
@@ -122,11 +146,19 @@ program_pid() {
   done
 }
 
-turn_on() {
+turn_on() { # PID MAX_RATE
   local pid=$1 answer
-  answer=$(agent_command "$tmp/agent.$pid.sock" "sampling on $period") ||
+  answer=$(agent_command "$tmp/agent.$pid.sock" "sampling on $period max_rate=$2") ||
     die "sampling on: no answer from the agent of $pid"
   [[ ${answer%%$'\n'*} == 0 ]] || die "sampling on refused: $answer"
+}
+
+# What the budget did: the period in force, how often it was raised, and the
+# samples a second since "on".
+budget_note() { # PID
+  agent_command "$tmp/agent.$1.sock" sites | awk -F= -v now="$(awk '{print $1}' /proc/uptime)" '
+    /^period=/ {p = $2} /^raised=/ {r = $2} /^samples=/ {n = $2} /^started_ns=/ {s = $2}
+    END { printf "period %d KiB, raised %d times, %.0f samples/s", p / 1024, r, n / (now - s / 1e9) }'
 }
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0; }
@@ -134,29 +166,33 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2> /dev/null || echo 0; 
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 # --- malloc_churn ---------------------------------------------------------------
-variants=(off on jemalloc jemalloc_prof heaptrack)
-declare -A churn_ops churn_rss
+declare -A churn_ops churn_cpu churn_rss
 for ((rep = 1; rep <= reps; rep++)); do
   for v in "${variants[@]}"; do
     rm -f "$tmp/ready" "$tmp/go"
     # shellcheck disable=SC2046,SC2086  # word splitting of the variant's words
-    env $(variant_env "$v") $(variant_prefix "$v" "churn.$rep") "$churn" --threads 2 \
-      --seconds "$seconds" --ready-file "$tmp/ready" --go-file "$tmp/go" > "$tmp/out" 2> "$tmp/err" &
+    env $(variant_env "$v") $(variant_prefix "$v" "churn.$rep") "$churn" --threads "$churn_threads" \
+      --max-size 65536 --uniform --seconds "$seconds" --ready-file "$tmp/ready" --go-file "$tmp/go" \
+      > "$tmp/out" 2> "$tmp/err" &
     launcher=$!
     track_pid "$launcher"
     wait_for_file "$tmp/ready" "$launcher" 120
     pid=$(cat "$tmp/ready")
     # The timed part starts once sampling is on (the switch can take a
     # second while the program's threads keep both cores busy).
-    [[ $v == on ]] && turn_on "$pid"
+    [[ $v == on ]] && turn_on "$pid" "$max_rate"
+    [[ $v == unbounded ]] && turn_on "$pid" 0
     touch "$tmp/go"
     sleep $((seconds / 2))
     rss=$(rss_kib "$pid")
+    [[ $v == on || $v == unbounded ]] && log "churn $v rep $rep: $(budget_note "$pid")"
     wait "$launcher" || die "malloc_churn ($v) failed: $(cat "$tmp/err")"
     untrack_pid "$launcher"
     ops=$(sed -n 's/^ops_per_second=//p' "$tmp/out")
-    log "churn $v rep $rep: $ops ops/s, VmRSS $rss KiB"
+    cpu_ops=$(sed -n 's/^ops_per_cpu_second=//p' "$tmp/out")
+    log "churn $v rep $rep: $ops ops/s, $cpu_ops per CPU second, VmRSS $rss KiB"
     churn_ops[$v]+="$ops "
+    churn_cpu[$v]+="$cpu_ops "
     churn_rss[$v]+="$rss "
     rm -f "$tmp"/heaptrack.* "$tmp"/jeprof*
   done
@@ -205,9 +241,11 @@ if ((mariadb)); then
   for ((rep = 1; rep <= reps; rep++)); do
     for v in "${variants[@]}"; do
       start_db "$v"
-      [[ $v == on ]] && turn_on "$DB_PID"
+      [[ $v == on ]] && turn_on "$DB_PID" "$max_rate"
+      [[ $v == unbounded ]] && turn_on "$DB_PID" 0
       "${sb[@]}" --time="$seconds" run > "$tmp/run.log" 2>&1 || die "sysbench run ($v) failed"
       rss=$(rss_kib "$DB_PID")
+      [[ $v == on || $v == unbounded ]] && log "mariadb $v rep $rep: $(budget_note "$DB_PID")"
       tps=$(sed -n 's/.*transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$tmp/run.log")
       log "mariadb $v rep $rep: $tps tps, VmRSS $rss KiB"
       db_tps[$v]+="$tps "
@@ -225,10 +263,10 @@ print_table() { # TITLE UNIT ARRAY_OPS ARRAY_RSS
   local -n ops_of=$3 rss_of=$4
   [[ -n ${ops_of[off]:-} ]] || return 0
   local base_off base_je
-  base_off=$(tr ' ' '\n' <<< "${ops_of[off]}" | grep . | median)
-  base_je=$(tr ' ' '\n' <<< "${ops_of[jemalloc]}" | grep . | median)
-  rss_off=$(tr ' ' '\n' <<< "${rss_of[off]}" | grep . | median)
-  rss_je=$(tr ' ' '\n' <<< "${rss_of[jemalloc]}" | grep . | median)
+  base_off=$(tr ' ' '\n' <<< "${ops_of[off]}" | { grep . || true; } | median)
+  base_je=$(tr ' ' '\n' <<< "${ops_of[jemalloc]:-}" | { grep . || true; } | median)
+  rss_off=$(tr ' ' '\n' <<< "${rss_of[off]}" | { grep . || true; } | median)
+  rss_je=$(tr ' ' '\n' <<< "${rss_of[jemalloc]:-}" | { grep . || true; } | median)
   echo
   echo "$title (median of $reps runs of ${seconds} s)"
   echo
@@ -236,8 +274,8 @@ print_table() { # TITLE UNIT ARRAY_OPS ARRAY_RSS
   echo "|---|---:|---:|---:|---:|"
   for v in "${variants[@]}"; do
     local m r base rbase
-    m=$(tr ' ' '\n' <<< "${ops_of[$v]}" | grep . | median)
-    r=$(tr ' ' '\n' <<< "${rss_of[$v]}" | grep . | median)
+    m=$(tr ' ' '\n' <<< "${ops_of[$v]}" | { grep . || true; } | median)
+    r=$(tr ' ' '\n' <<< "${rss_of[$v]}" | { grep . || true; } | median)
     base=$base_off rbase=$rss_off
     if [[ $v == jemalloc* ]]; then base=$base_je rbase=$rss_je; fi
     printf '| %s | %s | %s | %s MiB | %s MiB |\n' "$v" "$m" \
@@ -247,7 +285,10 @@ print_table() { # TITLE UNIT ARRAY_OPS ARRAY_RSS
   done
 }
 machine_description
-print_table "malloc_churn, 2 threads" "malloc/free pairs per second" churn_ops churn_rss
+print_table "malloc_churn, $churn_threads threads, 16 B - 64 KiB uniform" "malloc/free pairs per second" churn_ops churn_rss
+# The same runs per second of the program's own CPU time: on a machine other
+# work shares, what a pair costs (the wall-clock rate also measures them).
+print_table "malloc_churn, the same runs, per CPU second" "pairs per CPU second" churn_cpu churn_rss
 print_table "mariadbd 10.11, sysbench oltp_read_write, 2 threads" "transactions per second" db_tps db_rss
 echo
-echo "loss: against off (on, heaptrack) or against jemalloc (jemalloc_prof)."
+echo "loss: against off (on, unbounded, heaptrack) or against jemalloc (jemalloc_prof); on: at most $max_rate samples a second."

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/allocator_stats.h"
 #include "collectors/agent/client/site_profile.h"
 #include "collectors/cgroup/cgroup_memory.h"
@@ -74,6 +75,9 @@ struct TargetSample {
   // yet: its sites come once the load ends (the profile answers 503 and
   // Retry-After meanwhile, not "not loaded").
   bool sites_loading = false;
+  // Whether the agent's allocation sampler is on (the agent collector's
+  // "ping"; absent from an agent before protocol version 5).
+  std::optional<agent::SamplerState> sampler;
 };
 
 // The allocator this sample was taken under: the agent's answer when it

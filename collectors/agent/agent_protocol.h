@@ -30,10 +30,13 @@
  *          connection; anyone else has the connection closed without an
  *          answer (counted, see "ping").
  *   ask    one line per connection: "trim", "allocator", "malloc_info",
- *          "mallinfo2", "jvm_buffers", "ping", "sampling on <T>",
+ *          "mallinfo2", "jvm_buffers", "ping",
+ *          "sampling on <T>[ lease=<s>][ max_rate=<n>]",
  *          "sampling off" or "sites", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
- *          1 = error (the body says why).
+ *          1 = error (the body says why), 2 = the answer did not fit
+ *          the agent's buffer (allocator, malloc_info; the body says
+ *          which; version 5, before it status 1).
  *          trim        the allocator's own release call: glibc
  *                      malloc_trim(0), jemalloc mallctl("arena.4096.purge")
  *                      (4096: all arenas), tcmalloc
@@ -78,25 +81,44 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (4; 3 before the sampler, 2 before
- *                      Agent_OnAttach, 1 before "allocator"), refused
- *                      (connections refused)
- *          sampling on <T>
+ *          ping        pid, version (5; 4 before the lease and the budget,
+ *                      3 before the sampler, 2 before Agent_OnAttach, 1
+ *                      before "allocator"), refused (connections refused),
+ *                      sampling (0/1: the sampler is on), period (the
+ *                      period in force; 0 before the first "on"),
+ *                      lease_left_ms (0 while off); "ping" never renews
+ *                      the lease
+ *          sampling on <T>[ lease=<s>][ max_rate=<n>]
  *                      the allocation sampler (sampler_hooks.c) on, at a
  *                      mean of one sample every T bytes (decimal,
- *                      4096 <= T <= 1 GiB, else status 1 "bad sampling
- *                      period"): the malloc family's GOT entries of every
- *                      loaded object hooked (agent_got.c), empty tables.
- *                      Already on with this T: the same answer, nothing
- *                      reset; with another T: restarted from empty tables.
- *                      period, generation (one more at each start),
- *                      hooked_objects, hooked_entries. Status 1 with the
+ *                      4096 <= T <= 1 GiB), for a lease of s seconds
+ *                      (1 <= s <= 86400, 600 when left out): when no
+ *                      "sites" or "sampling on" came for that long the
+ *                      agent turns the sampler off by itself (each one
+ *                      renews it). At most n samples a second (0: no
+ *                      bound; 1000000 at most; 10000 when left out): above
+ *                      that the agent raises the period in force, and
+ *                      lowers it back towards T when the rate falls
+ *                      (sampler_control.c); each sample keeps the weight
+ *                      of the period it was drawn at. Anything else is
+ *                      status 1 "bad sampling period or option". The
+ *                      malloc family's GOT entries of every loaded object
+ *                      hooked (agent_got.c), empty tables. Already on with
+ *                      this T: the same answer, lease and budget as asked,
+ *                      nothing reset; with another T: restarted from
+ *                      empty tables. period (T), generation (one more at
+ *                      each start), hooked_objects, hooked_entries,
+ *                      lease_s, max_rate. Status 1 with the
  *                      reason when it cannot: MEMTRIMD_AGENT_SAMPLING=0,
  *                      no malloc found at load, mmap failed, an mprotect
  *                      refused (the object named)
  *          sampling off
  *                      every hook a pass-through; was_on (0 or 1)
- *          sites       on (0/1), period, generation, started_ns
+ *          sites       renews the lease. on (0/1), period (in force),
+ *                      base_period (the T asked), max_rate, raised (times
+ *                      the budget raised the period since "on"), lease_s,
+ *                      lease_left_ms (0 while off), lease_ended (times a
+ *                      lease ran out, since load), generation, started_ns
  *                      (CLOCK_MONOTONIC of the last "on"), samples (since
  *                      on), live_samples, dropped_live (no room in the live
  *                      table), dropped_stacks (samples counted in the
@@ -127,8 +149,9 @@
 /* "ping"'s version, and what memtrimd asks Agent_OnAttach for.
  * 2: "allocator", and "trim" runs the allocator's own release call.
  * 3: Agent_OnAttach: loadable into a running JVM (in_target/agent_attach.c).
- * 4: the allocation sampler ("sampling on|off", "sites"). */
-#define AGENT_PROTOCOL_VERSION 4
+ * 4: the allocation sampler ("sampling on|off", "sites").
+ * 5: the sampler's lease and sample budget; "ping" says whether it is on. */
+#define AGENT_PROTOCOL_VERSION 5
 
 /* The library's file name: what memtrimd looks for in a target's maps and
  * the agent in its own process. */
@@ -154,14 +177,21 @@
 
 /* ---- Requests: one line each, ending in '\n' ---- */
 
+/* The longest request line without its '\n' (the agent reads at most 64
+ * bytes; a longer line is answered "request too long"). */
+#define AGENT_REQUEST_MAX_BYTES 62
+
 #define AGENT_VERB_TRIM "trim"
 #define AGENT_VERB_ALLOCATOR "allocator"
 #define AGENT_VERB_MALLOC_INFO "malloc_info"
 #define AGENT_VERB_MALLINFO2 "mallinfo2"
 #define AGENT_VERB_JVM_BUFFERS "jvm_buffers"
 #define AGENT_VERB_PING "ping"
-/* Followed by the period T in decimal ("sampling on 524288"). */
+/* Followed by the period T in decimal, then optionally each option below
+ * after a space ("sampling on 524288 lease=120 max_rate=10000"). */
 #define AGENT_VERB_SAMPLING_ON "sampling on "
+#define AGENT_SAMPLING_LEASE "lease="
+#define AGENT_SAMPLING_MAX_RATE "max_rate="
 #define AGENT_VERB_SAMPLING_OFF "sampling off"
 #define AGENT_VERB_SITES "sites"
 /* Every verb, as a list (tests/integration/agent_protocol_test.cc sends each
@@ -174,11 +204,17 @@
 /* The sampling period's bounds, in bytes ("bad sampling period" outside). */
 #define AGENT_SAMPLING_MIN_PERIOD 4096ull
 #define AGENT_SAMPLING_MAX_PERIOD (1ull << 30)
+/* The lease, in seconds, and the sample budget, per second. */
+#define AGENT_SAMPLING_DEFAULT_LEASE_S 600u
+#define AGENT_SAMPLING_MAX_LEASE_S 86400u
+#define AGENT_SAMPLING_DEFAULT_MAX_RATE 10000u
+#define AGENT_SAMPLING_MAX_RATE_LIMIT 1000000u
 
 /* ---- Answers: "<status>\n<body>" ---- */
 
 #define AGENT_STATUS_OK "0"
 #define AGENT_STATUS_ERROR "1"
+#define AGENT_STATUS_TOO_LARGE "2"
 
 /* The keys of each "key=value\n" body, as lists (a C array's or a C++
  * std::array's initializer). A key of a list may be left out where the
@@ -207,14 +243,19 @@
 #define AGENT_KEYS_JVM_BUFFERS                                                         \
   "direct_count", "direct_capacity", "direct_used", "mapped_count", "mapped_capacity", \
       "mapped_used", "temp_cache_bytes", "temp_cache_buffers"
-#define AGENT_KEYS_PING "pid", "version", "refused"
-#define AGENT_KEYS_SAMPLING_ON "period", "generation", "hooked_objects", "hooked_entries"
+/* The first three always; the sampler's from version 5. */
+#define AGENT_KEYS_PING "pid", "version", "refused", "sampling", "period", "lease_left_ms"
+/* The first four always; lease_s and max_rate from version 5. */
+#define AGENT_KEYS_SAMPLING_ON \
+  "period", "generation", "hooked_objects", "hooked_entries", "lease_s", "max_rate"
 #define AGENT_KEYS_SAMPLING_OFF "was_on"
-/* The head of "sites" ("truncated" only when the list was cut); the stack
- * lines follow, each starting with AGENT_SITES_STACK. */
-#define AGENT_KEYS_SITES                                                                 \
-  "on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live", \
-      "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "truncated"
+/* The head of "sites" ("truncated" only when the list was cut; the last
+ * six from version 5); the stack lines follow, each starting with
+ * AGENT_SITES_STACK. */
+#define AGENT_KEYS_SITES                                                                         \
+  "on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live",         \
+      "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "truncated", "base_period", \
+      "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended"
 #define AGENT_SITES_STACK "stack"
 
 /* ---- Agent_OnAttach (a load into a running JVM) ---- */

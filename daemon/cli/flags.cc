@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "collectors/common/text.h"
 #include "daemon/base/units.h"
 #include "daemon/build_info.h"
 
@@ -63,6 +64,7 @@ struct RawFlags {
       FormatCount(static_cast<double>(Defaults().collector.sites_max_stacks));
   std::string sites_top = FormatCount(static_cast<double>(Defaults().collector.sites_top));
   std::string sites_memory_budget = FormatByteSize(Defaults().collector.sites_memory_budget);
+  std::string sites_max_rate = std::to_string(Defaults().collector.sites_max_rate);
   std::string log_level = Defaults().log_level;
   std::string log_format = "logfmt";
 
@@ -215,6 +217,10 @@ std::unique_ptr<Parser> BuildParser() {
   AddOption(app, "--sites.period", r.sites_period,
             "With --collector.sites: mean bytes allocated between two sampled allocations "
             "(4KiB to 1GiB; smaller is more exact and costs the target more)");
+  AddOption(app, "--sites.max-rate", r.sites_max_rate,
+            "With --collector.sites: sampled allocations a second each target may take at most "
+            "(0 to 1000000; 0: no bound); past it the agent raises the period, which bounds "
+            "the cost in every program and makes estimates rougher in those that hit it");
   AddOption(app, "--sites.max-stacks", r.sites_max_stacks,
             "With --collector.sites: stacks kept per target, largest first (1 to 4096); the "
             "rest are summed into one row of the profile");
@@ -499,6 +505,11 @@ Command Validate(const Parser& p) {
                       " is not a size from 4KiB to 1GiB (e.g. 512KiB)"};
   }
   c.collector.sites_period = *period;
+  auto max_rate = text::ParseUint(r.sites_max_rate);
+  if (!max_rate || *max_rate > 1000000) {
+    return UsageError{"--sites.max-rate: " + Quote(r.sites_max_rate) + " is not 0 to 1000000"};
+  }
+  c.collector.sites_max_rate = *max_rate;
   auto max_stacks = ParsePid(r.sites_max_stacks);
   if (!max_stacks || *max_stacks > 4096) {
     return UsageError{"--sites.max-stacks: " + Quote(r.sites_max_stacks) + " is not 1 to 4096"};

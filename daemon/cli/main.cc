@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "collectors/agent/client/sampler_record.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/agent_load_record.h"
 #include "collectors/jvm/signal_record.h"
@@ -25,6 +26,7 @@
 #include "daemon/report/history.h"
 #include "daemon/report/inspect.h"
 #include "daemon/report/section_trims.h"
+#include "daemon/sampling/collector_registry.h"
 #include "daemon/sampling/collector_set.h"
 #include "daemon/sampling/process_look.h"
 #include "daemon/sampling/scheduler.h"
@@ -202,6 +204,13 @@ int RunDaemonCommand(const DaemonConfig& c) {
     sampling.collector.sites_budget = std::make_shared<agent::SitesBudget>(
         c.collector.sites_memory_budget, sampling.collector.symbol_cache->max_bytes());
   }
+  // The samplers this memtrimd turns on, turned off at a clean stop; without
+  // --collector.sites, a sampler found on is turned off at once.
+  auto samplers = std::make_shared<agent::SamplerRecord>();
+  sampling.collector.sampler_record = samplers;
+  if (const CollectorDecl* sites = FindCollector("sites")) {
+    sampling.collector.sites_stop_others = !CollectorEnabled(c.collectors, *sites);
+  }
   sampling.switches = c.collectors;
   if (c.node_mode) sampling.node = c.node;
   sampling.discovery_interval = c.discovery_interval;
@@ -239,6 +248,14 @@ int RunDaemonCommand(const DaemonConfig& c) {
   StopWithPokes(server.BoundPorts(), [&] { server.Stop(); });
   trims.Stop();
   scheduler.Stop();
+  // Every sampler this memtrimd turned on, off (nobody reads it once memtrimd
+  // is gone), in parallel and within a few seconds in all: a stopped target
+  // cannot hold the stop; it samples on until its lease ends.
+  if (samplers->Size() > 0) {
+    agent::SamplerRecord::Stopped off = samplers->TurnAllOff(std::chrono::seconds(3));
+    log::Info("allocation sampling turned off",
+              {{"targets", std::to_string(off.off)}, {"missed", std::to_string(off.missed)}});
+  }
   // A target read, a process look or a sidecar's search for its target
   // still running (TargetRead, ProcessLook, TargetSearch) may never end: one blocked on a FUSE
   // server that took its request waits for that server.

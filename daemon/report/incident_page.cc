@@ -203,6 +203,9 @@ void RenderSitesChart(std::string& out, const TargetSnapshot& ts, const SampleHi
 void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
                  uint64_t sequence, int64_t now_ms) {
   const TargetSample& s = ts.sample;
+  if (s.sampler) {
+    out += "<p class=\"sampler\">" + HtmlEscape(report::SamplerText(*s.sampler)) + ".</p>\n";
+  }
   if (!s.sites) {
     // Only with the sites collector on: it says why there are none.
     if (!s.sites_missing.empty()) {

@@ -9,19 +9,26 @@ namespace memtrimd::report {
 
 void SitesSectionText(TextTable& t, const TargetSnapshot& ts,
                       std::chrono::system_clock::time_point now) {
+  const std::optional<agent::SamplerState>& sampler = ts.sample.sampler;
   if (ts.sample.sites) {
     std::string sites = SitesText(*ts.sample.sites, kReportSites, now);
     if (!sites.empty() && sites.back() == '\n') sites.pop_back();
     t.Heading(sites);
+    if (sampler) t.Say(SamplerText(*sampler));
   } else if (OutcomeOf(ts, "sites") != nullptr) {
     // Only when it ran: the collector is off unless asked for.
     t.Heading("Allocation sites");
+    if (sampler) t.Say(SamplerText(*sampler));
     if (!ts.sample.sites_missing.empty()) t.Say(ts.sample.sites_missing);
     ExplainFailure(t, ts, "sites");
+  } else if (sampler) {
+    // The agent collector asked: whether something samples this program.
+    t.Heading(SamplerText(*sampler));
   }
 }
 
 void SitesSectionJson(JsonWriter& w, const TargetSample& s) {
+  if (s.sampler) SamplerJson(w, *s.sampler);
   if (s.sites) {
     w.Key("sites");
     SitesJson(w, *s.sites, kReportSites);

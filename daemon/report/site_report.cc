@@ -41,6 +41,13 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
                     " allocated on average, since " +
                     FormatDuration(std::chrono::seconds(age.count() > 0 ? age.count() : 0)) +
                     " ago; allocations before that are not seen)\n";
+  if (p.raised > 0) {
+    out += "  the sample budget (" + std::to_string(p.max_rate) +
+           " a second) raised the period from " + Bytes(p.base_period) + " " +
+           std::to_string(p.raised) +
+           " times: fewer samples, so each estimate is rougher (its error grows as the "
+           "square root of the period)\n";
+  }
   out += Line("live", "samples", "site (innermost function first)");
   const uint64_t rest =
       ForTopSites(p, top, EmptySites::kStop, [&](std::size_t, const agent::NamedSite& s) {
@@ -74,6 +81,17 @@ std::string SitesBudgetText(const agent::SitesBudgetState& b) {
   return out;
 }
 
+std::string SamplerText(const agent::SamplerState& s) {
+  if (!s.on) return "Allocation sampler: off (no cost to the program)";
+  std::string out =
+      "Allocation sampler: on, one sample every " + Bytes(s.period) + " allocated on average";
+  if (s.lease_until) {
+    out += "; it turns itself off at " + ClockUtc(UnixMs(*s.lease_until)) +
+           " UTC unless a memtrimd with --collector.sites reads it again";
+  }
+  return out;
+}
+
 void SitesBudgetJson(JsonWriter& w, const agent::SitesBudgetState& b) {
   w.BeginObject();
   w.Key("limit_bytes").Uint(b.limit_bytes).Key("held_bytes").Uint(b.held_bytes);
@@ -82,9 +100,18 @@ void SitesBudgetJson(JsonWriter& w, const agent::SitesBudgetState& b) {
   w.EndObject();
 }
 
+void SamplerJson(JsonWriter& w, const agent::SamplerState& s) {
+  w.Key("sampler").BeginObject();
+  w.Key("on").Bool(s.on).Key("period_bytes").Uint(s.period);
+  if (s.lease_until) w.Key("lease_until_seconds").Double(UnixSeconds(*s.lease_until));
+  w.EndObject();
+}
+
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.BeginObject();
   w.Key("period_bytes").Uint(p.period);
+  w.Key("base_period_bytes").Uint(p.base_period);
+  w.Key("max_rate").Uint(p.max_rate).Key("period_raised").Uint(p.raised);
   w.Key("started_seconds").Double(UnixSeconds(p.started_at));
   w.Key("read_seconds").Double(UnixSeconds(p.read_at));
   w.Key("samples").Uint(p.samples);

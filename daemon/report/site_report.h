@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/site_profile.h"
 #include "collectors/agent/client/sites_budget.h"
 #include "daemon/base/json_writer.h"
@@ -29,6 +30,11 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
 // of its limit and what it has not kept so far.
 std::string SitesBudgetText(const agent::SitesBudgetState& b);
 void SitesBudgetJson(JsonWriter& w, const agent::SitesBudgetState& b);
+// Whether the agent's allocation sampler is on, at which period, and until
+// when its lease runs: one sentence, without a final period.
+std::string SamplerText(const agent::SamplerState& s);
+// "sampler": {"on": ..., "period_bytes": ..., "lease_until_seconds": ...}.
+void SamplerJson(JsonWriter& w, const agent::SamplerState& s);
 
 // The gzip'd profile.proto of every kept stack (inuse and alloc, objects
 // and bytes, already unbiased), with one "[other stacks]" sample for what

@@ -1,5 +1,7 @@
 #include "daemon/sampling/collector_registry.h"
 
+#include <algorithm>
+
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/agent/client/agent_collector.h"
 #include "collectors/agent/client/sites_collector.h"
@@ -50,12 +52,14 @@ const CollectorDecl kCollectors[] = {
        a.timeout = o.jvm_command_timeout;
        auto c = std::make_shared<agent::AgentMallocCollector>(a);
        c->ReadAgentLoads(o.agent_loads);
+       c->StopOthersSampling(o.sites_stop_others);
        return c;
      },
      [](const TargetSample& from, TargetSample& to) {
        to.agent_loaded = from.agent_loaded;
        to.agent_unreachable = from.agent_unreachable;
        to.agent_unreachable_cause = from.agent_unreachable_cause;
+       to.sampler = from.sampler;
        to.jvm_buffers = from.jvm_buffers;
        to.jvm_buffers_missing = from.jvm_buffers_missing;
        // The allocator's own figures come only from here: without them the
@@ -90,11 +94,20 @@ const CollectorDecl kCollectors[] = {
     // Off unless asked: it turns the agent's allocation sampler on.
     {"sites", false,
      "For a program with libmemtrimd_agent.so loaded: turn its allocation sampler on and read "
-     "the sampled live allocations by stack every --sites.interval",
+     "the sampled live allocations by stack every --sites.interval. memtrimd turns it off "
+     "again when it stops, and the agent turns itself off when no memtrimd read it for 4 "
+     "intervals (at least a minute); a memtrimd without it turns off a sampler it finds on",
      CollectorDecl::Every::kSites, true, "", MayHaveAgent,
      [](const CollectorOptions& o) -> std::shared_ptr<Collector> {
        agent::SitesOptions s;
        s.period = o.sites_period;
+       s.max_rate = o.sites_max_rate;
+       // A few reads' worth, so a slow read or two never ends it: 4 intervals,
+       // at least a minute.
+       s.lease_s = std::max<uint64_t>(
+           60, 4 * static_cast<uint64_t>(
+                       std::chrono::ceil<std::chrono::seconds>(o.sites_interval).count()));
+       s.turned_on = o.sampler_record;
        s.max_stacks = o.sites_max_stacks;
        s.agent.timeout = o.jvm_command_timeout;
        s.symbol_cache = o.symbol_cache;

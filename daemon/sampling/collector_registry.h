@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "collectors/agent/client/sites_budget.h"
+#include "collectors/agent/client/sampler_record.h"
 #include "collectors/common/collector.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/agent_load_record.h"
@@ -54,6 +55,14 @@ struct CollectorOptions {
   // Off for inspect: it reads what a daemon's sampler gathered, and leaves a
   // sampler that is off alone.
   bool sites_turn_on = true;
+  // --sites.max-rate: samples a second each target's sampler may take.
+  uint64_t sites_max_rate = 10000;
+  // The daemon without --collector.sites: the agent collector turns off a
+  // sampler it finds on (not inspect, which only looks).
+  bool sites_stop_others = false;
+  // The targets the sites collector turned sampling on in (main turns them
+  // off at a clean stop); nullptr: not recorded.
+  std::shared_ptr<agent::SamplerRecord> sampler_record;
   std::shared_ptr<symbols::SymbolCache> symbol_cache;
   // --sites.memory-budget: all targets' sites data and the symbol cache's
   // cap together; `sites_budget` keeps the account (made in main beside

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/agent/agent_protocol.h"
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
@@ -334,20 +335,24 @@ TEST_P(AgentLoadTest, OptedOutAndTheAgentsOwnRefusals) {
   ASSERT_TRUE(answer.ok()) << answer.status().message();
   jvm::AgentLoadOutcome o = jvm::ParseLoadAnswer(*answer, AGENT_LIB);
   EXPECT_EQ(o.result, jvm::AgentLoadResult::kRefused) << o.text;
-  EXPECT_NE(o.text.find("is not agent version 4"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("is not agent version " + std::to_string(AGENT_PROTOCOL_VERSION)),
+            std::string::npos)
+      << o.text;
   EXPECT_TRUE(AgentMappingsOf(jvm.pid()).paths.empty());
   EXPECT_FALSE(agent::HasAgent(t));
   EXPECT_TRUE(jvm.running());
 
   // Loaded by hand, then a copy from another path: the agent runs once per
   // process, so the copy refuses (return code 3) and is unloaded again.
-  answer = jvm::ExecuteAttach(t, "load", AGENT_LIB, "true", "version=4");
+  answer = jvm::ExecuteAttach(t, "load", AGENT_LIB, "true",
+                              AGENT_ATTACH_VERSION_OPTION + std::to_string(AGENT_PROTOCOL_VERSION));
   ASSERT_TRUE(answer.ok()) << answer.status().message();
   EXPECT_TRUE(jvm::ParseLoadAnswer(*answer, AGENT_LIB).Loaded()) << answer->output;
   fs::create_directory(dir_ / "copy");
   const std::string copy = dir_ / "copy/libmemtrimd_agent.so";
   fs::copy_file(AGENT_LIB, copy);
-  answer = jvm::ExecuteAttach(t, "load", copy, "true", "version=4");
+  answer = jvm::ExecuteAttach(t, "load", copy, "true",
+                              AGENT_ATTACH_VERSION_OPTION + std::to_string(AGENT_PROTOCOL_VERSION));
   ASSERT_TRUE(answer.ok()) << answer.status().message();
   EXPECT_EQ(jvm::ParseLoadAnswer(*answer, copy).result, jvm::AgentLoadResult::kPresent)
       << answer->output;

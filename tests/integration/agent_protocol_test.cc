@@ -126,7 +126,8 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   ASSERT_TRUE(WaitFor([&] { return agent::AgentCommand(*t, AGENT_VERB_PING).ok(); }, 20s));
 
-  const std::string sampling_on = AGENT_VERB_SAMPLING_ON + std::to_string(1u << 16);
+  const std::string sampling_on = AGENT_VERB_SAMPLING_ON + std::to_string(1u << 16) +
+                                  " " AGENT_SAMPLING_LEASE "30 " AGENT_SAMPLING_MAX_RATE "5000";
   std::set<std::string_view> answered;
   // In the order that makes each answer meaningful: "sites" while the
   // sampler is on, "sampling off" last.
@@ -160,6 +161,7 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       ASSERT_TRUE(p.ok()) << p.status().message();
       EXPECT_EQ(p->version, static_cast<uint64_t>(AGENT_PROTOCOL_VERSION));
       EXPECT_EQ(p->pid, static_cast<uint64_t>(t->nspid));
+      EXPECT_EQ(p->sampling, false);  // before "sampling on"
     } else if (verb == AGENT_VERB_ALLOCATOR) {
       ExpectKeys(verb, *body,
                  {AGENT_KEYS_ALLOCATOR_WHICH, AGENT_KEYS_ALLOCATOR_GLIBC,
@@ -185,15 +187,40 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       Result<agent::SamplingStarted> s = agent::ParseSamplingStarted(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();
       EXPECT_EQ(s->period, 1u << 16);
+      EXPECT_EQ(s->lease_s, 30u);
+      EXPECT_EQ(s->max_rate, 5000u);
+      // "ping" now says so, with the lease left, and renews nothing.
+      Result<std::string> ping = agent::AgentCommand(*t, AGENT_VERB_PING);
+      ASSERT_TRUE(ping.ok()) << ping.status().message();
+      Result<agent::AgentPing> p = agent::ParseAgentPing(*ping);
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      EXPECT_EQ(p->sampling, true);
+      EXPECT_GE(p->period, 1u << 16);
+      EXPECT_GT(p->lease_left_ms, 0u);
+      EXPECT_LE(p->lease_left_ms, 30000u);
+      // Options the agent does not know, or out of their bounds: refused.
+      for (const char* bad : {" lease=0", " lease=86401", " max_rate=1000001", " lease=", " x=1",
+                              " lease=5 max_rate", " lease=5x"}) {
+        agent::AgentFailure f = agent::AgentFailure::kNone;
+        Result<std::string> r = agent::AgentCommand(
+            *t, AGENT_VERB_SAMPLING_ON + std::to_string(1u << 16) + bad, {}, &f);
+        EXPECT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(f, agent::AgentFailure::kAnswer) << bad;
+      }
     } else if (verb == AGENT_VERB_SITES) {
       std::string_view head = *body;
       head = head.substr(0, head.find(AGENT_SITES_STACK " "));
       ExpectKeys(verb, head, {AGENT_KEYS_SITES},
                  {"on", "period", "generation", "started_ns", "samples", "live_samples",
-                  "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks"});
+                  "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks",
+                  "base_period", "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended"});
       Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();
       EXPECT_TRUE(s->on);
+      EXPECT_EQ(s->base_period, 1u << 16);
+      EXPECT_EQ(s->max_rate, 5000u);
+      EXPECT_EQ(s->lease_s, 30u);
+      EXPECT_GT(s->lease_left_ms, 29000u);  // renewed by this read
     } else if (verb == AGENT_VERB_SAMPLING_OFF) {
       ExpectKeys(verb, *body, {AGENT_KEYS_SAMPLING_OFF}, {AGENT_KEYS_SAMPLING_OFF});
       Result<bool> was = agent::ParseSamplingStopped(*body);

@@ -285,6 +285,81 @@ TEST_F(AgentSamplerTest, ChurnKeepsLiveSmallWhileAllocatedGrows) {
   EXPECT_NE(ReadFile(out).find(" errors=0\n"), std::string::npos) << ReadFile(out);
 }
 
+// The lease: a sampler nobody reads turns itself off (as after memtrimd is
+// SIGKILLed), and "ping", which renews nothing, sees it happen.
+TEST_F(AgentSamplerTest, AnUnreadSamplerTurnsItselfOffAtTheEndOfItsLease) {
+  std::string out, trigger;
+  Process holder = StartHolder(AGENT_LIB, &out, &trigger);
+  ASSERT_TRUE(AgentUp(holder.pid()));
+  Target t = TargetOf(holder.pid());
+  Result<std::string> on = Ask(t, "sampling on 65536 lease=1");
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_NE(on->find("lease_s=1\n"), std::string::npos) << *on;
+  auto ping = [&] {
+    Result<std::string> body = Ask(t, "ping");
+    return body.ok() ? ParseSites(*body).keys : std::map<std::string, uint64_t>{};
+  };
+  EXPECT_EQ(ping()["sampling"], 1u);
+  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor([&] { return ping()["sampling"] == 0; }, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 900ms);
+  Sites s = AskSites(t);
+  EXPECT_EQ(s.keys["on"], 0u);
+  EXPECT_EQ(s.keys["lease_ended"], 1u);
+  EXPECT_TRUE(holder.running());
+}
+
+// The budget: a program that allocates far faster than the period asked
+// for (4 KiB) would sample is held to max_rate samples a second (the period
+// raised), and each sample keeps the weight of the period it was drawn at,
+// so the estimate of hold_200 (200 blocks of 1 MiB) stays near its truth.
+TEST_F(AgentSamplerTest, TheBudgetBoundsTheRateAndKeepsEstimatesNearTheTruth) {
+  const std::string out = dir_ / "budget.out", trigger = dir_ / "budget.go";
+  SpawnOptions o;
+  o.stdout_path = out;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process holder(
+      {WorkloadBin("site_holder"), std::to_string(kMiB), trigger, std::to_string(kMiB), "1"}, o);
+  started_.push_back(holder.pid());
+  ASSERT_TRUE(AgentUp(holder.pid()));
+  Target t = TargetOf(holder.pid());
+  constexpr uint64_t kBudget = 20000;
+  Result<std::string> on = Ask(t, "sampling on 4096 max_rate=" + std::to_string(kBudget));
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  WriteFile(trigger, "");
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(out).find("ready\n") != std::string::npos; }, 20s));
+  const std::string hold_200 = SiteAddresses(ReadFile(out))["hold_200"];
+  // The rate over two seconds of churn, after the budget had its first say.
+  Sites first;
+  ASSERT_TRUE(WaitFor([&] { return (first = AskSites(t)).keys["raised"] > 0; }, 10s));
+  const auto from = std::chrono::steady_clock::now();
+  Sites second;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        second = AskSites(t);
+        return std::chrono::steady_clock::now() - from > 2s;
+      },
+      10s));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  const double rate = static_cast<double>(second.keys["samples"] - first.keys["samples"]) / seconds;
+  const Stack* s200 = StackWith(second, hold_200);
+  ASSERT_NE(s200, nullptr);
+  std::cout << "budget: " << rate << " samples/s (budget " << kBudget << "), period "
+            << second.keys["period"] << " (asked 4096, raised " << second.keys["raised"]
+            << " times), hold_200 live " << static_cast<double>(s200->live_bytes / kMiB)
+            << " MiB\n";
+  EXPECT_GT(second.keys["period"], 4096u);
+  EXPECT_EQ(second.keys["base_period"], 4096u);
+  // A tick of 250 ms may overshoot before the period moves: half again.
+  EXPECT_LT(rate, 1.5 * kBudget);
+  // At the period the budget settles on here (about 0.5 MiB: each 1 MiB
+  // block sampled with probability ~0.85) the estimate's relative standard
+  // error is about 3 %; 20 % is more than six of them.
+  EXPECT_NEAR(static_cast<double>(s200->live_bytes), 200.0 * kMiB, 40.0 * kMiB);
+  EXPECT_TRUE(holder.running());
+}
+
 // `binary` is malloc_stress, built plain or under ASan; `env` its preload.
 void AgentSamplerTest::Stress(const std::string& binary, std::vector<std::string> env,
                               bool fork_storm) {

@@ -25,6 +25,7 @@
 #include <regex>
 #include <vector>
 
+#include "collectors/agent/agent_protocol.h"
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/jvm/malloc_info.h"
 #include "collectors/procfs/target_reader.h"
@@ -200,7 +201,9 @@ TEST_P(AgentTest, MallocInfoAndMallinfo2) {
 
   Result<std::string> ping = AgentCommand(t, "ping");
   ASSERT_TRUE(ping.ok()) << ping.status().message();
-  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) + "\nversion=4\nrefused=0\n");
+  EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) +
+                       "\nversion=" + std::to_string(AGENT_PROTOCOL_VERSION) +
+                       "\nrefused=0\nsampling=0\nperiod=0\nlease_left_ms=0\n");
 
   // The agent's two tasks are named, and are the only extra threads: the
   // agent thread and the socket task.

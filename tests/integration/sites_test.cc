@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/agent_ping.h"
+#include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
 #include "tests/integration/pprof_top.h"
@@ -147,6 +150,72 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
       << m.log();
   EXPECT_EQ(LiveOf(sites, "hold_50"), 0);
   EXPECT_NEAR(LiveOf(sites, "hold_200") / kMiB, 200.0, 20.0);
+}
+
+// The agent's "ping": whether its sampler is on (nullopt: no answer, or
+// an agent that cannot say).
+std::optional<bool> SamplerOn(pid_t pid) {
+  Result<Target> t = procfs::ReadTarget("/proc", pid);
+  if (!t.ok()) return std::nullopt;
+  agent::AgentOptions o;
+  o.timeout = std::chrono::milliseconds(5000);
+  Result<std::string> body = agent::AgentCommand(*t, "ping", o);
+  if (!body.ok()) return std::nullopt;
+  Result<agent::AgentPing> ping = agent::ParseAgentPing(*body);
+  return ping.ok() ? ping->sampling : std::nullopt;
+}
+
+// Sampling ends with the memtrimd that started it: a clean stop turns it
+// off, and a memtrimd without --collector.sites turns off a sampler another
+// one left on. /report says whether it is on, and until when its lease runs.
+TEST_F(SitesTest, SamplingEndsWhenMemtrimdStopsAndWithoutTheCollector) {
+  Process holder = StartHolder();
+  ASSERT_TRUE(holder.running());
+  const std::string pid = std::to_string(holder.pid());
+  {
+    Memtrimd m({"--target.pid=" + pid, "--collector.sites", "--sites.interval=300ms",
+                "--sample.interval=300ms", "--smaps.interval=300ms", "--trim.interval=0"});
+    ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> doc;
+    const JsonValue* on = nullptr;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          doc = ParseJson(Curl(m.url("/report?format=json")).body);
+          const JsonValue* targets = doc ? doc->Get("targets") : nullptr;
+          on = targets && !targets->items.empty() ? targets->items[0].Path({"sampler", "on"})
+                                                  : nullptr;
+          return on != nullptr && on->boolean;
+        },
+        30s))
+        << m.log();
+    const JsonValue& t = doc->Get("targets")->items[0];
+    const JsonValue* until = t.Path({"sampler", "lease_until_seconds"});
+    ASSERT_NE(until, nullptr);
+    // The lease: 4 reads' worth, at least a minute, from the last read.
+    EXPECT_GT(until->Number(), NowSeconds() + 30);
+    EXPECT_LT(until->Number(), NowSeconds() + 120);
+    EXPECT_EQ(SamplerOn(holder.pid()), true);
+    std::optional<int> rc = m.process().Stop(SIGTERM, 20s);
+    EXPECT_EQ(rc, 0) << m.log();
+    // Off before memtrimd exited: no polling needed.
+    EXPECT_EQ(SamplerOn(holder.pid()), false) << m.log();
+  }
+  // Another memtrimd's sampler left on; this one runs without the collector.
+  Result<Target> target = procfs::ReadTarget("/proc", holder.pid());
+  ASSERT_TRUE(target.ok());
+  ASSERT_TRUE(agent::AgentCommand(*target, "sampling on 524288").ok());
+  ASSERT_EQ(SamplerOn(holder.pid()), true);
+  Memtrimd m({"--target.pid=" + pid, "--sample.interval=300ms", "--smaps.interval=300ms",
+              "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  EXPECT_TRUE(WaitFor([&] { return SamplerOn(holder.pid()) == false; }, 30s)) << m.log();
+  // And the report says so.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        RunResult inspect = RunCommand({MemtrimdBin(), "inspect", "--pid", pid});
+        return inspect.out.find("Allocation sampler: off") != std::string::npos;
+      },
+      30s));
 }
 
 // MEMTRIMD_AGENT_SAMPLING=0 in the program's environment: the agent

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/agent_sites.h"
 #include "tests/unit/fixtures.h"
 
@@ -56,6 +57,47 @@ TEST(AgentSitesParse, MoreStacksThanAnAgentKeepsAreRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), ErrorCode::kParseError);
   EXPECT_NE(s.status().message().find("more than an agent keeps"), std::string::npos);
+}
+
+// Protocol version 5: the lease and the budget in "sites" and "sampling
+// on", the sampler's state in "ping"; an agent before it sends none.
+TEST(AgentSitesParse, LeaseAndBudgetKeys) {
+  Result<AgentSites> s = ParseAgentSites(
+      "on=1\nperiod=1048576\nbase_period=4096\nmax_rate=20000\nraised=3\nlease_s=60\n"
+      "lease_left_ms=59000\nlease_ended=2\ngeneration=1\nstarted_ns=5\nsamples=9\n"
+      "live_samples=1\ndropped_live=0\ndropped_stacks=0\nsampler_bytes=8\nhooked_objects=2\n"
+      "stacks=0\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->period, 1048576u);
+  EXPECT_EQ(s->base_period, 4096u);
+  EXPECT_EQ(s->max_rate, 20000u);
+  EXPECT_EQ(s->raised, 3u);
+  EXPECT_EQ(s->lease_s, 60u);
+  EXPECT_EQ(s->lease_left_ms, 59000u);
+  EXPECT_EQ(s->lease_ended, 2u);
+  // Version 4: the period asked for is the one in force, no lease.
+  Result<AgentSites> old = ParseAgentSites(ReadFixture("off.txt"));
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->base_period, old->period);
+  EXPECT_EQ(old->lease_s, 0u);
+
+  Result<SamplingStarted> on = ParseSamplingStarted(
+      "period=4096\ngeneration=2\nhooked_objects=3\nhooked_entries=9\nlease_s=60\n"
+      "max_rate=20000\n");
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_EQ(on->lease_s, 60u);
+  EXPECT_EQ(on->max_rate, 20000u);
+
+  Result<AgentPing> p =
+      ParseAgentPing("pid=7\nversion=5\nrefused=0\nsampling=1\nperiod=8192\nlease_left_ms=1500\n");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->sampling, true);
+  EXPECT_EQ(p->period, 8192u);
+  EXPECT_EQ(p->lease_left_ms, 1500u);
+  Result<AgentPing> v4 = ParseAgentPing("pid=7\nversion=4\nrefused=0\n");
+  ASSERT_TRUE(v4.ok()) << v4.status().message();
+  EXPECT_FALSE(v4->sampling.has_value());
+  EXPECT_FALSE(ParseAgentPing("pid=7\nversion=5\nrefused=0\nsampling=2\n").ok());
 }
 
 TEST(AgentSitesParse, SamplingOn) {

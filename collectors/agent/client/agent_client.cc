@@ -93,12 +93,12 @@ Result<std::string> ParseAnswer(std::string answer, std::string_view command) {
   }
   std::string_view status(answer.data(), nl);
   std::string body = answer.substr(nl + 1);
-  if (status == "0") return body;
-  if (status == "1") {
+  if (status == AGENT_STATUS_OK) return body;
+  if (status == AGENT_STATUS_TOO_LARGE) {
+    return Status(ErrorCode::kTooLarge, "agent: " + std::string(text::Trim(body)));
+  }
+  if (status == AGENT_STATUS_ERROR) {
     std::string why(text::Trim(body));
-    if (why.find("larger than buffer") != std::string::npos) {
-      return Status(ErrorCode::kTooLarge, "agent: " + why);
-    }
     return Status(ErrorCode::kUnavailable, "agent: '" + std::string(command) + "' failed: " + why);
   }
   return Status(ErrorCode::kParseError,
@@ -174,7 +174,7 @@ Result<std::string> AgentCommand(const Target& t, std::string_view command, cons
   AgentFailure dummy;
   AgentFailure& where = failure != nullptr ? *failure : dummy;
   where = AgentFailure::kUnreachable;
-  if (command.empty() || command.size() > 32) {
+  if (command.empty() || command.size() > AGENT_REQUEST_MAX_BYTES) {
     return Status(ErrorCode::kInvalidArgument, "agent: bad command length");
   }
   // Printable words separated by single spaces ("sampling on 524288").

@@ -96,7 +96,8 @@ bool HasAgent(const Target& t);
 // agent answered status 1), kPermissionDenied (the socket is not a private
 // socket of the target's uid/gid, its listener is another process, or the
 // agent closed without answering, which is how it refuses a peer),
-// kTooLarge, kParseError, kInvalidArgument (a command that is not one short
+// kTooLarge (past max_response_bytes, or the agent answered status 2: its
+// own buffer was too small), kParseError, kInvalidArgument (a command that is not one short
 // line), kNotFound (the process is gone). `failure`, when given, says where
 // it failed. Thread-safe.
 Result<std::string> AgentCommand(const Target& t, std::string_view command,

@@ -1,6 +1,7 @@
 #include "collectors/agent/client/agent_collector.h"
 
 #include "collectors/agent/agent_protocol.h"
+#include "collectors/agent/client/agent_ping.h"
 #include "collectors/agent/client/jvm_buffers.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/malloc_info.h"
@@ -71,6 +72,25 @@ bool ReadAllocator(const AgentCommander& command, const Target& target, const Ag
   return true;
 }
 
+// "ping": whether the sampler is on (version 5), into out.sampler. Optional:
+// an older agent, or a replayed recording without it, leaves it absent.
+std::optional<AgentPing> ReadSampler(const AgentCommander& command, const Target& target,
+                                     const AgentOptions& options, TargetSample& out) {
+  Result<std::string> body = command(target, AGENT_VERB_PING, options, nullptr);
+  if (!body.ok()) return std::nullopt;
+  Result<AgentPing> ping = ParseAgentPing(*body);
+  if (!ping.ok() || !ping->sampling) return std::nullopt;
+  SamplerState s;
+  s.on = *ping->sampling;
+  s.period = ping->period;
+  if (s.on && ping->lease_left_ms > 0) {
+    s.lease_until =
+        std::chrono::system_clock::now() + std::chrono::milliseconds(ping->lease_left_ms);
+  }
+  out.sampler = s;
+  return std::move(ping).value();
+}
+
 }  // namespace
 
 Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
@@ -97,6 +117,14 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
     temp_cache_before_ = out.jvm_buffers->temp_cache_bytes;
   }
   if (!ReadAllocator(command_, target, options_, out, status)) return status;
+  std::optional<AgentPing> ping = ReadSampler(command_, target, options_, out);
+  if (stop_sampling_ && !sampling_checked_ && ping) {
+    sampling_checked_ = true;
+    if (out.sampler && out.sampler->on &&
+        command_(target, AGENT_VERB_SAMPLING_OFF, options_, nullptr).ok()) {
+      out.sampler = SamplerState{};
+    }
+  }
   // glibc's malloc_info only where glibc's malloc serves the program (the
   // agent's answer says for certain; without one, what maps showed).
   Allocator allocator = out.allocator ? out.allocator->allocator : target.allocator;

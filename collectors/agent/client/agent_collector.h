@@ -29,6 +29,10 @@ class AgentMallocCollector : public Collector {
   void ReadAgentLoads(std::shared_ptr<const jvm::AgentLoadRecord> loads) {
     loads_ = std::move(loads);
   }
+  // Without --collector.sites (in the daemon, not inspect): a sampler found
+  // on (a previous memtrimd's, or another's that is gone) is told "sampling
+  // off", once per target, so its cost ends now rather than at its lease.
+  void StopOthersSampling(bool stop) { stop_sampling_ = stop; }
   std::string_view Name() const override { return "agent"; }
   Status Collect(const Target& target, TargetSample& out) override;
 
@@ -39,6 +43,8 @@ class AgentMallocCollector : public Collector {
   // The temporary buffer cache at the previous read: its growth is one of
   // the threats nio_cache_unbounded looks for.
   std::optional<uint64_t> temp_cache_before_;
+  bool stop_sampling_ = false;
+  bool sampling_checked_ = false;  // "sampling off" sent, or found off
 };
 
 }  // namespace memtrimd::agent

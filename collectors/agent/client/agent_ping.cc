@@ -9,11 +9,21 @@
 namespace memtrimd::agent {
 
 Result<AgentPing> ParseAgentPing(std::string_view body) {
-  static constexpr std::array<std::string_view, 3> kKeys = {AGENT_KEYS_PING};
+  static constexpr std::array<std::string_view, 6> kKeys = {AGENT_KEYS_PING};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
-  Status st = ParseKeyValues(body, kKeys, values, kKeys.size(), "agent ping");
+  Status st = ParseKeyValues(body, kKeys, values, 3, "agent ping");
   if (!st.ok()) return st;
-  return AgentPing{*values[0], *values[1], *values[2]};
+  AgentPing out;
+  out.pid = *values[0];
+  out.version = *values[1];
+  out.refused = *values[2];
+  if (values[3]) {
+    if (*values[3] > 1) return Status(ErrorCode::kParseError, "agent ping: sampling not 0 or 1");
+    out.sampling = *values[3] == 1;
+  }
+  out.period = values[4].value_or(0);
+  out.lease_left_ms = values[5].value_or(0);
+  return out;
 }
 
 }  // namespace memtrimd::agent

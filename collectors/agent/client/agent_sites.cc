@@ -81,7 +81,7 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   } else if (std::size_t p = body.find("\nstack "); p != std::string_view::npos) {
     stacks_at = p + 1;
   }
-  static constexpr std::array<std::string_view, 12> kKeys = {AGENT_KEYS_SITES};
+  static constexpr std::array<std::string_view, 18> kKeys = {AGENT_KEYS_SITES};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   std::string_view head = body.substr(0, stacks_at);
   if (head.empty()) {
@@ -101,6 +101,12 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   out.sampler_bytes = *values[8];
   out.hooked_objects = *values[9];
   out.truncated = values[11].value_or(0) != 0;
+  out.base_period = values[12].value_or(out.period);
+  out.max_rate = values[13].value_or(0);
+  out.raised = values[14].value_or(0);
+  out.lease_s = values[15].value_or(0);
+  out.lease_left_ms = values[16].value_or(0);
+  out.lease_ended = values[17].value_or(0);
   const uint64_t expected = *values[10];
   if (expected > kMaxStacks) {
     return Status(ErrorCode::kParseError, "agent sites: stacks=" + std::to_string(expected) +
@@ -131,11 +137,12 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
 }
 
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body) {
-  static constexpr std::array<std::string_view, 4> kKeys = {AGENT_KEYS_SAMPLING_ON};
+  static constexpr std::array<std::string_view, 6> kKeys = {AGENT_KEYS_SAMPLING_ON};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
-  Status st = ParseKeyValues(body, kKeys, values, kKeys.size(), "agent sampling on");
+  Status st = ParseKeyValues(body, kKeys, values, 4, "agent sampling on");
   if (!st.ok()) return st;
-  return SamplingStarted{*values[0], *values[1], *values[2], *values[3]};
+  return SamplingStarted{
+      *values[0], *values[1], *values[2], *values[3], values[4].value_or(0), values[5].value_or(0)};
 }
 
 Result<bool> ParseSamplingStopped(std::string_view body) {

@@ -42,7 +42,18 @@ struct AgentStack {
 
 struct AgentSites {
   bool on = false;
-  uint64_t period = 0;  // mean bytes between samples
+  uint64_t period = 0;  // mean bytes between samples, in force now
+  // Version 5: the period asked for (the budget may raise the one in
+  // force), the budget in samples a second (0: none), how often it raised
+  // the period since "on", the lease and how much of it is left, and how
+  // often a lease ran out since the agent was loaded. An older agent sends
+  // none of these: base_period is then `period`, the rest 0.
+  uint64_t base_period = 0;
+  uint64_t max_rate = 0;
+  uint64_t raised = 0;
+  uint64_t lease_s = 0;
+  uint64_t lease_left_ms = 0;
+  uint64_t lease_ended = 0;
   uint64_t generation = 0;
   uint64_t started_ns = 0;  // CLOCK_MONOTONIC of the last "on", in the target
   uint64_t samples = 0;
@@ -61,6 +72,8 @@ struct SamplingStarted {
   uint64_t generation = 0;
   uint64_t hooked_objects = 0;
   uint64_t hooked_entries = 0;
+  uint64_t lease_s = 0;  // version 5; 0 from an older agent
+  uint64_t max_rate = 0;
 };
 
 // Pure parsers. Unknown keys are ignored; a missing known key, a stack line

@@ -120,6 +120,9 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   p.started_at = now - std::chrono::duration_cast<std::chrono::system_clock::duration>(
                            std::chrono::nanoseconds(age_ns));
   p.period = raw.period;
+  p.base_period = raw.base_period;
+  p.max_rate = raw.max_rate;
+  p.raised = raw.raised;
   p.generation = raw.generation;
   p.samples = raw.samples;
   p.dropped_live = raw.dropped_live;

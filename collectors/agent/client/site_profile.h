@@ -43,7 +43,12 @@ struct SiteProfile {
   // When the sampler was turned on (the agent's monotonic clock, mapped to
   // wall time when read): allocations before it are not seen.
   std::chrono::system_clock::time_point started_at{};
-  uint64_t period = 0;
+  uint64_t period = 0;  // in force at the read
+  // The period asked for, the sample budget (a second; 0: none) and how
+  // often the budget raised the period since sampling started.
+  uint64_t base_period = 0;
+  uint64_t max_rate = 0;
+  uint64_t raised = 0;
   uint64_t generation = 0;
   uint64_t samples = 0;
   uint64_t dropped_live = 0;

@@ -29,8 +29,16 @@ uint64_t MonotonicNowNs() {
 
 Status SitesCollector::TurnOn(const Target& target, std::string& why) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = command_(
-      target, AGENT_VERB_SAMPLING_ON + std::to_string(options_.period), options_.agent, &failure);
+  const std::string plain = AGENT_VERB_SAMPLING_ON + std::to_string(options_.period);
+  std::string on = plain + " " AGENT_SAMPLING_MAX_RATE + std::to_string(options_.max_rate);
+  if (options_.lease_s > 0) on += " " AGENT_SAMPLING_LEASE + std::to_string(options_.lease_s);
+  Result<std::string> body = command_(target, on, options_.agent, &failure);
+  if (!body.ok() && failure == AgentFailure::kAnswer &&
+      body.status().message().find("bad sampling period") != std::string::npos) {
+    // An agent before protocol version 5 knows no options: no lease, no
+    // budget (it samples until told "sampling off").
+    body = command_(target, plain, options_.agent, &failure);
+  }
   if (!body.ok()) {
     if (failure == AgentFailure::kUnreachable) return body.status();
     // The agent's reason: MEMTRIMD_AGENT_SAMPLING=0, no unwinder, an
@@ -40,6 +48,7 @@ Status SitesCollector::TurnOn(const Target& target, std::string& why) {
   }
   Result<SamplingStarted> started = ParseSamplingStarted(*body);
   if (!started.ok()) return started.status();
+  if (options_.turned_on) options_.turned_on->TurnedOn(target);
   return Status::Ok();
 }
 
@@ -143,7 +152,18 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
                                   " (an agent from before allocation sampling?)";
     return Status::Ok();
   }
-  if (options_.turn_on && (!running || sites->period != options_.period)) {
+  // The period asked for, not the one in force: the budget may have raised
+  // that. The budget and the lease are said again with each "on" (the same
+  // period: nothing reset).
+  // (An agent before version 5 sends no lease_s: only its period counts.)
+  const bool old_agent = sites.ok() && sites->lease_s == 0;
+  const bool same = running && sites->base_period == options_.period &&
+                    (old_agent || (sites->max_rate == options_.max_rate &&
+                                   (options_.lease_s == 0 || sites->lease_s == options_.lease_s)));
+  if (options_.turn_on && running && same && options_.turned_on) {
+    options_.turned_on->TurnedOn(target);  // on since a previous memtrimd: ours to stop now
+  }
+  if (options_.turn_on && !same) {
     std::string why;
     Status st = TurnOn(target, why);
     if (!st.ok()) {

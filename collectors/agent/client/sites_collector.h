@@ -18,6 +18,7 @@
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/agent/client/site_profile.h"
 #include "collectors/agent/client/sites_budget.h"
+#include "collectors/agent/client/sampler_record.h"
 #include "collectors/common/collector.h"
 #include "collectors/jvm/agent_load_record.h"
 #include "collectors/procfs/maps.h"
@@ -27,6 +28,14 @@ namespace memtrimd::agent {
 
 struct SitesOptions {
   uint64_t period = 512u << 10;  // mean bytes between samples
+  // Samples a second the agent may take at most (it raises the period past
+  // that); 0: no bound.
+  uint64_t max_rate = 10000;
+  // Seconds the agent keeps sampling without a read of its sites (each read
+  // renews it); 0: the agent's default.
+  uint64_t lease_s = 0;
+  // Where the targets turned on are recorded, for the clean stop; optional.
+  std::shared_ptr<SamplerRecord> turned_on;
   std::size_t max_stacks = 256;  // stacks kept per target; the rest are summed
   AgentOptions agent;
   // Shared by every target (made where the program starts); required.
@@ -50,7 +59,8 @@ class SitesCollector : public Collector {
   Status Collect(const Target& target, TargetSample& out) override;
 
  private:
-  // "sampling on <period>"; the reason in `why` when the agent refuses.
+  // "sampling on <period> lease=<s> max_rate=<n>"; the reason in `why` when
+  // the agent refuses.
   Status TurnOn(const Target& target, std::string& why);
   Status ReadAndBuild(const Target& target, TargetSample& out);
   // The profile of `sites` within the budget's room for the target: fewer

@@ -98,6 +98,7 @@
 #include <unistd.h>
 
 #include "agent_out.h"
+#include "agent_sampler.h"
 #include "agent_sys.h"
 #include "collectors/agent/agent_protocol.h"
 
@@ -586,6 +587,13 @@ static int sock_main(void* arg) {
   drop_privileges();
   store_and_wake(&g_setup, 1);
   for (;;) {
+    /* While the sampler is on, its lease and budget are checked between
+     * connections (agent_sampler_tick: atomics only): a connection is
+     * waited for at most until the next check. */
+    const int64_t tick = agent_sampler_tick(now_ms());
+    if (tick >= 0 && wait_fd(g_listen_fd, POLLIN, now_ms() + tick) != 0) {
+      continue;
+    }
     long fd = SYS4(SYS_accept4, g_listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (fd == -EINTR || fd == -ECONNABORTED) {

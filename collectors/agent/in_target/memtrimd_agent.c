@@ -172,13 +172,20 @@ static uint64_t rss_bytes(void) {
   return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void answer_error(const char* why) {
+static void answer_status(const char* status, const char* why) {
   g_reply.len = 0;
   g_reply.overflow = 0;
-  put_str(&g_reply, "1\n");
+  put_str(&g_reply, status);
+  put_str(&g_reply, "\n");
   put_str(&g_reply, why);
   put_str(&g_reply, "\n");
 }
+
+static void answer_error(const char* why) { answer_status(AGENT_STATUS_ERROR, why); }
+
+/* A status of its own, so that memtrimd tells it apart without reading
+ * the text. */
+static void answer_too_large(const char* why) { answer_status(AGENT_STATUS_TOO_LARGE, why); }
 
 /* The allocator's own release call (malloc_trim(0) for glibc, exactly as
  * before other allocators were known), timed, with RSS around it and, where
@@ -232,7 +239,7 @@ static void do_allocator(void) {
   put_str(&g_reply, "0\n");
   agent_allocator_stats(&g_reply);
   if (g_reply.overflow) {
-    answer_error("allocator answer larger than buffer");
+    answer_too_large("allocator answer larger than buffer");
   }
 }
 
@@ -265,7 +272,7 @@ static void do_malloc_info(struct agent_call* call) {
   /* fmemopen keeps one byte for a terminating NUL: a full buffer means the
    * XML did not fit. */
   if (rc != 0 || ferror(g_info) || len < 0 || (size_t)len >= sizeof g_info_buf - 1) {
-    answer_error("malloc_info larger than buffer");
+    answer_too_large("malloc_info larger than buffer");
     return;
   }
   put_str(&g_reply, "0\n");
@@ -292,6 +299,7 @@ static void do_ping(void) {
   put_kv(o, "pid", (uint64_t)g_pid);
   put_kv(o, "version", AGENT_PROTOCOL_VERSION);
   put_kv(o, "refused", g_refused);
+  agent_sampler_ping(o);
 }
 
 /* Every call of the socket task, on the agent thread: one at a time, so

@@ -5,6 +5,20 @@
  * (MADV_DONTNEED gives the pages back). A hook in flight across the switch
  * writes rows tagged with the old generation: they are skipped in "sites"
  * and reclaimed by later inserts and frees.
+ *
+ * The lease: "on" lasts lease_s seconds from the last "on" or "sites", then
+ * the socket task turns the sampler off by itself (agent_sampler_tick), so
+ * a memtrimd that was killed, or whose node agent is gone, costs the program
+ * nothing after that. memtrimd renews it with every read of its sites.
+ *
+ * The budget: at most max_rate samples a second. Every SAMPLER_TICK_MS the
+ * socket task counts the samples since the last tick; above the budget it
+ * raises the period in force in proportion (with a quarter of headroom, so
+ * one raise usually settles it), and while the rate stays under a quarter
+ * of the budget it halves the period back, never below the T asked for.
+ * async-profiler and Go pick a fixed mean per process; here the program's
+ * own allocation rate picks it, so the cost has a bound whatever the
+ * program does.
  */
 #define _GNU_SOURCE
 
@@ -21,7 +35,12 @@
 int g_on;
 uint32_t g_gen;
 uint64_t g_period;
-double g_period_d;
+uint64_t g_base_period;
+uint64_t g_max_rate;
+uint64_t g_raised;
+uint64_t g_lease_ns;
+uint64_t g_lease_until;
+uint64_t g_lease_ended;
 uint64_t g_started_ns;
 uint64_t g_samples, g_dropped_live, g_dropped_stacks;
 int64_t g_live;
@@ -35,6 +54,8 @@ struct got_hook g_hooks[11];
 size_t g_nhooks;
 
 static void* g_map;
+/* The socket task's last tick: when, and g_samples then (its own). */
+static uint64_t g_tick_at, g_tick_samples;
 
 uint64_t sampler_now_ns(void) {
   struct timespec ts;
@@ -55,33 +76,85 @@ static void answer_error(struct out* o, const char* why, const char* what) {
 
 static void put_on_body(struct out* o) {
   put_str(o, "0\n");
-  put_kv(o, "period", g_period);
+  put_kv(o, "period", g_base_period);
   put_kv(o, "generation", LOAD(g_gen));
   put_kv(o, "hooked_objects", LOAD(g_hooked_objects));
   put_kv(o, "hooked_entries", LOAD(g_hooked_entries));
+  put_kv(o, "lease_s", g_lease_ns / 1000000000u);
+  put_kv(o, "max_rate", g_max_rate);
 }
 
-/* T: decimal, 4096 <= T <= 1 GiB. 0 otherwise. */
-static uint64_t parse_period(const char* text) {
+/* Decimal digits only, at most `max`; else -1. */
+static int64_t parse_decimal(const char* text, size_t len, uint64_t max) {
   uint64_t v = 0;
-  if (*text == '\0') {
-    return 0;
+  if (len == 0) {
+    return -1;
   }
-  for (const char* p = text; *p != '\0'; ++p) {
-    if (*p < '0' || *p > '9' || v > AGENT_SAMPLING_MAX_PERIOD) {
-      return 0;
+  for (size_t i = 0; i < len; ++i) {
+    if (text[i] < '0' || text[i] > '9' || v > max) {
+      return -1;
     }
-    v = v * 10 + (uint64_t)(*p - '0');
+    v = v * 10 + (uint64_t)(text[i] - '0');
   }
-  return v >= AGENT_SAMPLING_MIN_PERIOD && v <= AGENT_SAMPLING_MAX_PERIOD ? v : 0;
+  return v <= max ? (int64_t)v : -1;
 }
 
-void agent_sampler_on(const char* period_text, struct out* o) {
-  const uint64_t period = parse_period(period_text);
-  if (period == 0) {
-    answer_error(o, "bad sampling period", NULL);
+struct on_request {
+  uint64_t period;
+  uint64_t lease_s;
+  uint64_t max_rate;
+};
+
+/* "<T>[ lease=<s>][ max_rate=<n>]" (agent_protocol.h). 0 when well formed. */
+static int parse_on(const char* text, struct on_request* r) {
+  r->lease_s = AGENT_SAMPLING_DEFAULT_LEASE_S;
+  r->max_rate = AGENT_SAMPLING_DEFAULT_MAX_RATE;
+  const char* end = strchr(text, ' ');
+  const size_t len = end != NULL ? (size_t)(end - text) : strlen(text);
+  const int64_t period = parse_decimal(text, len, AGENT_SAMPLING_MAX_PERIOD);
+  if (period < (int64_t)AGENT_SAMPLING_MIN_PERIOD) {
+    return -1;
+  }
+  r->period = (uint64_t)period;
+  while (end != NULL) {
+    const char* word = end + 1;
+    end = strchr(word, ' ');
+    const size_t n = end != NULL ? (size_t)(end - word) : strlen(word);
+    const size_t lease_len = sizeof AGENT_SAMPLING_LEASE - 1;
+    const size_t rate_len = sizeof AGENT_SAMPLING_MAX_RATE - 1;
+    int64_t v;
+    if (n > lease_len && memcmp(word, AGENT_SAMPLING_LEASE, lease_len) == 0) {
+      v = parse_decimal(word + lease_len, n - lease_len, AGENT_SAMPLING_MAX_LEASE_S);
+      if (v < 1) {
+        return -1;
+      }
+      r->lease_s = (uint64_t)v;
+    } else if (n > rate_len && memcmp(word, AGENT_SAMPLING_MAX_RATE, rate_len) == 0) {
+      v = parse_decimal(word + rate_len, n - rate_len, AGENT_SAMPLING_MAX_RATE_LIMIT);
+      if (v < 0) {
+        return -1;
+      }
+      r->max_rate = (uint64_t)v;
+    } else {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void agent_sampler_renew(void) {
+  if (LOAD(g_on)) {
+    STORE(g_lease_until, sampler_now_ns() + g_lease_ns);
+  }
+}
+
+void agent_sampler_on(const char* request, struct out* o) {
+  struct on_request req;
+  if (parse_on(request, &req) != 0) {
+    answer_error(o, "bad sampling period or option", NULL);
     return;
   }
+  const uint64_t period = req.period;
   if (g_opted_out) {
     answer_error(o, "sampling disabled by MEMTRIMD_AGENT_SAMPLING=0 in the program's environment",
                  NULL);
@@ -91,7 +164,11 @@ void agent_sampler_on(const char* period_text, struct out* o) {
     answer_error(o, "sampling unavailable: malloc and free were not found at load", NULL);
     return;
   }
-  if (LOAD(g_on) && period == g_period) {
+  g_lease_ns = req.lease_s * 1000000000u;
+  STORE(g_max_rate, req.max_rate);
+  if (LOAD(g_on) && period == g_base_period) {
+    /* The same T: the lease renewed, the budget as asked, nothing reset. */
+    agent_sampler_renew();
     put_on_body(o);
     return;
   }
@@ -111,8 +188,10 @@ void agent_sampler_on(const char* period_text, struct out* o) {
   /* Off, a new generation, empty tables, then on. Hooks still in flight
    * carry the old generation: their rows are skipped and reclaimed. */
   STORE(g_on, 0);
-  g_period = period;
-  g_period_d = (double)period;
+  STORE(g_period, period);
+  g_base_period = period;
+  STORE(g_raised, 0);
+  g_tick_at = 0;
   const uint32_t gen = LOAD(g_gen) + 1;
   __atomic_store_n(&g_gen, gen, __ATOMIC_RELEASE);
   madvise(g_map, g_map_bytes, MADV_DONTNEED);
@@ -138,12 +217,76 @@ void agent_sampler_on(const char* period_text, struct out* o) {
   if (r.unfinished > 0) {
     STORE(g_repatch_until, sampler_now_ns() + REPATCH_WINDOW_NS);
   }
+  STORE(g_lease_until, sampler_now_ns() + g_lease_ns);
   __atomic_store_n(&g_on, 1, __ATOMIC_RELEASE);
   put_on_body(o);
 }
 
 void agent_sampler_off(struct out* o) {
   const int was = __atomic_exchange_n(&g_on, 0, __ATOMIC_ACQ_REL);
+  STORE(g_lease_until, 0);
   put_str(o, "0\n");
   put_kv(o, "was_on", (uint64_t)(was != 0));
+}
+
+void agent_sampler_ping(struct out* o) {
+  put_kv(o, "sampling", (uint64_t)(LOAD(g_on) != 0));
+  put_kv(o, "period", LOAD(g_period));
+  const uint64_t until = LOAD(g_lease_until), now = sampler_now_ns();
+  put_kv(o, "lease_left_ms", LOAD(g_on) && until > now ? (until - now) / 1000000u : 0);
+}
+
+/* One tick of the budget: the rate since the last tick moves the period. */
+static void adapt(uint64_t now) {
+  const uint64_t samples = LOAD(g_samples);
+  if (g_tick_at == 0 || now <= g_tick_at || samples < g_tick_samples) {
+    g_tick_at = now;
+    g_tick_samples = samples;
+    return;
+  }
+  const uint64_t dt = now - g_tick_at;
+  if (dt < SAMPLER_TICK_MS * 1000000ull / 2) {
+    return; /* too short a window to judge a rate by */
+  }
+  const double rate = (double)(samples - g_tick_samples) * 1e9 / (double)dt;
+  g_tick_at = now;
+  g_tick_samples = samples;
+  const uint64_t max_rate = LOAD(g_max_rate);
+  const uint64_t period = LOAD(g_period);
+  if (max_rate == 0) {
+    return;
+  }
+  if (rate > (double)max_rate) {
+    double next = (double)period * rate / (double)max_rate * 1.25;
+    if (next > (double)AGENT_SAMPLING_MAX_PERIOD) {
+      next = (double)AGENT_SAMPLING_MAX_PERIOD;
+    }
+    if ((uint64_t)next > period) {
+      STORE(g_period, (uint64_t)next);
+      ADD(g_raised, 1);
+    }
+  } else if (period > g_base_period && rate * 4 < (double)max_rate) {
+    const uint64_t half = period / 2;
+    STORE(g_period, half > g_base_period ? half : g_base_period);
+  }
+}
+
+int64_t agent_sampler_tick(int64_t now_ms) {
+  if (!LOAD(g_on)) {
+    return -1;
+  }
+  const uint64_t now = (uint64_t)now_ms * 1000000u;
+  const uint64_t until = LOAD(g_lease_until);
+  if (until != 0 && now >= until) {
+    /* No memtrimd read the sites for a whole lease: off, every hook a
+     * pass-through. */
+    if (__atomic_exchange_n(&g_on, 0, __ATOMIC_ACQ_REL)) {
+      ADD(g_lease_ended, 1);
+    }
+    STORE(g_lease_until, 0);
+    return -1;
+  }
+  adapt(now);
+  const uint64_t left_ms = until == 0 ? SAMPLER_TICK_MS : (until - now) / 1000000u + 1;
+  return (int64_t)(left_ms < SAMPLER_TICK_MS ? left_ms : SAMPLER_TICK_MS);
 }

@@ -1,7 +1,8 @@
 /*
  * The sampler's countdown: each thread counts down a number of bytes drawn
- * from an exponential with mean T (agent_sampler.h, sampler_hooks.c says
- * why); the count and the random state are the thread's own (TLS).
+ * from an exponential with mean T, the period in force when it is drawn
+ * (agent_sampler.h, sampler_hooks.c says why); the count and the random
+ * state are the thread's own (TLS).
  */
 #define _GNU_SOURCE
 
@@ -27,5 +28,5 @@ int64_t countdown_draw(struct thread_state* t) {
     }
   }
   const double u = (double)((next_random(t) >> 11) + 1) * 0x1.0p-53; /* (0, 1] */
-  return (int64_t)(-log(u) * g_period_d) + 1;
+  return (int64_t)(-log(u) * (double)t->period) + 1;
 }

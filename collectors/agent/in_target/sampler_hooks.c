@@ -16,7 +16,16 @@
  * So an allocation of s bytes is sampled with probability 1 - exp(-s/T),
  * whatever the allocation pattern, and a sample stands for s/(1-exp(-s/T))
  * bytes and 1/(1-exp(-s/T)) objects (Go's scaleHeapSample, jemalloc's
- * prof_unbias): the counters below hold those unbiased weights. The count
+ * prof_unbias): the counters below hold those unbiased weights, each with
+ * the T its thread's count was drawn at.
+ *
+ * A cost bound (sampler_control.c): memtrimd says how many samples a second
+ * the program may pay for ("max_rate"); the socket task counts the samples
+ * every SAMPLER_TICK_MS and, above the budget, raises the period in force
+ * (back down to T when the rate falls well below). Threads draw their next
+ * count at the new period; each sample keeps the weight of the period it was
+ * drawn at, so the estimates stay unbiased whatever the period did (which
+ * period a count uses is fixed before the allocations it weighs). The count
  * and the random state are initial-exec TLS (a few bytes: a dlopen()ed agent
  * gets them from glibc's static TLS surplus, so the JVM path works too).
  *
@@ -182,13 +191,15 @@ static void maybe_repatch(void) {
   }
 }
 
-static void record(uintptr_t p, size_t size, uint32_t gen) {
+/* `period`: the mean of the countdown that chose this sample, which is the
+ * T of its weight (the period in force may have moved since). */
+static void record(uintptr_t p, size_t size, uint32_t gen, uint64_t period) {
   uintptr_t pcs[MAX_FRAMES];
   struct backtrace b = {pcs, 0};
   _Unwind_Backtrace(one_frame, &b);
   const uint32_t row = stack_row_of(pcs, b.n, gen);
   /* 1 - exp(-s/T), without losing small s to rounding. */
-  const double taken = -expm1(-(double)size / g_period_d);
+  const double taken = -expm1(-(double)size / (double)period);
   const int64_t bytes = llround((double)size / taken);
   const double objects_fp = OBJ_ONE / taken;
   const uint32_t objects = objects_fp >= 4294967295.0 ? 0xffffffffu : (uint32_t)lround(objects_fp);
@@ -211,8 +222,13 @@ static void record(uintptr_t p, size_t size, uint32_t gen) {
 static void note_alloc(void* p, size_t size) {
   struct thread_state* t = &t_state;
   const uint32_t gen = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
-  if (t->gen != gen) {
+  const uint64_t period = LOAD(g_period);
+  /* A new generation, or the budget moved the period: a fresh count at the
+   * period in force. The count is memoryless, so drawing it again mid-way
+   * changes no allocation's odds under the period it is weighed at. */
+  if (t->gen != gen || t->period != period) {
     t->gen = gen;
+    t->period = period;
     t->countdown = countdown_draw(t);
   }
   const int64_t s = size > (size_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)size;
@@ -222,7 +238,7 @@ static void note_alloc(void* p, size_t size) {
   }
   t->countdown = countdown_draw(t);
   maybe_repatch();
-  record((uintptr_t)p, size, gen);
+  record((uintptr_t)p, size, gen, t->period);
 }
 
 static inline int sampling(void) { return LOAD(g_on) && !t_state.busy; }

@@ -21,6 +21,9 @@
  * this long (agent_got.c: the hook cannot run after the real dlopen). */
 #define REPATCH_EVERY_NS 10000000ull
 #define REPATCH_WINDOW_NS 1000000000ull
+/* While on, the socket task checks the lease and the budget this often
+ * (agent_sampler_tick). */
+#define SAMPLER_TICK_MS 250u
 
 struct stack_row {
   uint64_t tag;   /* 0 empty, else generation << 32 | (hash | 1) */
@@ -40,15 +43,21 @@ _Static_assert(SAMPLER_MAP_BYTES <= (4u << 20), "the sampler's tables must stay 
 struct thread_state {
   int64_t countdown;
   uint64_t rng;
-  uint32_t gen; /* the generation countdown was drawn for */
+  uint64_t period; /* the period countdown was drawn at: its samples' weight */
+  uint32_t gen;    /* the generation countdown was drawn for */
   uint32_t busy;
 };
 extern __thread struct thread_state t_state __attribute__((tls_model("initial-exec")));
 
 extern int g_on;
 extern uint32_t g_gen;
-extern uint64_t g_period;
-extern double g_period_d;
+extern uint64_t g_period;      /* in force: g_base_period, or raised by the budget */
+extern uint64_t g_base_period; /* the T of "sampling on" */
+extern uint64_t g_max_rate;    /* samples per second at most; 0: no bound */
+extern uint64_t g_raised;      /* times the budget raised the period since "on" */
+extern uint64_t g_lease_ns;    /* how long "on" lasts without a read */
+extern uint64_t g_lease_until; /* CLOCK_MONOTONIC ns; 0 while off */
+extern uint64_t g_lease_ended; /* times the lease turned sampling off (since load) */
 extern uint64_t g_started_ns;
 extern uint64_t g_samples, g_dropped_live, g_dropped_stacks;
 extern int64_t g_live;
@@ -69,7 +78,7 @@ extern size_t g_nhooks;
 uint64_t sampler_now_ns(void);
 
 /* sampler_countdown.c: bytes until this thread's next sample, exponential
- * with mean g_period, at least 1. */
+ * with mean t->period, at least 1. */
 int64_t countdown_draw(struct thread_state* t);
 
 /* stack_table.c: the row of this stack (claimed if new), or 0 ("[stack

@@ -24,6 +24,8 @@ static void put_hex(struct out* o, uintptr_t v) {
 }
 
 void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len) {
+  /* memtrimd still reads: the lease runs again from now. */
+  agent_sampler_renew();
   const int on = LOAD(g_on);
   const uint32_t gen = __atomic_load_n(&g_gen, __ATOMIC_ACQUIRE);
   if (on && agent_got_dlopen_calls() != LOAD(g_seen_dlopens)) {
@@ -79,7 +81,14 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
   *tail_len = stacks.len;
   put_str(head, "0\n");
   put_kv(head, "on", (uint64_t)(on != 0));
-  put_kv(head, "period", g_period);
+  put_kv(head, "period", LOAD(g_period));
+  put_kv(head, "base_period", g_base_period);
+  put_kv(head, "max_rate", LOAD(g_max_rate));
+  put_kv(head, "raised", LOAD(g_raised));
+  put_kv(head, "lease_s", g_lease_ns / 1000000000u);
+  const uint64_t until = LOAD(g_lease_until), now = sampler_now_ns();
+  put_kv(head, "lease_left_ms", on && until > now ? (until - now) / 1000000u : 0);
+  put_kv(head, "lease_ended", LOAD(g_lease_ended));
   put_kv(head, "generation", gen);
   put_kv(head, "started_ns", g_started_ns);
   put_kv(head, "samples", LOAD(g_samples));
