@@ -13,14 +13,17 @@
 // functions. (The agent answers no memtrimd across such a namespace: its
 // root is not root there, so that case is checked on the symbol source.)
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/procfs/maps.h"
@@ -164,6 +167,24 @@ TEST(SymbolSourceTest, ABindMountOverTheMappedFileInAUserNamespaceNamesOnlyTheMa
   EXPECT_EQ(s.frames[1].function, "hold_50");
   EXPECT_EQ(s.frames[2].function, "hold_10");
   for (const symbols::Frame& f : s.frames) EXPECT_EQ(f.function.find("secret_"), std::string::npos);
+
+  // Without the capabilities map_files and the target's ids need (as the node
+  // agent runs), on a thread of its own (capset changes the calling thread
+  // only): by the name, as root, which now leads to the secret file, refused
+  // for its inode.
+  std::thread([&] {
+    __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2]{};
+    ASSERT_EQ(::syscall(SYS_capget, &head, caps), 0);
+    for (int cap : {CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE, CAP_SETUID, CAP_SETGID})
+      caps[cap / 32].effective &= ~(1u << (cap % 32));
+    ASSERT_EQ(::syscall(SYS_capset, &head, caps), 0);
+    symbols::SymbolCache fresh(16u << 20);
+    symbols::TargetElfSource by_name(t, fresh);
+    symbols::Symbolization n = symbols::Symbolize(addresses, *maps, by_name);
+    ASSERT_EQ(n.frames.size(), 3u);
+    for (const symbols::Frame& f : n.frames) EXPECT_EQ(f.function, "[unknown]");
+  }).join();
 
   attacker.Kill();
 }
