@@ -131,21 +131,29 @@ TEST(SymbolSourceTest, ABindMountOverTheMappedFileInAUserNamespaceNamesOnlyTheMa
   const std::string home = AttackerDir(dir, "bind");
   std::vector<std::string> argv = AsUser(kNamelessUid);
   // The poll is the attacker's: the mount comes once the program runs.
-  argv.insert(argv.end(), {"unshare", "-Urm", "sh", "-c",
-                           "cd \"$1\" && mkdir real fake && cp \"$2\" real/holder && "
-                           "ln -s \"$3\" fake/holder && { ./real/holder 65536 >out & } && "
-                           "until grep -q ready out; do sleep 0.05; done && "
-                           "mount --bind fake real && touch mounted && wait",
-                           "attacker", home, WorkloadBin("site_holder"), secret.path()});
+  argv.insert(argv.end(),
+              {"unshare", "-Urm", "sh", "-c",
+               "cd \"$1\" && mkdir real fake && cp \"$2\" real/holder && "
+               "ln -s \"$3\" fake/holder && { ./real/holder 65536 >out & echo $! >holder.pid; } && "
+               "until grep -q ready out; do sleep 0.05; done && "
+               "mount --bind fake real && touch mounted && wait",
+               "attacker", home, WorkloadBin("site_holder"), secret.path()});
   Process attacker(argv);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(home + "/mounted") || !attacker.running(); }, 30s));
-  ASSERT_TRUE(attacker.running());
-  const pid_t holder = OnlyChild(attacker.pid());
-  ASSERT_GT(holder, 0);
+  // Killed by its pid even when a check below fails.
   struct KillOnExit {
-    pid_t pid;
-    ~KillOnExit() { ::kill(pid, SIGKILL); }
-  } kill_holder{holder};
+    pid_t pid = -1;
+    ~KillOnExit() {
+      if (pid > 0) ::kill(pid, SIGKILL);
+    }
+  } kill_holder;
+  const bool mounted =
+      WaitFor([&] { return fs::exists(home + "/mounted") || !attacker.running(); }, 30s);
+  // Written before the program's output was polled: there when it runs.
+  kill_holder.pid = static_cast<pid_t>(std::stol("0" + ReadFile(home + "/holder.pid")));
+  ASSERT_TRUE(mounted);
+  ASSERT_TRUE(attacker.running());
+  const pid_t holder = kill_holder.pid;
+  ASSERT_GT(holder, 0);
 
   std::vector<uint64_t> addresses;
   std::istringstream printed(ReadFile(home + "/out"));
