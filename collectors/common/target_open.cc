@@ -9,8 +9,8 @@
 
 namespace memtrimd {
 
-UniqueFd OpenAsTarget(const Target& t, const std::string& path) {
-  constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+UniqueFd OpenAsTarget(const Target& t, const std::string& path, bool path_only) {
+  const int kFlags = path_only ? O_PATH | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
   const bool absolute = !path.empty() && path[0] == '/';
   // An absolute name from the target's root; a relative one from its working
   // directory, beneath it: openat2 has no "from here, inside that root", so

@@ -13,6 +13,8 @@ namespace memtrimd {
 // absolute name inside its root directory (openat2 RESOLVE_IN_ROOT where the
 // kernel has it), a relative one beneath its working directory
 // (RESOLVE_BENEATH: EXDEV when it leaves it). -1 (errno set) on failure.
-UniqueFd OpenAsTarget(const Target& target, const std::string& path);
+// With `path_only`, an O_PATH descriptor: nothing is opened for reading
+// (no device's open runs) until the caller has checked what it is.
+UniqueFd OpenAsTarget(const Target& target, const std::string& path, bool path_only = false);
 
 }  // namespace memtrimd

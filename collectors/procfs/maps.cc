@@ -29,6 +29,27 @@ std::string_view Field(std::string_view& rest) {
   return f;
 }
 
+// The kernel prints a mapped file's path with each newline as the four
+// characters "\012" (seq_file_path's escape set for maps is "\n" alone; a
+// backslash itself is printed as is). Turned back, so that the name is the
+// file's. A name that holds a literal "\012" reads the same: what is opened
+// by such a name is checked against the mapping's device and inode.
+std::string UnescapePath(std::string_view printed) {
+  constexpr std::string_view kNewline = "\\012";
+  std::string out;
+  out.reserve(printed.size());
+  while (!printed.empty()) {
+    if (printed.substr(0, kNewline.size()) == kNewline) {
+      out.push_back('\n');
+      printed.remove_prefix(kNewline.size());
+    } else {
+      out.push_back(printed.front());
+      printed.remove_prefix(1);
+    }
+  }
+  return out;
+}
+
 bool ParseLine(std::string_view line, MapsEntry& e) {
   std::string_view rest = line;
   std::string_view range = Field(rest);
@@ -57,7 +78,7 @@ bool ParseLine(std::string_view line, MapsEntry& e) {
     rest.remove_suffix(kDeleted.size());
     e.deleted = true;
   }
-  e.path = std::string(rest);
+  e.path = UnescapePath(rest);
   return true;
 }
 

@@ -22,7 +22,9 @@ struct MapsEntry {
   uint64_t inode = 0;
   bool executable = false;
   // The path as the target sees it (inside its root), without the kernel's
-  // " (deleted)" suffix; "" for anonymous memory, "[heap]", "[vdso]", ...
+  // " (deleted)" suffix and with its "\012" turned back into the newline it
+  // stands for; "" for anonymous memory, "[heap]", "[vdso]", ... Only a name:
+  // what it names now need not be what was mapped (target_elf.h checks).
   std::string path;
   bool deleted = false;  // the file was removed or replaced since it was mapped
 

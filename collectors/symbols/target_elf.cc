@@ -1,7 +1,15 @@
 #include "collectors/symbols/target_elf.h"
 
-#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+
+#include "collectors/common/file_reader.h"
 #include "collectors/common/target_open.h"
 
 namespace memtrimd::symbols {
@@ -43,15 +51,82 @@ namespace {
 
 // The headers and notes a build id is in: a few KiB in any linked file.
 constexpr std::size_t kIdentityBytes = 1u << 20;
+constexpr int kReadFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
 
-Result<elf::ElfFunctions> ReadAsTarget(const Target& t, const std::string& path, bool with_symbols,
-                                       std::size_t max_bytes) {
-  UniqueFd fd = OpenAsTarget(t, path);
-  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
-  return elf::ReadElfFunctionsOfFile(fd.get(), path, with_symbols, max_bytes);
+Status NotTheMappedFile(const procfs::MapsEntry& m) {
+  return Status(ErrorCode::kNotFound, m.path +
+                                          " now names another file than the one mapped there "
+                                          "(its device or inode differ from maps')");
+}
+
+// Reads nothing but a regular file (a FIFO or a device named like a mapping
+// is never opened for reading).
+Status CheckRegular(int fd, const std::string& path, struct stat& st) {
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kNotFound, path + " is not a regular file");
+  return Status::Ok();
 }
 
 }  // namespace
+
+Result<UniqueFd> TargetElfSource::OpenMapped(const procfs::MapsEntry& m) {
+  // The mapping's own file: /proc/<pid>/map_files/<start>-<end> opens what
+  // the kernel holds for the mapping, whatever its name names now (a file
+  // renamed over, a bind mount, a symlink planted at a name maps prints).
+  // Following it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE.
+  char range[48];
+  std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, m.start, m.end);
+  struct stat st {};
+  if (UniqueFd fd(::open((target_.proc_dir + range).c_str(), kReadFlags)); fd.get() >= 0) {
+    if (Status ok = CheckRegular(fd.get(), m.path, st); !ok.ok()) return ok;
+    return fd;
+  }
+  // Else by the name, with the target's own permissions where memtrimd can
+  // take them, as a path only, and read only when it is the very object
+  // mapped: the device and inode maps gives (the overlay's own on an
+  // overlayfs since Linux 6.8, as stat through the overlay gives them; a
+  // kernel that shows the layer's refuses here, and only map_files names
+  // such a file).
+  std::optional<ScopedFsIds> as_target;
+  if (const FsIds* ids = TargetIds(); ids != nullptr) {
+    as_target.emplace(*ids);
+    if (!as_target->status().ok()) as_target.reset();
+  }
+  UniqueFd path = OpenAsTarget(target_, m.path, /*path_only=*/true);
+  if (path.get() < 0) return Status::FromErrno(errno, "open " + m.path);
+  if (Status ok = CheckRegular(path.get(), m.path, st); !ok.ok()) return ok;
+  if (st.st_dev != makedev(m.dev_major, m.dev_minor) || st.st_ino != m.inode) {
+    return NotTheMappedFile(m);
+  }
+  UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path.get())).c_str(), kReadFlags));
+  if (fd.get() < 0) return Status::FromErrno(errno, "open " + m.path);
+  return fd;
+}
+
+const FsIds* TargetElfSource::TargetIds() {
+  if (!ids_read_) {
+    ids_read_ = true;
+    Result<std::string> text = ReadSmallFile(target_.proc_dir + "/status");
+    Result<FsIds> ids = text.ok() ? ParseFsIds(*text) : Result<FsIds>(text.status());
+    if (ids.ok()) ids_ = std::move(ids).value();
+  }
+  return ids_ ? &*ids_ : nullptr;
+}
+
+Result<elf::ElfFunctions> TargetElfSource::ReadDebugFile(const std::string& path) {
+  // Nothing ties a debug file to the mapping but its build id, which a
+  // target can give its own file: it is read only as the target could read
+  // it, so a name planted in its root leads to no file it could not open.
+  const FsIds* ids = TargetIds();
+  if (ids == nullptr) return Status(ErrorCode::kNotFound, "the target's ids are unknown");
+  ScopedFsIds as_target(*ids);
+  if (!as_target.status().ok()) return as_target.status();
+  UniqueFd fd = OpenAsTarget(target_, path);
+  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
+  struct stat st {};
+  if (Status ok = CheckRegular(fd.get(), path, st); !ok.ok()) return ok;
+  return elf::ReadElfFunctionsOfFile(fd.get(), path, true, options_.max_file_bytes);
+}
 
 Result<std::shared_ptr<const elf::ElfFunctions>> TargetElfSource::Functions(
     const procfs::MapsEntry& m) {
@@ -59,12 +134,16 @@ Result<std::shared_ptr<const elf::ElfFunctions>> TargetElfSource::Functions(
   if (m.deleted) {
     return Status(ErrorCode::kNotFound, m.path + " was deleted since it was mapped");
   }
-  Result<elf::ElfFunctions> identity = ReadAsTarget(target_, m.path, false, kIdentityBytes);
+  Result<UniqueFd> fd = OpenMapped(m);
+  if (!fd.ok()) return fd.status();
+  Result<elf::ElfFunctions> identity =
+      elf::ReadElfFunctionsOfFile(fd->get(), m.path, false, kIdentityBytes);
   if (!identity.ok()) return identity.status();
   SymbolCache::Key key{m.dev_major, m.dev_minor, m.inode, identity->build_id};
   if (auto hit = cache_.Get(key)) return hit;
 
-  Result<elf::ElfFunctions> elf = ReadAsTarget(target_, m.path, true, options_.max_file_bytes);
+  Result<elf::ElfFunctions> elf =
+      elf::ReadElfFunctionsOfFile(fd->get(), m.path, true, options_.max_file_bytes);
   if (!elf.ok()) return elf.status();
   // A stripped file keeps .dynsym only (the exported functions): its debug
   // file, when installed, has them all. Only a debug file of the same build
@@ -74,7 +153,7 @@ Result<std::shared_ptr<const elf::ElfFunctions>> TargetElfSource::Functions(
       !options_.debug_dir.empty()) {
     const std::string debug = options_.debug_dir + "/.build-id/" + elf->build_id.substr(0, 2) +
                               "/" + elf->build_id.substr(2) + ".debug";
-    Result<elf::ElfFunctions> dbg = ReadAsTarget(target_, debug, true, options_.max_file_bytes);
+    Result<elf::ElfFunctions> dbg = ReadDebugFile(debug);
     if (dbg.ok() && dbg->build_id == elf->build_id &&
         dbg->source == elf::ElfFunctions::Source::kSymtab && !dbg->functions.empty()) {
       elf->functions = std::move(dbg->functions);

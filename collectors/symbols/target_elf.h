@@ -10,10 +10,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "collectors/common/target.h"
+#include "collectors/common/target_fs_ids.h"
+#include "collectors/common/unique_fd.h"
 #include "collectors/symbols/symbolize.h"
 
 namespace memtrimd::symbols {
@@ -76,17 +79,28 @@ class TargetElfSource : public ElfSource {
   TargetElfSource(Target target, SymbolCache& cache, TargetElfOptions options = {})
       : target_(std::move(target)), cache_(cache), options_(std::move(options)) {}
 
-  // The file is opened by the path maps names, inside the target's root.
-  // What is read must be what is mapped: the build id of the file opened
-  // is part of the cache key, and a mapping of a deleted (replaced) file is
-  // not read at all (kNotFound). Device and inode are maps', not the
-  // opened file's: on overlayfs stat shows the overlay's.
+  // Functions come only from the very object the target mapped (OpenMapped),
+  // and a debug file only when the target could read it (ReadDebugFile).
+  // The build id of the file opened is part of the cache key, and a mapping
+  // of a deleted (replaced) file is not read at all (kNotFound).
   Result<std::shared_ptr<const elf::ElfFunctions>> Functions(const procfs::MapsEntry& m) override;
 
  private:
+  // The mapping's file: through /proc/<pid>/map_files when memtrimd may
+  // follow it, else by maps' name (as the target's ids where memtrimd can
+  // take them) and only when it is a regular file of maps' device and
+  // inode; kNotFound otherwise.
+  Result<UniqueFd> OpenMapped(const procfs::MapsEntry& m);
+  Result<elf::ElfFunctions> ReadDebugFile(const std::string& path);
+  // The target's filesystem ids (read once from its status); nullptr when
+  // they cannot be read.
+  const FsIds* TargetIds();
+
   Target target_;
   SymbolCache& cache_;
   TargetElfOptions options_;
+  bool ids_read_ = false;
+  std::optional<FsIds> ids_;
 };
 
 }  // namespace memtrimd::symbols

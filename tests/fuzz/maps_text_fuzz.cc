@@ -3,7 +3,8 @@
 //
 // Invariants: an accepted text gives mappings that are non-empty, sorted
 // and apart, one per non-empty line; every path is the rest of its line
-// (no newline); FindMapping finds each mapping's first and last byte and
+// with each "\012" decoded (printed again the kernel's way, it is in the
+// text); FindMapping finds each mapping's first and last byte and
 // nothing just past a mapping that the next does not start at; a rejected
 // text names a line.
 #include <cstddef>
@@ -33,7 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::size_t i = 0; i < maps->size(); ++i) {
     const MapsEntry& m = (*maps)[i];
     FUZZ_CHECK(m.start < m.end);
-    FUZZ_CHECK(m.path.find('\n') == std::string::npos);
+    std::string printed;
+    for (char c : m.path) printed += c == '\n' ? std::string("\\012") : std::string(1, c);
+    FUZZ_CHECK(text.find(printed) != std::string_view::npos);
     if (i > 0) FUZZ_CHECK((*maps)[i - 1].end <= m.start);
     FUZZ_CHECK(FindMapping(*maps, m.start) == &m);
     FUZZ_CHECK(FindMapping(*maps, m.end - 1) == &m);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/common/target_fs_ids.h"
 #include "collectors/elf/elf_symbols.h"
 #include "collectors/procfs/maps.h"
 #include "collectors/symbols/symbolize.h"
@@ -93,6 +94,40 @@ TEST(MapsText, DeletedFileAndBadLines) {
   auto empty = ParseMaps("");
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
+}
+
+// The kernel prints a newline in a mapped file's name as "\012" (and
+// nothing else of a name escaped): the path is the file's name again, so
+// that a neighbour's file "a\012b" is not taken for the mapped "a<newline>b".
+TEST(MapsText, NewlineEscapeInAPathIsDecoded) {
+  const std::string head = "7f0000000000-7f0000001000 r-xp 00000000 fd:01 42        ";
+  auto maps = ParseMaps(head + "/tmp/x/lib\\012evil.so (deleted)\n" +
+                        "7f0000001000-7f0000002000 r--p 00000000 fd:01 43   /a\\012\\012b\\01\n" +
+                        "7f0000002000-7f0000003000 r--p 00000000 fd:01 44   /back\\slash \\0123\n");
+  ASSERT_TRUE(maps.ok()) << maps.status().message();
+  ASSERT_EQ(maps->size(), 3u);
+  EXPECT_EQ((*maps)[0].path, "/tmp/x/lib\nevil.so");
+  EXPECT_TRUE((*maps)[0].deleted);
+  EXPECT_EQ((*maps)[1].path, "/a\n\nb\\01");  // a cut escape stays as printed
+  EXPECT_EQ((*maps)[2].path, "/back\\slash \n3");
+}
+
+// A debug file is opened with the target's filesystem ids: the fourth
+// field of Uid: and Gid:, and every group.
+TEST(TargetFsIds, ParsedFromStatus) {
+  auto ids = ParseFsIds(
+      "Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t20\t21\t22\t23\n"
+      "Groups:\t4 27 1000 \n");
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_EQ(ids->fsuid, 1003u);
+  EXPECT_EQ(ids->fsgid, 23u);
+  EXPECT_EQ(ids->groups, (std::vector<gid_t>{4, 27, 1000}));
+  auto none = ParseFsIds("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->groups.empty());
+  EXPECT_FALSE(ParseFsIds("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n").ok());
+  EXPECT_FALSE(ParseFsIds("Uid:\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\n").ok());
+  EXPECT_FALSE(ParseFsIds("Uid:\t0\t0\tx\t0\nGid:\t0\t0\t0\t0\nGroups:\n").ok());
 }
 
 // glibc_plain: `nm -S` gives main at 0x10a0, size 0x9e; `readelf -n` its
