@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "collectors/agent/client/sites_budget.h"
 #include "collectors/agent/client/sampler_record.h"
+#include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/collector.h"
 #include "collectors/common/target.h"
 #include "collectors/jvm/agent_load_record.h"

@@ -16,9 +16,9 @@
 #include <utility>
 
 #include "collectors/agent/client/agent_client.h"
+#include "collectors/agent/client/sampler_record.h"
 #include "collectors/agent/client/site_profile.h"
 #include "collectors/agent/client/sites_budget.h"
-#include "collectors/agent/client/sampler_record.h"
 #include "collectors/common/collector.h"
 #include "collectors/jvm/agent_load_record.h"
 #include "collectors/procfs/maps.h"
