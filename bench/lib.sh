@@ -68,6 +68,21 @@ stop_tracked() {
   BENCH_PIDS=()
 }
 
+# find_jdks: sets the array jdks to every JDK's java under /usr/lib/jvm, once
+# each (the Debian names are symlinks to the same few).
+find_jdks() {
+  local d real
+  local -A seen=()
+  jdks=()
+  for d in /usr/lib/jvm/*/; do
+    [[ -x "$d/bin/java" ]] || continue
+    real=$(readlink -f "$d/bin/java")
+    [[ -z "${seen[$real]:-}" ]] || continue
+    seen[$real]=1
+    jdks+=("$real")
+  done
+}
+
 # wait_for_file PATH PID SECONDS: polls until PATH exists; fails if PID exits
 # first or the deadline passes.
 wait_for_file() {

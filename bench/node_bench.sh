@@ -92,16 +92,7 @@ for f in "$build/daemon/memtrimd" "$fragmenter" "$agent"; do
 done
 ((n_jvm == 0)) || [[ -f "$classes/GcLoop.class" ]] || die "$classes/GcLoop.class not found: build $build first"
 
-# Every JDK under /usr/lib/jvm, once each (the Debian names are symlinks).
-jdks=()
-declare -A seen_java=()
-for d in /usr/lib/jvm/*/; do
-  [[ -x "$d/bin/java" ]] || continue
-  real=$(readlink -f "$d/bin/java")
-  [[ -z "${seen_java[$real]:-}" ]] || continue
-  seen_java[$real]=1
-  jdks+=("$real")
-done
+find_jdks
 ((n_jvm == 0 || ${#jdks[@]} > 0)) || die "no JDK under /usr/lib/jvm (openjdk-17-jdk-headless)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/memtrimd_node_bench.XXXXXX")
