@@ -144,6 +144,7 @@ measure() {
   stop_pid "$md"
 }
 
+row_off='' row_on=''
 measure off
 measure on --collector.sites
 
