@@ -161,12 +161,30 @@ TEST(AgentSocketSweepTest, WhatAKilledProgramLeftIsRemovedAndNothingElse) {
   ASSERT_TRUE(WaitFor([&] { return fs::exists(fake_ready) || !fake.running(); }, 30s));
   ASSERT_TRUE(fake.running());
 
+  // A target (another fake JVM, chrooted, as nobody) with a /tmp of its own
+  // that holds a stale socket: only this memtrimd watches it, so only its
+  // sweep can remove that one (the node's /tmp is shared with other tests'
+  // memtrimds, whose sweeps remove stale sockets there too).
+  const std::string own_root = dir / "own-root";
+  fs::create_directories(own_root + "/tmp");
+  fs::permissions(own_root + "/tmp", fs::perms::all | fs::perms::sticky_bit);
+  const std::string own_stale = own_root + "/tmp/" + GoneAgentName(8);
+  ASSERT_TRUE(StaleSocketOf(kNobodyUid, own_stale));
+  const std::string own_dir = dir / ("own-jvm-" + marker);
+  fs::create_directory(own_dir);
+  fs::permissions(own_dir, fs::perms::all);
+  const std::string own_ready = own_dir + "/ready";
+  Process own({WorkloadBin("attach_server"), "--ready-file", own_ready, "--fake-libjvm", own_dir,
+               "--sigquit-log", "--chroot", own_root, "--uid", std::to_string(kNobodyUid)});
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(own_ready) || !own.running(); }, 30s));
+  ASSERT_TRUE(own.running());
+
   Memtrimd m(WrapWith{NodeAgentCaps()},
              {"--targets=node", "--targets.match=" + marker, "--targets.min-rss=0",
               "--discovery.interval=300ms", "--sample.interval=200ms", "--no-collector.jvm",
               "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return Find(m.Scrape(), "memtrimd_targets_watched") == 2.0; }, 30s))
+  ASSERT_TRUE(WaitFor([&] { return Find(m.Scrape(), "memtrimd_targets_watched") == 3.0; }, 30s))
       << m.log();
 
   // SIGKILL: the agent cannot remove its socket; memtrimd does.
@@ -182,9 +200,13 @@ TEST(AgentSocketSweepTest, WhatAKilledProgramLeftIsRemovedAndNothingElse) {
   remove_later(later);
   ASSERT_TRUE(StaleSocketOf(kNobodyUid, later));
   EXPECT_TRUE(WaitFor([&] { return !fs::exists(fs::symlink_status(later)); }, 30s)) << m.log();
-  // Counted from the next sample on.
+  // The socket in the target's own /tmp: this memtrimd's sweep removed it,
+  // counted from the next sample on.
+  EXPECT_TRUE(WaitFor([&] { return !fs::exists(fs::symlink_status(own_stale)); }, 30s))
+      << own_stale << " not removed\n"
+      << m.log();
   EXPECT_TRUE(WaitFor(
-      [&] { return Find(m.Scrape(), "memtrimd_agent_sockets_removed_total").value_or(0) >= 2.0; },
+      [&] { return Find(m.Scrape(), "memtrimd_agent_sockets_removed_total").value_or(0) >= 1.0; },
       10s))
       << m.log();
   EXPECT_TRUE(LogHas(m.log(), {"removed stale agent sockets"})) << m.log();
@@ -201,6 +223,7 @@ TEST(AgentSocketSweepTest, WhatAKilledProgramLeftIsRemovedAndNothingElse) {
   EXPECT_TRUE(IsSocket(elsewhere_stale)) << "removed through the target's symlinked /tmp";
 
   listener.Kill();
+  own.Kill();
   fake.Kill();
   watched.Kill();
 }
