@@ -67,6 +67,14 @@ Status CheckRegular(int fd, const std::string& path, struct stat& st) {
   return Status::Ok();
 }
 
+// The file an O_PATH descriptor holds, opened for reading (through
+// /proc/self/fd: the same object, with the caller's permissions now).
+Result<UniqueFd> ReopenForReading(const UniqueFd& path_fd, const std::string& path) {
+  UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path_fd.get())).c_str(), kReadFlags));
+  if (fd.get() < 0) return Status::FromErrno(errno, "open " + path);
+  return fd;
+}
+
 }  // namespace
 
 Result<UniqueFd> TargetElfSource::OpenMapped(const procfs::MapsEntry& m) {
@@ -76,10 +84,14 @@ Result<UniqueFd> TargetElfSource::OpenMapped(const procfs::MapsEntry& m) {
   // Following it needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE.
   char range[48];
   std::snprintf(range, sizeof(range), "/map_files/%" PRIx64 "-%" PRIx64, m.start, m.end);
+  // As a path first: a device the target mapped (a hostile one answers
+  // addresses inside it) is never opened, only a regular file is reopened
+  // for reading.
   struct stat st {};
-  if (UniqueFd fd(::open((target_.proc_dir + range).c_str(), kReadFlags)); fd.get() >= 0) {
-    if (Status ok = CheckRegular(fd.get(), m.path, st); !ok.ok()) return ok;
-    return fd;
+  if (UniqueFd link(::open((target_.proc_dir + range).c_str(), O_PATH | O_CLOEXEC));
+      link.get() >= 0) {
+    if (Status ok = CheckRegular(link.get(), m.path, st); !ok.ok()) return ok;
+    return ReopenForReading(link, m.path);
   }
   // Else by the name, with the target's own permissions where memtrimd can
   // take them, as a path only, and read only when it is the very object
@@ -98,9 +110,7 @@ Result<UniqueFd> TargetElfSource::OpenMapped(const procfs::MapsEntry& m) {
   if (st.st_dev != makedev(m.dev_major, m.dev_minor) || st.st_ino != m.inode) {
     return NotTheMappedFile(m);
   }
-  UniqueFd fd(::open(("/proc/self/fd/" + std::to_string(path.get())).c_str(), kReadFlags));
-  if (fd.get() < 0) return Status::FromErrno(errno, "open " + m.path);
-  return fd;
+  return ReopenForReading(path, m.path);
 }
 
 const FsIds* TargetElfSource::TargetIds() {
