@@ -57,6 +57,21 @@ std::string GoneAgentName(int n) {
   return ".memtrimd_agent.9" + std::to_string(4194304 + n) + "." + std::to_string(n);
 }
 
+// A fake JVM (attach_server) as nobody, chrooted into `root`, its fake
+// libjvm in `fake_dir` (whose name carries the test's marker); returned once
+// it is ready, or once it has ended (the caller checks running()).
+Process ChrootedFakeJvm(const std::string& fake_dir, const std::string& root) {
+  fs::create_directory(fake_dir);
+  fs::permissions(fake_dir, fs::perms::all);
+  const std::string ready = fake_dir + "/ready";
+  Process fake({WorkloadBin("attach_server"), "--ready-file", ready, "--fake-libjvm", fake_dir,
+                "--sigquit-log", "--chroot", root, "--uid", std::to_string(kNobodyUid)});
+  if (!WaitFor([&] { return fs::exists(ready) || !fake.running(); }, 30s)) {
+    ADD_FAILURE() << fake_dir << ": the fake JVM was not ready in 30 s";
+  }
+  return fake;
+}
+
 TEST(AgentSocketExitTest, AShellEndingThroughExitLeavesNoSocketAndItsChildrenKeepIt) {
   if (!IsRoot()) GTEST_SKIP() << "needs root to act as uid " << kNobodyUid;
   TempDir dir;
@@ -152,13 +167,7 @@ TEST(AgentSocketSweepTest, WhatAKilledProgramLeftIsRemovedAndNothingElse) {
   const std::string root = dir / "chroot";
   fs::create_directory(root);
   fs::create_directory_symlink(elsewhere, root + "/tmp");
-  const std::string fake_dir = dir / ("fake-jvm-" + marker);
-  fs::create_directory(fake_dir);
-  fs::permissions(fake_dir, fs::perms::all);
-  const std::string fake_ready = fake_dir + "/ready";
-  Process fake({WorkloadBin("attach_server"), "--ready-file", fake_ready, "--fake-libjvm", fake_dir,
-                "--sigquit-log", "--chroot", root, "--uid", std::to_string(kNobodyUid)});
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(fake_ready) || !fake.running(); }, 30s));
+  Process fake = ChrootedFakeJvm(dir / ("fake-jvm-" + marker), root);
   ASSERT_TRUE(fake.running());
 
   // A target (another fake JVM, chrooted, as nobody) with a /tmp of its own
@@ -170,13 +179,7 @@ TEST(AgentSocketSweepTest, WhatAKilledProgramLeftIsRemovedAndNothingElse) {
   fs::permissions(own_root + "/tmp", fs::perms::all | fs::perms::sticky_bit);
   const std::string own_stale = own_root + "/tmp/" + GoneAgentName(8);
   ASSERT_TRUE(StaleSocketOf(kNobodyUid, own_stale));
-  const std::string own_dir = dir / ("own-jvm-" + marker);
-  fs::create_directory(own_dir);
-  fs::permissions(own_dir, fs::perms::all);
-  const std::string own_ready = own_dir + "/ready";
-  Process own({WorkloadBin("attach_server"), "--ready-file", own_ready, "--fake-libjvm", own_dir,
-               "--sigquit-log", "--chroot", own_root, "--uid", std::to_string(kNobodyUid)});
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(own_ready) || !own.running(); }, 30s));
+  Process own = ChrootedFakeJvm(dir / ("own-jvm-" + marker), own_root);
   ASSERT_TRUE(own.running());
 
   Memtrimd m(WrapWith{NodeAgentCaps()},
