@@ -74,8 +74,12 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
   Process holder = StartHolder();
   ASSERT_TRUE(holder.running());
   const std::string pid = std::to_string(holder.pid());
+  // No sample budget: the tolerances below are those of the 512 KiB
+  // period, and the holder's two churning threads can reach the default
+  // budget, whose raised period widens the error (docs/benchmarks.md 18b;
+  // the budget's own bound and estimate: AgentSamplerTest).
   Memtrimd m({"--target.pid=" + pid, "--collector.sites", "--sites.interval=300ms",
-              "--sample.interval=300ms", "--trim.interval=0"});
+              "--sites.max-rate=0", "--sample.interval=300ms", "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
   // Sampling is on once the first read of the sites comes back (empty).
   ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
