@@ -15,7 +15,8 @@
 namespace memtrimd {
 
 // Every check AssessAllocator can return (memtrimd_allocator_risk{check});
-// the README and the alert rules are tested against it.
+// the alert rules are tested against it (docs/allocators.md says what
+// each means).
 inline constexpr std::array<std::string_view, 2> kAllocatorChecks = {"free_kept_high",
                                                                      "allocator_changed"};
 

@@ -22,8 +22,8 @@ struct RiskFinding {
   std::string explanation;  // one line for a person: what is seen and what to do
 };
 
-// Every check AssessJvmRisks can return (memtrimd_jvm_risk{check}); the
-// README, the metric's help and the alert rules are tested against it.
+// Every check AssessJvmRisks can return (memtrimd_jvm_risk{check});
+// docs/jvm.md, the metric's help and the alert rules are tested against it.
 // A risk is what threatens the process now, from its figures; a setting
 // alone (NMT off, the JVM trimming itself, the unset cache bound) is advice
 // (advice.h).

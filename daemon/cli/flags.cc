@@ -187,8 +187,8 @@ std::unique_ptr<Parser> BuildParser() {
     families += (families.empty() ? "" : ", ") + std::string(f);
   AddOption(app, "--metrics.detail", r.metrics_detail,
             "Detail families /metrics carries: all, none, or a list of " + families +
-                " (default: all with --targets=one, none with --targets=node; README \"Series "
-                "budget\")");
+                " (default: all with --targets=one, none with --targets=node; docs/metrics.md, "
+                "\"Series budget\")");
   AddOption(app, "--target.memory-limit", r.target_memory_limit,
             "Memory limit to report when the target's cgroup cannot be read (bytes or 512Mi, "
             "2Gi; e.g. from the Downward API)");

@@ -37,7 +37,7 @@ using Command = std::variant<RunDaemon, RunInspect, RunJcmd, RunTrim, PrintAndEx
 
 Command ParseCommandLine(int argc, const char* const* argv);
 
-// One row of the flag reference (README is checked against this).
+// One row of the flag reference (docs/flags.md is checked against this).
 struct FlagDoc {
   std::string command;  // "" for the daemon, else the subcommand
   std::string name;     // "--web.listen-address"

@@ -2,7 +2,7 @@
 // with every family on; a node agent watching dozens of JVMs on each of a
 // thousand nodes cannot afford that, so node-agent mode starts from the
 // series a fleet needs and --metrics.detail buys the rest family by family
-// (README "Series budget").
+// (docs/metrics.md, "Series budget").
 #pragma once
 
 #include <cstddef>

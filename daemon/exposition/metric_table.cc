@@ -211,7 +211,7 @@ const MetricDef kAllocatorBytes{
     "(free, kept, and what a release gives back; for glibc the free memory its arenas keep "
     "resident, of which a trim gives back memtrimd_glibc_trimmable_estimate_bytes), released "
     "(given back, address space kept). A "
-    "measure the allocator does not report is absent (README \"Allocators\").",
+    "measure the allocator does not report is absent (docs/allocators.md).",
     "allocator"};
 const MetricDef kAllocatorStatBytes{
     "memtrimd_allocator_stat_bytes",

@@ -1,6 +1,6 @@
 // The one table of metric names, types, labels and help texts. Only the
-// exposition layer uses it; the README's metric reference is checked
-// against it by a test.
+// exposition layer uses it; the metric reference (docs/metrics.md) is
+// checked against it by a test.
 #pragma once
 
 #include <prometheus/metric_type.h>

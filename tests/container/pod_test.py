@@ -109,7 +109,7 @@ def host_status(pid):
 
 def image_agent(image, tmp):
     """The image's libmemtrimd_agent.so, copied out to be preloaded into the
-    app (which the README tells users to do in their app's image)."""
+    app (which docs/trimming.md tells users to do in their app's image)."""
     name = names.container("agent-copy")
     podman("create", "--name", name, image)
     podman("cp", f"{name}:/usr/local/lib/libmemtrimd_agent.so", tmp)

@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """Lints the Grafana dashboards in a directory against memtrimd's conventions.
 
-    lint_dashboards.py DASHBOARDS_DIR README.md
-    lint_dashboards.py --self-test DASHBOARDS_DIR README.md
+    lint_dashboards.py DASHBOARDS_DIR docs/metrics.md
+    lint_dashboards.py --self-test DASHBOARDS_DIR docs/metrics.md
 
 Checks every *.json under DASHBOARDS_DIR: it parses; exactly one datasource
 variable; job and instance variables; every panel but rows has a description
 and a unit; every panel, target and query variable uses the ${datasource}
 variable; rate/irate/increase use $__rate_interval (or $__range); every
 selector matches job, instance (and pod when there is a pod variable) on
-their variables, and a series with a `pid` label (README's Labels column)
+their variables, and a series with a `pid` label (the metric table's Labels column)
 matches pid too when there is a pid variable, and one without it (a
 histogram summed over every target, say) is never matched on pid, which
 would leave the panel empty whenever one pid is chosen; panel ids are unique and
-panels do not overlap; no ${DS_...} inputs; every metric is in README.md's
-"### Metrics" table (histograms also with _bucket/_sum/_count), a recording
-rule of deploy/prometheus/recording.rules.yml beside README.md, or a series
+panels do not overlap; no ${DS_...} inputs; every metric is in docs/metrics.md's
+table under "# Metrics" (histograms also with _bucket/_sum/_count), a
+recording rule of the repository's deploy/prometheus/recording.rules.yml
+(the metric page's directory's parent is the repository), or a series
 Prometheus adds to every scrape (`up`, `scrape_*`); a data link to a
 dashboard of the directory (/d/UID/...) names one that exists and sets only
 variables it has.
@@ -31,7 +32,8 @@ import re
 import sys
 import tempfile
 
-# Relative to README.md: the dashboards may use every rule the repository ships.
+# Relative to the repository (the metric page's directory's parent): the
+# dashboards may use every rule the repository ships.
 RECORDING_RULES_FILE = os.path.join("deploy", "prometheus", "recording.rules.yml")
 # Prometheus adds these to every scrape.
 ALWAYS_KNOWN = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
@@ -52,14 +54,14 @@ GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 
 
 def readme_metrics(readme_path, with_labels=False):
-    """Metric name -> type (or (type, set of labels)) from the rows under
-    README's "### Metrics"."""
+    """Metric name -> type (or (type, set of labels)) from the rows under the
+    metric page's "# Metrics"."""
     metrics = {}
     in_section = False
     with open(readme_path, encoding="utf-8") as f:
         for line in f:
             if line.startswith("#"):
-                in_section = line.strip() == "### Metrics"
+                in_section = line.strip() == "# Metrics"
                 continue
             if not in_section:
                 continue
@@ -71,8 +73,9 @@ def readme_metrics(readme_path, with_labels=False):
 
 
 def recording_rules(readme_path):
-    """The `record:` names of the recording rules file beside README.md."""
-    path = os.path.join(os.path.dirname(os.path.abspath(readme_path)), RECORDING_RULES_FILE)
+    """The `record:` names of the repository's recording rules file."""
+    repository = os.path.dirname(os.path.dirname(os.path.abspath(readme_path)))
+    path = os.path.join(repository, RECORDING_RULES_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             return set(re.findall(r"^\s*-?\s*record:\s*['\"]?([a-zA-Z_:][a-zA-Z0-9_:]*)", f.read(),
@@ -82,13 +85,13 @@ def recording_rules(readme_path):
 
 
 def pid_metrics(readme_path):
-    """Metrics whose README row lists a `pid` label."""
+    """Metrics whose row in the metric table lists a `pid` label."""
     return {name for name, (_, labels) in readme_metrics(readme_path, True).items()
             if "pid" in labels}
 
 
 def metrics_without_pid(readme_path):
-    """Series names (a histogram's _bucket/_sum/_count too) of the README rows
+    """Series names (a histogram's _bucket/_sum/_count too) of the metric table's rows
     that list no `pid` label."""
     names = set()
     for name, (kind, labels) in readme_metrics(readme_path, True).items():
@@ -237,7 +240,7 @@ def check_expr(name, where, expr, required_labels, ctx, problems):
         if metric is None:
             problems.append(f"{name}: {where}: selector {brace} has no metric name")
         elif metric not in ctx.known:
-            problems.append(f"{name}: {where}: metric {metric} is not in README.md's Metrics "
+            problems.append(f"{name}: {where}: metric {metric} is not in docs/metrics.md's "
                             "table (nor a recording rule or up)")
         matchers = {(label, op, value.strip("\"'`")) for label, op, value in parse_matchers(brace or "")}
         labels = list(required_labels)
@@ -312,7 +315,7 @@ def lint_dashboard(path, ctx):
         for metric in re.findall(r"label_values\(\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{,]", q):
             if metric not in ctx.known:
                 problems.append(f'{name}: variable {v.get("name")}: metric {metric} is not in '
-                                "README.md's Metrics table")
+                                "docs/metrics.md's table")
 
     panels = list(all_panels(d.get("panels")))
     if not panels:
@@ -398,7 +401,7 @@ def lint(directory, readme):
     ctx = context(directory, readme)
     problems = []
     if not readme_metrics(readme):
-        problems.append(f"{readme}: no metrics found under \"### Metrics\"")
+        problems.append(f"{readme}: no metrics found under \"# Metrics\"")
     files = dashboard_files(directory)
     if not files:
         problems.append(f"{directory}: no dashboards (*.json)")
@@ -559,15 +562,15 @@ def self_test(directory, readme):
     for what, _, _ in _mutations():
         if not applied[what]:
             failures.append(f"{what}: no dashboard has what this mutation breaks")
-    # A README without a Metrics table must not let everything through.
+    # A metric page without a table must not let everything through.
     with tempfile.TemporaryDirectory() as tmp:
-        empty = os.path.join(tmp, "README.md")
+        empty = os.path.join(tmp, "metrics.md")
         with open(empty, "w", encoding="utf-8") as f:
             f.write("# nothing\n")
         if not any("no metrics found" in p for p in lint(directory, empty)):
-            failures.append("a README without a Metrics table is not caught")
+            failures.append("a metric page without a table is not caught")
         else:
-            print("ok: README without a Metrics table")
+            print("ok: a metric page without a table")
     for f in failures:
         print(f"FAIL: {f}")
     return 1 if failures else 0
@@ -579,7 +582,7 @@ def main(argv):
     if selftest:
         args = args[1:]
     if len(args) != 2:
-        print(f"usage: {argv[0]} [--self-test] DASHBOARDS_DIR README.md", file=sys.stderr)
+        print(f"usage: {argv[0]} [--self-test] DASHBOARDS_DIR docs/metrics.md", file=sys.stderr)
         return 2
     directory, readme = args
     if selftest:

@@ -105,7 +105,7 @@ bool Agree(uint64_t a, uint64_t b) {
   return diff <= std::max<uint64_t>(larger / 20, kMiB);
 }
 
-// The README's table "Allocators": the common measures from the
+// The table of docs/allocators.md: the common measures from the
 // allocator's own figures, under the agent's key names.
 struct Measures {
   std::optional<uint64_t> allocated, held, free_kept, released;

@@ -521,7 +521,7 @@ TEST_F(IncidentPageTest, ChromiumShowsTheReportsNumbersForAJvmPerJdkAndAGlibcPro
   EXPECT_EQ(linked, expected);
   EXPECT_EQ(ConsoleLines(overview->browser.log), std::vector<std::string>{});
 
-  // For the README's pictures: minutes of history rather than seconds.
+  // For the pictures in docs/images: minutes of history rather than seconds.
   // Time passing is what is wanted here; there is nothing to poll for.
   const char* keep = std::getenv("MEMTRIMD_PAGE_SCREENSHOTS");
   const bool screenshots = keep != nullptr && *keep != '\0';

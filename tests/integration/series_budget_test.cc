@@ -1,7 +1,7 @@
 // The series a node agent serves per target, counted on real processes: a
 // JVM with NMT on and the agent preloaded (the most a JVM target can have),
 // and a glibc program with the agent, both trimmed. Node mode's default
-// stays within the README's budget (40 a JVM, 15 a glibc program);
+// stays within the budget of docs/metrics.md (40 a JVM, 15 a glibc program);
 // --metrics.detail=all serves the rest. On every JDK under /usr/lib/jvm.
 #include <gtest/gtest.h>
 

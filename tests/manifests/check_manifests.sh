@@ -13,13 +13,13 @@
 #   privilege escalation, read-only root, seccomp RuntimeDefault, no host
 #   network, IPC or hostPath; hostPID only in the node agent's DaemonSet,
 #   which must run `--targets=node` on every node;
-# - every flag in the memtrimd containers' args is in README.md's flag table;
+# - every flag in the memtrimd containers' args is in docs/flags.md's table;
 # - yamllint on deploy/ and dashboards/provisioning/;
 # - the PrometheusRule is up to date with deploy/prometheus/*.rules.yml;
 # - promtool check config on deploy/scrape-config/prometheus.yml;
 # - systemd-analyze verify on deploy/systemd/memtrimd.service;
 # - environment variable names in the manifests and the env file exist in
-#   README.md's flag table, and the Dockerfile installs install-deps.sh's
+#   docs/flags.md's flag table, and the Dockerfile installs install-deps.sh's
 #   build and library packages;
 # - negative self-tests: a typo'd field, a wrong type, an unknown kind, a
 #   stale PrometheusRule and each privilege widened must each make their
@@ -94,7 +94,7 @@ EOF
 }
 
 # Writes a privilege problem of the memtrimd container per line, nothing if
-# fine. README.md ("Permissions", "Node-agent mode") says why each rule.
+# fine. docs/deploying.md ("Permissions") and docs/node-agent.md say why each rule.
 privileges() {
   python3 - "$1" << 'EOF'
 import sys, yaml
@@ -151,14 +151,14 @@ for d in docs:
 EOF
 }
 
-# Writes each flag in a memtrimd container's args that README.md's flag
+# Writes each flag in a memtrimd container's args that docs/flags.md's flag
 # table (the list memtrimd reads) does not have, one per line.
 unknown_flags() {
-  python3 - "$1" "$src/README.md" << 'EOF'
+  python3 - "$1" "$src/docs/flags.md" << 'EOF'
 import re, sys, yaml
 known, inside = set(), False
 for line in open(sys.argv[2]).read().split("\n"):
-    if line == "### Flags":
+    if line == "# Flags":
         inside = True
     elif inside and line.startswith("#"):
         break
@@ -172,7 +172,7 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         for arg in c.get("args") or []:
             flag = str(arg).split("=")[0]
             if flag.startswith("--") and flag not in known and "--" + flag[5:] not in known:
-                print(f"{d['kind']}/{d['metadata']['name']}: {flag} is not in README.md's flag table")
+                print(f"{d['kind']}/{d['metadata']['name']}: {flag} is not in docs/flags.md's flag table")
 EOF
 }
 
@@ -377,11 +377,11 @@ fi
 
 # --- names that must exist elsewhere ------------------------------------------
 
-# Environment variables: README.md's flag table is the list memtrimd reads.
+# Environment variables: docs/flags.md's flag table is the list memtrimd reads.
 for f in "$src"/deploy/systemd/memtrimd.default "$src"/deploy/kubernetes/base/*.yaml \
   "$src"/deploy/kubernetes/overlays/*/*.yaml; do
   for var in $(grep -o 'MEMTRIMD_[A-Z0-9_]*' "$f" | sort -u); do
-    grep -q "\`$var\`" "$src/README.md" || fail "${f#"$src"/}: $var is not in README.md's flag table"
+    grep -q "\`$var\`" "$src/docs/flags.md" || fail "${f#"$src"/}: $var is not in docs/flags.md's flag table"
   done
 done
 

@@ -202,7 +202,7 @@ TEST(SampleHistory, TrimMarksOfSuccessfulTrimsOnlyAndCapped) {
 }
 
 TEST(SampleHistory, PointIsKeptCompactly) {
-  // history.h, the flag's help and the README state 32 bytes a point as
+  // history.h, the flag's help and docs/flags.md state 32 bytes a point as
   // kept, 24 a trim mark; keep them true.
   EXPECT_EQ(SampleHistory::kStoredPointBytes, 32u);
   EXPECT_EQ(sizeof(TrimMark), 24u);

@@ -1,11 +1,14 @@
-// The README's flag and metric references must say what the code does: each
-// table row is compared with the flag definitions and the metric table.
+// The reference pages must say what the code does: each row of the flag
+// table (docs/flags.md), the metric table (docs/metrics.md) and the path
+// table (docs/http.md) is compared with the flag definitions, the metric
+// table and the paths the server answers.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -15,6 +18,7 @@
 #include "daemon/cli/flags.h"
 #include "daemon/exposition/metric_detail.h"
 #include "daemon/exposition/metric_table.h"
+#include "daemon/report/incident_page.h"
 
 namespace memtrimd {
 namespace {
@@ -36,9 +40,15 @@ std::vector<std::string> Cells(const std::string& row) {
   return cells;
 }
 
-// Rows of the markdown table that follows `heading` in README.md.
-std::vector<std::vector<std::string>> TableAfter(const std::string& heading) {
-  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/README.md");
+constexpr const char* kFlagsPage = "docs/flags.md";
+constexpr const char* kMetricsPage = "docs/metrics.md";
+constexpr const char* kHttpPage = "docs/http.md";
+
+// Rows of the first markdown table after the line `heading` in `page` (a
+// path relative to the source tree).
+std::vector<std::vector<std::string>> TableAfter(const std::string& page,
+                                                 const std::string& heading) {
+  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/" + page);
   std::string line;
   bool in_section = false, in_table = false;
   std::vector<std::vector<std::string>> rows;
@@ -60,8 +70,8 @@ std::vector<std::vector<std::string>> TableAfter(const std::string& heading) {
 }
 
 TEST(ReadmeReference, FlagTableMatchesTheCode) {
-  auto rows = TableAfter("### Flags");
-  ASSERT_FALSE(rows.empty()) << "README.md has no flag table under '### Flags'";
+  auto rows = TableAfter(kFlagsPage, "# Flags");
+  ASSERT_FALSE(rows.empty()) << kFlagsPage << " has no flag table under '# Flags'";
   std::map<std::string, std::vector<std::string>> readme;
   for (const auto& r : rows) {
     ASSERT_GE(r.size(), 4u);
@@ -72,7 +82,7 @@ TEST(ReadmeReference, FlagTableMatchesTheCode) {
     std::string key = f.command.empty() ? f.name : f.command + " " + f.name;
     code.insert(key);
     auto it = readme.find(key);
-    ASSERT_NE(it, readme.end()) << key << " is missing from the README flag table";
+    ASSERT_NE(it, readme.end()) << key << " is missing from the flag table of " << kFlagsPage;
     EXPECT_EQ(it->second[1], f.env) << key;
     std::string def = f.default_value;
     if (def.size() >= 2 && def.front() == '[' && def.back() == ']')
@@ -80,13 +90,13 @@ TEST(ReadmeReference, FlagTableMatchesTheCode) {
     EXPECT_EQ(it->second[2], def) << key;
   }
   for (const auto& [key, row] : readme) {
-    EXPECT_TRUE(code.count(key)) << key << " is in the README but not a flag";
+    EXPECT_TRUE(code.count(key)) << key << " is in " << kFlagsPage << " but not a flag";
   }
 }
 
 TEST(ReadmeReference, MetricTableMatchesTheCode) {
-  auto rows = TableAfter("### Metrics");
-  ASSERT_FALSE(rows.empty()) << "README.md has no metric table under '### Metrics'";
+  auto rows = TableAfter(kMetricsPage, "# Metrics");
+  ASSERT_FALSE(rows.empty()) << kMetricsPage << " has no metric table under '# Metrics'";
   std::map<std::string, std::vector<std::string>> readme;
   for (const auto& r : rows) {
     ASSERT_GE(r.size(), 4u);
@@ -97,7 +107,7 @@ TEST(ReadmeReference, MetricTableMatchesTheCode) {
     std::string name(d->name);
     code.insert(name);
     auto it = readme.find(name);
-    ASSERT_NE(it, readme.end()) << name << " is missing from the README metric table";
+    ASSERT_NE(it, readme.end()) << name << " is missing from the metric table of " << kMetricsPage;
     EXPECT_EQ(it->second[1], MetricTypeName(d->type)) << name;
     std::string labels;
     for (std::string_view l : d->labels) labels += (labels.empty() ? "" : ", ") + std::string(l);
@@ -110,7 +120,7 @@ TEST(ReadmeReference, MetricTableMatchesTheCode) {
     }
   }
   for (const auto& [name, row] : readme) {
-    EXPECT_TRUE(code.count(name)) << name << " is in the README but not exported";
+    EXPECT_TRUE(code.count(name)) << name << " is in " << kMetricsPage << " but not exported";
   }
 }
 
@@ -121,13 +131,13 @@ std::string ReadSource(const std::string& path) {
   return ss.str();
 }
 
-// The risk checks the code makes are the ones the README, the metric's help
-// and the alert rules name, and nothing else.
+// The risk checks the code makes are the ones the JVM page, the metric's
+// help and the alert rules name, and nothing else.
 TEST(ReadmeReference, RiskChecksMatchTheCode) {
-  const std::string readme = ReadSource("README.md");
+  const std::string readme = ReadSource("docs/jvm.md");
   const std::string help(metric::kJvmRisk.help);
   for (std::string_view c : kRiskChecks) {
-    EXPECT_NE(readme.find("`" + std::string(c) + "`"), std::string::npos) << c << " in README";
+    EXPECT_NE(readme.find("`" + std::string(c) + "`"), std::string::npos) << c << " in docs/jvm.md";
     EXPECT_NE(help.find(std::string(c)), std::string::npos) << c << " in the metric's help";
   }
   const std::string rules = ReadSource("deploy/prometheus/alerts.rules.yml");
@@ -144,7 +154,7 @@ TEST(ReadmeReference, RiskChecksMatchTheCode) {
   }
 }
 
-// The RSS account's parts are the ones the README's metric row lists.
+// The RSS account's parts are the ones the metric table's row lists.
 TEST(ReadmeReference, AccountPartsMatchTheCode) {
   RssAccount jvm;
   jvm.java_heap = 0;
@@ -152,10 +162,10 @@ TEST(ReadmeReference, AccountPartsMatchTheCode) {
   jvm.glibc_free = 0;
   RssAccount program;
   std::string row;
-  for (const auto& r : TableAfter("### Metrics")) {
+  for (const auto& r : TableAfter(kMetricsPage, "# Metrics")) {
     if (!r.empty() && r[0] == "memtrimd_rss_account_bytes") row = r.back();
   }
-  ASSERT_FALSE(row.empty()) << "no memtrimd_rss_account_bytes row under '### Metrics'";
+  ASSERT_FALSE(row.empty()) << "no memtrimd_rss_account_bytes row in " << kMetricsPage;
   const std::string help(metric::kRssAccount.help);
   for (const RssAccount* a : {&jvm, &program}) {
     for (const auto& [part, bytes] : AccountParts(*a)) {
@@ -166,14 +176,14 @@ TEST(ReadmeReference, AccountPartsMatchTheCode) {
 }
 
 // Every detail family is in the --metrics.detail row of the flag table and
-// has its row in the Series budget section's table of families, and that
-// table names no other.
+// has its row in the metric page's Series budget table of families, and
+// that table names no other.
 TEST(ReadmeReference, DetailFamiliesMatchTheCode) {
   std::string flag_row;
-  for (const auto& r : TableAfter("### Flags")) {
+  for (const auto& r : TableAfter(kFlagsPage, "# Flags")) {
     if (!r.empty() && r[0] == "--metrics.detail") flag_row = r.back();
   }
-  ASSERT_FALSE(flag_row.empty()) << "no --metrics.detail row under '### Flags'";
+  ASSERT_FALSE(flag_row.empty()) << "no --metrics.detail row in " << kFlagsPage;
   std::set<std::string> families;
   for (std::string_view f : kDetailFamilies) {
     families.insert(std::string(f));
@@ -181,7 +191,7 @@ TEST(ReadmeReference, DetailFamiliesMatchTheCode) {
         << f << " in the --metrics.detail row";
   }
   // The rows after the header "| `--metrics.detail` | series | ... |".
-  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/" + kMetricsPage);
   std::string line;
   bool in_table = false;
   std::set<std::string> listed;
@@ -195,6 +205,53 @@ TEST(ReadmeReference, DetailFamiliesMatchTheCode) {
     }
   }
   EXPECT_EQ(listed, families);
+}
+
+// Every path the server answers (a `path == ...` comparison in
+// http_server.cc) has a row in the path table, and the table names no other.
+TEST(ReadmeReference, HttpTableMatchesTheServer) {
+  const std::string server = ReadSource("daemon/web/http_server.cc");
+  ASSERT_FALSE(server.empty());
+  const std::map<std::string, std::string> constants = {
+      {"kIncidentCssPath", kIncidentCssPath},
+      {"kIncidentIconPath", kIncidentIconPath},
+      {"options_.telemetry_path", "/metrics"},  // --web.telemetry-path's default
+  };
+  std::set<std::string> served;
+  const std::regex compare(R"re(path == ("(/[^"]*)"|[A-Za-z_][A-Za-z0-9_.]*))re");
+  for (auto it = std::sregex_iterator(server.begin(), server.end(), compare);
+       it != std::sregex_iterator(); ++it) {
+    if ((*it)[2].matched) {
+      served.insert((*it)[2].str());
+      continue;
+    }
+    auto c = constants.find((*it)[1].str());
+    ASSERT_NE(c, constants.end()) << "http_server.cc compares the path with " << (*it)[1].str()
+                                  << ", which this test does not know";
+    served.insert(c->second);
+  }
+  ASSERT_GE(served.size(), 5u) << "no paths found in http_server.cc";
+
+  // The first cell of each row: `/path`, `POST /path`, or several of them.
+  std::ifstream in(std::string(MEMTRIMD_SOURCE_DIR) + "/" + kHttpPage);
+  std::set<std::string> listed;
+  bool in_section = false, in_table = false;
+  const std::regex cell_path("`(?:[A-Z]+ )?(/[^`]*)`");
+  for (std::string line; std::getline(in, line);) {
+    if (line == "# HTTP") in_section = true;
+    if (!in_section) continue;
+    if (line.rfind("|", 0) != 0) {
+      if (in_table) break;
+      continue;
+    }
+    in_table = true;
+    const std::string first = line.substr(1, line.find('|', 1) - 1);
+    for (auto it = std::sregex_iterator(first.begin(), first.end(), cell_path);
+         it != std::sregex_iterator(); ++it) {
+      listed.insert((*it)[1].str());
+    }
+  }
+  EXPECT_EQ(listed, served) << "the path table of " << kHttpPage;
 }
 
 }  // namespace

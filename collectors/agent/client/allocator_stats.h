@@ -43,7 +43,7 @@ struct AllocatorStats {
 };
 
 // The measures that mean the same across allocators (absent: this allocator
-// does not report it). README "Allocators" has the table of what each is
+// does not report it). docs/allocators.md has the table of what each is
 // for each allocator.
 struct AllocatorMeasures {
   std::optional<uint64_t> allocated;  // in blocks the program holds
