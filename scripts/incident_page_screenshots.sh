@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # incident_page_screenshots.sh: makes docs/images/incident-page-{glibc,jvm}.png,
-# the README's pictures of the incident page.
+# the pictures of the incident page (README.md, docs/incident-page.md), and
+# records which sources of the page they show in
+# docs/images/incident-page.sha256 (scripts/incident_page_sources.sh; the
+# test incident_page_pictures_current fails once those sources change).
 #
 #   sudo scripts/incident_page_screenshots.sh BUILD_DIR
 #
@@ -21,7 +24,8 @@
 # makes, and removes them; whatever a killed test leaves there (its
 # processes, its cgroups) this script ends and removes on its way out.
 #
-# Builds nothing: build BUILD_DIR's integration_tests first.
+# Builds nothing: build BUILD_DIR's integration_tests first, from the sources
+# the pictures are to show (the record is of the working tree's files).
 set -euo pipefail
 
 [[ $# -eq 1 ]] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
@@ -80,3 +84,4 @@ for name in glibc jvm; do
   cp "$out/incident-page-$name.png" "$root/docs/images/incident-page-$name.png"
   echo "docs/images/incident-page-$name.png"
 done
+"$root/scripts/incident_page_sources.sh" write
