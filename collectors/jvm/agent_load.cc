@@ -296,23 +296,28 @@ AgentLoadOutcome ParseLoadAnswer(const AttachResponse& answer, std::string_view 
                                                (first.empty() ? "" : ": " + first));
 }
 
+Result<std::string> FindOwnAgentFrom(const std::string& dir) {
+  const std::string name(kAgentFileName);
+  // Beside the executable; installed (bin/ and lib/memtrimd/, a private
+  // plugin directory, as the web module's; lib/, where earlier installs put
+  // it); the build tree (daemon/ and collectors/agent/).
+  const std::string places[] = {dir + "/" + name, dir + "/../lib/memtrimd/" + name,
+                                dir + "/../lib/" + name, dir + "/../collectors/agent/" + name};
+  for (const std::string& p : places) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
+  }
+  return Status(ErrorCode::kNotFound, "memtrimd's own " + name + " is not beside " + dir +
+                                          " nor in ../lib/memtrimd (give --jvm.agent-path)");
+}
+
 Result<std::string> FindOwnAgent() {
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return Status::FromErrno(errno, "agent: readlink /proc/self/exe");
   std::string dir(exe, static_cast<std::size_t>(n));
   dir.erase(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
-  const std::string name(kAgentFileName);
-  // Beside it, installed (bin/ and lib/), the build tree (daemon/ and
-  // collectors/agent/).
-  const std::string places[] = {dir + "/" + name, dir + "/../lib/" + name,
-                                dir + "/../collectors/agent/" + name};
-  for (const std::string& p : places) {
-    struct stat st;
-    if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return p;
-  }
-  return Status(ErrorCode::kNotFound, "memtrimd's own " + name + " is not beside " + dir +
-                                          " nor in ../lib (give --jvm.agent-path)");
+  return FindOwnAgentFrom(dir);
 }
 
 AgentLoadOutcome LoadAgentInto(const Target& t, const AgentLoadOptions& o) { return Load(t, o); }

@@ -65,9 +65,13 @@ const char* AgentLoadResultName(AgentLoadResult r);
 // (agent_attach.h).
 AgentLoadOutcome ParseLoadAnswer(const AttachResponse& answer, std::string_view jvm_path);
 
-// memtrimd's own agent: beside its executable, in ../lib (as installed) or
-// in the build tree's collectors/agent. kNotFound says where it looked.
+// memtrimd's own agent: beside its executable, in ../lib/memtrimd (as
+// installed: a private plugin, not a library in the loader's path), in
+// ../lib (older installs) or in the build tree's collectors/agent. kNotFound
+// says where it looked.
 Result<std::string> FindOwnAgent();
+// The same, from the directory `exe_dir` instead of memtrimd's own.
+Result<std::string> FindOwnAgentFrom(const std::string& exe_dir);
 
 // Loads the agent into `target`, every time it is called. Blocking (attach
 // deadlines): call from the jvm collector's own thread. Once per JVM is

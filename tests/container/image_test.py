@@ -87,10 +87,10 @@ def check_stripped(image, tmp):
                 if re.search(rf"\s{re.escape(s)}\s", sections):
                     die(f"{os.path.relpath(path, out)} is not stripped: it has {s}")
             elves.append(os.path.relpath(path, out))
-    for wanted in ("bin/memtrimd", "bin/memtrimd-daemon", "lib/libmemtrimd_agent.so"):
+    for wanted in ("bin/memtrimd", "bin/memtrimd-daemon", "lib/memtrimd/libmemtrimd_agent.so"):
         if wanted not in elves:
             die(f"/usr/local/{wanted} is not in the image (found {elves})")
-    return os.path.join(out, "lib", "libmemtrimd_agent.so"), elves
+    return os.path.join(out, "lib", "memtrimd", "libmemtrimd_agent.so"), elves
 
 
 def check_agent_reads_jvm(image, agent, classpath, tmp, procs):

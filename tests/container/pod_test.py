@@ -112,7 +112,7 @@ def image_agent(image, tmp):
     app (which docs/trimming.md tells users to do in their app's image)."""
     name = names.container("agent-copy")
     podman("create", "--name", name, image)
-    podman("cp", f"{name}:/usr/local/lib/libmemtrimd_agent.so", tmp)
+    podman("cp", f"{name}:/usr/local/lib/memtrimd/libmemtrimd_agent.so", tmp)
     podman("rm", name)
     os.chmod(tmp, 0o755)
     return os.path.join(tmp, "libmemtrimd_agent.so")

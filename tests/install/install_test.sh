@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The installed layout works: `cmake --install` into a fresh prefix, then the
-# installed memtrimd serves HTTPS with basic auth, which needs
+# The installed layout works: `cmake --install` into a fresh prefix (the
+# preload agent in lib/memtrimd), then the installed memtrimd serves HTTPS
+# with basic auth, which needs
 # lib/memtrimd/libmemtrimd_web.so and the civetweb TLS shims found relative
 # to bin/.
 #
@@ -21,9 +22,13 @@ fail() { echo "FAIL: $*" >&2; [[ -f $tmp/memtrimd.log ]] && cat "$tmp/memtrimd.l
 
 cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log" || fail "cmake --install"
 for f in bin/memtrimd bin/memtrimd-daemon lib/memtrimd/libmemtrimd_web.so \
-  lib/memtrimd/libmemtrimd_civetweb_ssl.so lib/memtrimd/libmemtrimd_civetweb_crypto.so; do
+  lib/memtrimd/libmemtrimd_civetweb_ssl.so lib/memtrimd/libmemtrimd_civetweb_crypto.so \
+  lib/memtrimd/libmemtrimd_agent.so; do
   [[ -e $tmp/prefix/$f ]] || fail "$f is not installed"
 done
+# The agent is a private plugin (jvm::FindOwnAgent looks in ../lib/memtrimd),
+# not a library in the loader's directory.
+[[ -e $tmp/prefix/lib/libmemtrimd_agent.so ]] && fail "lib/libmemtrimd_agent.so is installed"
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2> /dev/null \
