@@ -304,6 +304,24 @@ std::optional<PodIdentity> PodmanContainer(const std::vector<std::string_view>& 
   return id;
 }
 
+// A podman pod given a kubelet pod's group as --cgroup-parent makes a group
+// of its own there, and puts its containers (and their monitor) below that
+// one, not in the kubelet pod's group itself. cgroupfs: the podman pod's
+// 64-hex ID (`pod<uid>/<podman pod id>/libpod-<id>`, recorded); systemd:
+// libpod names the pod's slice after the parent slice
+// (`<parent>-libpod_pod_<id>.slice`), and the containers' scopes sit below
+// it. `pod_seg` is the kubelet pod's group, `seg` the one right below it.
+bool IsPodmanPodGroupIn(std::string_view pod_seg, std::string_view seg, bool systemd) {
+  if (!systemd) return IsContainerId(seg);
+  constexpr std::string_view kSlice = ".slice";
+  constexpr std::string_view kPod = "-libpod_pod_";
+  std::string_view parent = pod_seg.substr(0, pod_seg.size() - kSlice.size());
+  if (!StartsWith(seg, parent) || !EndsWith(seg, kSlice)) return false;
+  seg.remove_prefix(parent.size());
+  seg.remove_suffix(kSlice.size());
+  return StartsWith(seg, kPod) && IsContainerId(seg.substr(kPod.size()));
+}
+
 // Whether a /proc/<pid>/cgroup line's path may name a pod or a podman
 // container (the line that decides).
 bool MentionsPod(std::string_view path) {
@@ -321,6 +339,11 @@ std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
   std::size_t pod_at = 0;
   for (std::size_t i = 0; i < segs->size(); ++i) {
     if (!LooksLikePodSegment((*segs)[i])) continue;
+    // A podman pod's slice in a kubelet pod's spells out the latter's name.
+    if (pod && pod->systemd && i == pod_at + 1 &&
+        IsPodmanPodGroupIn((*segs)[pod_at], (*segs)[i], true)) {
+      continue;
+    }
     if (pod) return std::nullopt;  // two pods in one path
     pod = SystemdPodSlice(*segs, i);
     if (!pod) pod = CgroupfsPodDir(*segs, i);
@@ -331,10 +354,24 @@ std::optional<PodIdentity> ParsePodCgroupPath(std::string_view path) {
   PodIdentity id;
   id.pod_uid = std::move(pod->uid);
   id.qos = pod->qos;
-  if (pod_at + 1 < segs->size()) {
+  std::size_t at = pod_at + 1;
+  if (at < segs->size() && IsPodmanPodGroupIn((*segs)[pod_at], (*segs)[at], pod->systemd)) {
+    // The container is the one below the podman pod's group. Under
+    // cgroupfs a bare 64-hex group is also containerd's or Docker's own
+    // container: only podman's groups below it (libpod-<id>, conmon) make
+    // it a podman pod's.
+    if (pod->systemd) {
+      if (at + 1 == segs->size()) return id;  // the podman pod's own slice
+      ++at;
+    } else if (at + 1 < segs->size()) {
+      std::optional<ContainerPart> inner = ContainerSegment((*segs)[at + 1], false);
+      if (inner && inner->runtime == "podman") ++at;
+    }
+  }
+  if (at < segs->size()) {
     // Groups below the container's (crun's "container" leaf, a container
     // that manages its own sub-groups) still belong to that container.
-    std::optional<ContainerPart> c = ContainerSegment((*segs)[pod_at + 1], pod->systemd);
+    std::optional<ContainerPart> c = ContainerSegment((*segs)[at], pod->systemd);
     if (!c) return std::nullopt;
     id.container_id = std::move(c->id);
     id.runtime = std::move(c->runtime);

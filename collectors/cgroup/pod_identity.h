@@ -51,7 +51,9 @@ struct PodIdentity {
 // podman puts it: `libpod-<id>` below `libpod_parent` (cgroupfs) or `libpod-<id>.scope` below
 // `machine.slice` (systemd), either directly or in a podman pod's group, with those at the
 // hierarchy's top or behind `..` (a rootless podman's containers sit in the user's own subtree: no
-// identity, as for any name there).
+// identity, as for any name there). A podman pod given a kubelet pod's group as its
+// --cgroup-parent puts a group of its own between that and its containers': the container is the
+// one below it, never the podman pod.
 std::optional<PodIdentity> ParsePodIdentity(std::string_view proc_pid_cgroup_text);
 
 // One cgroup path (the part after the second ':' of a /proc/<pid>/cgroup line).

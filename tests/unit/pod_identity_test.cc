@@ -93,6 +93,13 @@ const Case kCases[] = {
      "6f581d40143fcbb606c9536a983031c01d51873f719e0702566a2f4c5039343c", "podman", kG},
     // podman's monitor in the pod's group: the pod, not a container.
     {"podman_kubepods_conmon_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "", "podman", kBu},
+    // A podman pod given the kubelet pod's group as --cgroup-parent: the
+    // container below the podman pod's group (6755f143...), not that group.
+    {"podman_pod_kubepods_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+     "4cdd618464897d4938fcc3f4a5edbc9180e784b0d87ac46a6188a5468c6dc273", "podman", kBe},
+    {"podman_pod_kubepods_inside_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+     "191a3be9e474e3c560dfc2689f4509c253831ffb868df46c5083d80eeb604d09", "podman", kBe},
+    {"podman_pod_kubepods_conmon_v1", "3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f", "", "podman", kBe},
     // podman with systemd (record.sh, names from libpod's source).
     {"podman_systemd_v2", "", "acf106d37376cd28bdfce1f1cc4349b24fd0070d62887ded579fabdf9090cb35",
      "podman", kNoPod},
@@ -158,6 +165,22 @@ TEST(PodIdentity, EveryContainerNameBelowEachDriversPod) {
       {systemd + "docker-" + cid + ".scope", uid, cid, "docker", kBu},
       {systemd + "libpod-" + cid + ".scope", uid, cid, "podman", kBu},
       {systemd + "libpod-conmon-" + cid + ".scope", uid, "", "podman", kBu},
+      // A podman pod given the kubelet pod's group as --cgroup-parent: its
+      // own group in between (cgroupfs: its ID; systemd: a slice named
+      // after the parent's), the container below it.
+      {cgroupfs + pod + "/libpod-" + cid, uid, cid, "podman", kBu},
+      {cgroupfs + pod + "/conmon", uid, "", "podman", kBu},
+      {cgroupfs + pod + "/libpod-" + cid + "/container", uid, cid, "podman", kBu},
+      {systemd + "kubepods-burstable-pod" + uid_ + "-libpod_pod_" + pod + ".slice/libpod-" + cid +
+           ".scope",
+       uid, cid, "podman", kBu},
+      {systemd + "kubepods-burstable-pod" + uid_ + "-libpod_pod_" + pod + ".slice/libpod-conmon-" +
+           cid + ".scope",
+       uid, "", "podman", kBu},
+      {systemd + "kubepods-burstable-pod" + uid_ + "-libpod_pod_" + pod + ".slice", uid, "", "",
+       kBu},
+      // containerd's container's own sub-groups stay its own.
+      {cgroupfs + cid + "/container", uid, cid, "", kBu},
       {"/libpod_parent/libpod-" + cid, "", cid, "podman", kNoPod},
       {"/libpod_parent/" + pod + "/libpod-" + cid, "", cid, "podman", kNoPod},
       {"/libpod_parent/libpod-" + cid + "/container", "", cid, "podman", kNoPod},
@@ -216,6 +239,14 @@ TEST(PodIdentity, PodmanShapesOnlyWherePodmanPutsThem) {
     EXPECT_EQ(ParsePodCgroupPath(p), std::nullopt);
     EXPECT_EQ(ParsePodIdentity("0::" + p + "\n"), std::nullopt);
   }
+  // A podman pod's slice in a kubelet pod's must spell out that pod's own
+  // name: another pod's name is a second pod in one path.
+  const std::string other =
+      "/kubepods.slice/kubepods-burstable.slice/"
+      "kubepods-burstable-pod36f5882d_0621_f60f_9ff2_04ff5fe547ba.slice/"
+      "kubepods-burstable-pod46f5882d_0621_f60f_9ff2_04ff5fe547ba-libpod_pod_" +
+      pod + ".slice/libpod-" + cid + ".scope";
+  EXPECT_EQ(ParsePodCgroupPath(other), std::nullopt);
   // Below a kubelet's pod, an unknown or malformed name is no container.
   const std::string in_pod = "/kubepods/burstable/pod36f5882d-0621-f60f-9ff2-04ff5fe547ba/";
   for (const std::string& seg : {"libpod-" + cid.substr(0, 63), "libpod-" + cid + ".scope",
