@@ -23,9 +23,11 @@ packages=(
   python3 python3-yaml yamllint
   # TLS tests make their certificates with the openssl command
   openssl
-  # the .deb: dpkg-shlibdeps computes its Depends (scripts/build-deb.sh); its
-  # test installs it in a clean bookworm rootfs made by mmdebstrap (below)
-  dpkg-dev
+  # the .deb: dpkg-shlibdeps computes its Depends (scripts/build-deb.sh),
+  # help2man makes its manual page from memtrimd --help; its test installs
+  # it in a clean bookworm rootfs made by mmdebstrap (below) and runs
+  # Debian's package checker, lintian, on it
+  dpkg-dev help2man lintian
   # the incident page's acceptance test opens / in a headless browser
   chromium
   # the allocators a target may run on: the fragmenter is built for and

@@ -6,7 +6,9 @@
 # installed in the chroot after the package), the installed memtrimd, run
 # as the unit runs it (its command, its environment file) under a non-root
 # uid, watches a process of that system, and `memtrimd inspect` reads a
-# program through the installed agent.
+# program through the installed agent. Before that, lintian (Debian's
+# package checker) on the .deb: any error or warning fails the test (the
+# package's overrides say why each remaining tag is right).
 #
 #   tests/package/deb_install_test.sh SOURCE_DIR [DEB]
 #
@@ -28,7 +30,7 @@ skip() {
   exit 77
 }
 [[ $(id -u) -eq 0 ]] || skip "needs root (chroot, mount)"
-for tool in mmdebstrap unshare chroot curl readelf dpkg-deb; do
+for tool in mmdebstrap unshare chroot curl readelf dpkg-deb lintian; do
   command -v "$tool" > /dev/null || skip "$tool is not installed"
 done
 
@@ -80,6 +82,18 @@ project_version=$(sed -n 's/^project(memtrimd VERSION \([0-9.]*\).*/\1/p' "$src/
 echo "package: ${deb##*/}, $(stat -c %s "$deb") bytes"
 echo "Depends: $(dpkg-deb -f "$deb" Depends)"
 
+# lintian: errors (E:) and warnings (W:) fail; info and pedantic tags, and
+# overridden ones, are printed for the log only. Its exit code counts
+# errors alone, so the tags are read.
+lintian --fail-on none --display-level ">=info" "$deb" > "$tmp/lintian.log" 2>&1 \
+  || fail "lintian could not check $deb"
+if grep -qE '^[EW]: ' "$tmp/lintian.log"; then
+  fail "lintian reports errors or warnings on ${deb##*/}:
+$(grep -E '^[EW]: ' "$tmp/lintian.log")"
+fi
+echo "lintian $(lintian --version | sed 's/^Lintian v//'): no error, no warning ($(grep -c '^[IPN]: ' "$tmp/lintian.log") info lines)"
+phase "lintian"
+
 # --- a clean Debian 12 -----------------------------------------------------------
 
 cache=$src/build/rootfs-cache/$suite-minbase.tar
@@ -127,10 +141,11 @@ phase "apt install"
 
 # --- what it installed -------------------------------------------------------------
 
-for f in /usr/bin/memtrimd /usr/bin/memtrimd-daemon /usr/lib/libmemtrimd_agent.so \
+for f in /usr/bin/memtrimd /usr/bin/memtrimd-daemon /usr/lib/memtrimd/libmemtrimd_agent.so \
   /usr/lib/memtrimd/libmemtrimd_web.so /usr/lib/memtrimd/libmemtrimd_civetweb_ssl.so \
   /usr/lib/memtrimd/libmemtrimd_civetweb_crypto.so /lib/systemd/system/memtrimd.service \
-  /etc/default/memtrimd; do
+  /etc/default/memtrimd /usr/share/doc/memtrimd/copyright /usr/share/doc/memtrimd/changelog.gz \
+  /usr/share/man/man1/memtrimd.1.gz /usr/share/man/man1/memtrimd-daemon.1.gz; do
   in_root dpkg -S "$f" > /dev/null 2>&1 || fail "$f is not in the package's file list"
   [[ -f $root$f ]] || fail "$f is not installed"
 done
@@ -139,7 +154,7 @@ in_root dpkg-query -W -f='${Conffiles}\n' memtrimd | grep -q '^ /etc/default/mem
   || fail "/etc/default/memtrimd is not a conffile (an upgrade would overwrite the user's target)"
 cmp -s "$root/etc/default/memtrimd" "$src/deploy/systemd/memtrimd.default" \
   || fail "/etc/default/memtrimd differs from deploy/systemd/memtrimd.default"
-for f in /usr/bin/memtrimd /usr/bin/memtrimd-daemon /usr/lib/libmemtrimd_agent.so \
+for f in /usr/bin/memtrimd /usr/bin/memtrimd-daemon /usr/lib/memtrimd/libmemtrimd_agent.so \
   /usr/lib/memtrimd/libmemtrimd_web.so; do
   if readelf -S --wide "$root$f" | grep -qE ' \.(symtab|debug_info) '; then
     fail "$f is not stripped"
@@ -170,6 +185,24 @@ echo "systemd-analyze verify (systemd $(in_root systemctl --version | sed -n '1s
 out=$(in_root memtrimd --version) || fail "memtrimd --version in the chroot"
 [[ $out == "memtrimd $version "* ]] || fail "memtrimd --version: '$out'"
 echo "in the chroot: $out"
+
+# The manual page is made from --help at build time: every flag the
+# installed program lists must be in it (help2man read the whole text),
+# under the program's name and version. The page's markup goes first: "-"
+# is written "\-", and help2man's bold part of a flag ends at its first dot
+# ("\fB\-\-web\fR.listen\-address").
+page=$(zcat "$root/usr/share/man/man1/memtrimd.1.gz" | sed 's/\\f[BIRP]//g; s/\\[,/]//g; s/\\-/-/g') \
+  || fail "memtrimd.1.gz is not a gzip file"
+grep -q "^\.TH MEMTRIMD \"1\" .*\"memtrimd $version" <<< "$page" \
+  || fail "memtrimd.1's title line: $(grep '^\.TH' <<< "$page")"
+help_flags=$(in_root memtrimd --help | grep -oE -- '--[a-z][a-z0-9.-]*[a-z0-9]' | sort -u)
+[[ $(wc -l <<< "$help_flags") -gt 20 ]] || fail "memtrimd --help lists $(wc -l <<< "$help_flags") flags"
+for flag in $help_flags; do
+  grep -qF -- "$flag" <<< "$page" || fail "memtrimd.1 does not mention $flag, which --help lists"
+done
+[[ $(readlink "$root/usr/share/man/man1/memtrimd-daemon.1.gz") == memtrimd.1.gz ]] \
+  || fail "memtrimd-daemon.1.gz is not a link to memtrimd.1.gz"
+echo "man page: all $(wc -l <<< "$help_flags") flags of memtrimd --help"
 phase "file checks"
 
 # --- it watches a process of that system -----------------------------------------
@@ -193,17 +226,17 @@ chroot --userspec=nobody:nogroup "$root" env -i PATH=/usr/bin:/bin sleep 3601 &
 plain=$!
 pids+=("$plain")
 chroot --userspec=nobody:nogroup "$root" env -i PATH=/usr/bin:/bin \
-  LD_PRELOAD=/usr/lib/libmemtrimd_agent.so sleep 3602 &
+  LD_PRELOAD=/usr/lib/memtrimd/libmemtrimd_agent.so sleep 3602 &
 preloaded=$!
 pids+=("$preloaded")
 wait_comm "$plain" sleep
 wait_comm "$preloaded" sleep
 # The loader maps the preload just after exec; maps names it from our root.
 for _ in $(seq 100); do
-  grep -q " $root/usr/lib/libmemtrimd_agent.so$" "/proc/$preloaded/maps" && break
+  grep -q " $root/usr/lib/memtrimd/libmemtrimd_agent.so$" "/proc/$preloaded/maps" && break
   sleep 0.1
 done
-grep -q " $root/usr/lib/libmemtrimd_agent.so$" "/proc/$preloaded/maps" \
+grep -q " $root/usr/lib/memtrimd/libmemtrimd_agent.so$" "/proc/$preloaded/maps" \
   || fail "the preloaded sleep has not mapped the installed agent within 10 s"
 
 # The daemon as the unit starts it: ExecStart with the environment file's
@@ -258,16 +291,30 @@ echo "inspect: $(grep '^Allocator:' <<< "$in_agent")"
 phase "watching"
 
 # Enabled as an administrator would (systemctl works on the files in a
-# chroot), then purged: the maintainer scripts must run without a running
-# systemd and leave no file, conffile or enable link behind.
+# chroot), removed, installed again, then purged, as deb-systemd-helper's
+# snippets handle it: the maintainer scripts run without a running systemd;
+# a removed package's unit is masked (its binary is gone) and keeps the
+# administrator's enable; installing it again lifts the mask and keeps the
+# enable; a purge leaves no file, conffile, mask, enable link or state.
 in_root systemctl enable memtrimd.service > "$tmp/enable.log" 2>&1 || fail "systemctl enable in the chroot"
 link=/etc/systemd/system/multi-user.target.wants/memtrimd.service
+mask=/etc/systemd/system/memtrimd.service
 [[ -L $root$link ]] || fail "systemctl enable made no $link"
+in_root apt-get remove -y memtrimd > "$tmp/apt-remove.log" 2>&1 || fail "apt-get remove memtrimd"
+[[ $(readlink "$root$mask") == /dev/null ]] || fail "apt-get remove did not mask memtrimd.service"
+[[ -L $root$link ]] || fail "apt-get remove dropped the administrator's $link"
+in_root sh -c "cd /tmp && apt install -y ./${deb##*/}" > "$tmp/apt-reinstall.log" 2>&1 \
+  || fail "apt install ./${deb##*/} after apt-get remove"
+[[ -e $root$mask || -L $root$mask ]] && fail "installing again left memtrimd.service masked"
+[[ -L $root$link ]] || fail "installing again dropped the administrator's $link"
 in_root apt-get purge -y memtrimd > "$tmp/apt-purge.log" 2>&1 || fail "apt-get purge memtrimd"
-for f in /usr/bin/memtrimd /usr/lib/libmemtrimd_agent.so /lib/systemd/system/memtrimd.service \
-  /etc/default/memtrimd "$link"; do
+for f in /usr/bin/memtrimd /usr/lib/memtrimd/libmemtrimd_agent.so \
+  /lib/systemd/system/memtrimd.service /etc/default/memtrimd "$link" "$mask" \
+  /var/lib/systemd/deb-systemd-helper-enabled/memtrimd.service.dsh-also \
+  /var/lib/systemd/deb-systemd-helper-enabled/multi-user.target.wants/memtrimd.service \
+  /var/lib/systemd/deb-systemd-helper-masked/memtrimd.service; do
   [[ -e $root$f || -L $root$f ]] && fail "$f is left after apt-get purge"
 done
-phase "purge"
+phase "remove, install again, purge"
 
 echo "PASS: $suite chroot: apt install ./${deb##*/}, the installed memtrimd watches pid $plain and reads pid $preloaded through the installed agent ($((SECONDS - started)) s)"
