@@ -3,7 +3,9 @@
 # workload that fragments glibc arenas (with the trim agent preloaded), starts
 # memtrimd against it, shows the metrics URL and an `inspect` table, then
 # trims once and shows what came back. memtrimd keeps trimming on its
-# schedule afterwards. Ctrl-C stops everything it started.
+# schedule afterwards, and the demo prints each scheduled trim and each
+# change of the interval (the schedule backs off while trims give nothing
+# back). Ctrl-C stops everything it started.
 #
 # Usage: scripts/demo.sh [--skip-install] [--build-dir DIR] [--port N] [--seconds N]
 #   --seconds N   stop by itself after N seconds (default: run until Ctrl-C)
@@ -67,8 +69,12 @@ wait_for 60 "[ -f '$work/ready' ]" || { echo "demo: the workload did not get rea
 
 echo
 echo "== starting memtrimd (it picks the workload by its command line)"
+# The schedule's settings are spelled out (they are the defaults but for the
+# interval) because the text below explains them.
 "$memtrimd" --web.listen-address="127.0.0.1:$port" --target.match="fragmenter.*--tag demo" \
-  --sample.interval=2s --smaps.interval=10s --trim.interval=1m 2>"$work/memtrimd.log" &
+  --sample.interval=2s --smaps.interval=10s --trim.interval=1m --trim.floor=1MiB \
+  --trim.unproductive-runs=3 --trim.max-interval=1h --trim.reset-growth=64MiB \
+  2>"$work/memtrimd.log" &
 pids+=($!)
 url="http://127.0.0.1:$port/metrics"
 if ! wait_for 20 "curl -sf '$url' 2>/dev/null | grep -q '^memtrimd_glibc_arena_heaps{'"; then
@@ -88,11 +94,45 @@ echo
 echo "== memtrimd trim --pid $frag_pid   (one trim now, measured from outside)"
 "$memtrimd" trim --pid "$frag_pid"
 echo
+echo "memtrimd keeps sampling and trims on a schedule: every minute (+-10%) while"
+echo "trims pay. After 3 trims in a row that give back less than 1 MiB each it"
+echo "waits twice as long (2m, 4m, ... up to 1h), since a trim pauses the program's"
+echo "threads on the arena it trims. This workload allocates only at its start and"
+echo "the trim above took its free memory, so the next trims find little and the"
+echo "interval grows. When the arena heaps grow by 64 MiB again it goes back to"
+echo "every minute."
 if [ "$seconds" -gt 0 ]; then
   echo "(stopping after $seconds s)"
   sleep "$seconds"
 else
-  echo "memtrimd keeps sampling and trims every minute; see $url and"
-  echo "http://127.0.0.1:$port/report, or press Ctrl-C to stop."
-  while kill -0 "$frag_pid" 2>/dev/null; do sleep 1; done
+  echo "Each scheduled trim and each change of the interval follow, as memtrimd"
+  echo "reports them on $url"
+  echo "(also http://127.0.0.1:$port/report); press Ctrl-C to stop."
+  # One series of the scrape: the value of NAME{pid="<the workload>"...}.
+  value_of() {
+    sed -n "s/^$1{pid=\"$frag_pid\"${2:-}} \([-0-9.e+]*\)\$/\1/p" <<<"$metrics" | head -n 1
+  }
+  whole() { awk -v v="$1" 'BEGIN { printf "%d", v }'; }
+  last_at=""
+  last_interval=""
+  while kill -0 "$frag_pid" 2>/dev/null; do
+    metrics=$(curl -s --max-time 2 "$url" || true)
+    at=$(value_of memtrimd_trim_last_success_timestamp_seconds)
+    interval=$(value_of memtrimd_trim_interval_seconds)
+    if [ -n "$at" ] && [ "$at" != "$last_at" ]; then
+      gave=$(value_of memtrimd_trim_last_reclaimed_bytes ',measure="rss_swap"')
+      printf '%s  scheduled trim: gave back %s MiB\n' "$(date -u -d "@$(whole "$at")" +%T)" \
+        "$(awk -v b="${gave:-0}" 'BEGIN { printf "%.1f", b / 1048576 }')"
+      last_at=$at
+    fi
+    if [ -n "$interval" ] && [ "$interval" != "$last_interval" ]; then
+      if [ -n "$last_interval" ] && awk -v a="$interval" -v b="$last_interval" 'BEGIN { exit !(a > b) }'; then
+        echo "          backing off: 3 trims in a row gave back under 1 MiB; next trims every $(whole "$interval") s"
+      elif [ -n "$last_interval" ]; then
+        echo "          the arena heaps grew by 64 MiB: back to every $(whole "$interval") s"
+      fi
+      last_interval=$interval
+    fi
+    sleep 2
+  done
 fi
