@@ -56,8 +56,8 @@ TEST(ResidentInRange, PartialPagesCountByOverlapSoNeighboursNeverDoubleCount) {
   // Two allocations sharing page 11: their resident bytes add up to it once.
   const uint64_t a = procfs::ResidentInRange(base + 100, kPage + 1000, 10, entries, kPage);
   const uint64_t b = procfs::ResidentInRange(base + kPage + 1100, 3000, 10, entries, kPage);
-  EXPECT_EQ(a, kPage - 100 + 1000);
-  EXPECT_EQ(b, 2996u);  // to the end of page 11 only: page 12 is not resident
+  EXPECT_EQ(a, kPage - 100 + 1100);  // to base + kPage + 1100
+  EXPECT_EQ(b, 2996u);               // to the end of page 11 only: page 12 is not resident
   EXPECT_EQ(procfs::ResidentInRange(base + kPage, kPage, 10, entries, kPage), kPage);
   EXPECT_LE(procfs::ResidentInRange(base + kPage + 1000, 100, 10, entries, kPage) +
                 procfs::ResidentInRange(base + kPage + 1100, 50, 10, entries, kPage),
