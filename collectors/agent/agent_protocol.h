@@ -32,7 +32,7 @@
  *   ask    one line per connection: "trim", "allocator", "malloc_info",
  *          "mallinfo2", "jvm_buffers", "ping",
  *          "sampling on <T>[ lease=<s>][ max_rate=<n>]",
- *          "sampling off" or "sites", ending in '\n'.
+ *          "sampling off", "sites" or "sites live", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
  *          1 = error (the body says why), 2 = the answer did not fit
  *          the agent's buffer (allocator, malloc_info; the body says
@@ -81,9 +81,10 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (5; 4 before the lease and the budget,
- *                      3 before the sampler, 2 before Agent_OnAttach, 1
- *                      before "allocator"), refused (connections refused),
+ *          ping        pid, version (6; 5 before "sites live", 4
+ *                      before the lease and the budget, 3 before the
+ *                      sampler, 2 before Agent_OnAttach, 1 before
+ *                      "allocator"), refused (connections refused),
  *                      sampling (0/1: the sampler is on), period (the
  *                      period in force; 0 before the first "on"),
  *                      lease_left_ms (0 while off); "ping" never renews
@@ -135,6 +136,18 @@
  *                      estimates, rounded), pcs lowercase hex without 0x,
  *                      pc1 the return address in malloc's caller (innermost
  *                      first); the "[stack table full]" row has no pcs
+ *          sites live  "sites", and after its stack lines one line per
+ *                      live sampled allocation of this generation whose
+ *                      stack was listed (version 6):
+ *                        live <stack> <ptr> <size> <weight>
+ *                      stack the 0-based index of its stack line in this
+ *                      answer, ptr lowercase hex without 0x, size the
+ *                      bytes asked for, weight the unbiased bytes the
+ *                      sample stands for (decimal). The head adds
+ *                      live_seen (such samples found) and live_listed
+ *                      (lines sent: fewer when the answer's buffer was
+ *                      full; the list then ends early). memtrimd reads the
+ *                      resident pages of each range from outside.
  *          Bodies other than malloc_info are "key=value\n" lines.
  *
  * Set MEMTRIMD_AGENT_DISABLE=1 to load the library without starting it.
@@ -150,8 +163,9 @@
  * 2: "allocator", and "trim" runs the allocator's own release call.
  * 3: Agent_OnAttach: loadable into a running JVM (in_target/agent_attach.c).
  * 4: the allocation sampler ("sampling on|off", "sites").
- * 5: the sampler's lease and sample budget; "ping" says whether it is on. */
-#define AGENT_PROTOCOL_VERSION 5
+ * 5: the sampler's lease and sample budget; "ping" says whether it is on.
+ * 6: "sites live": the live sampled allocations' ranges and weights. */
+#define AGENT_PROTOCOL_VERSION 6
 
 /* The library's file name: what memtrimd looks for in a target's maps and
  * the agent in its own process. */
@@ -194,12 +208,13 @@
 #define AGENT_SAMPLING_MAX_RATE "max_rate="
 #define AGENT_VERB_SAMPLING_OFF "sampling off"
 #define AGENT_VERB_SITES "sites"
+#define AGENT_VERB_SITES_LIVE "sites live" /* version 6 */
 /* Every verb, as a list (tests/integration/agent_protocol_test.cc sends each
  * one; a verb added above belongs here too). */
 #define AGENT_VERBS                                                                             \
   AGENT_VERB_TRIM, AGENT_VERB_ALLOCATOR, AGENT_VERB_MALLOC_INFO, AGENT_VERB_MALLINFO2,          \
       AGENT_VERB_JVM_BUFFERS, AGENT_VERB_PING, AGENT_VERB_SAMPLING_ON, AGENT_VERB_SAMPLING_OFF, \
-      AGENT_VERB_SITES
+      AGENT_VERB_SITES, AGENT_VERB_SITES_LIVE
 
 /* The sampling period's bounds, in bytes ("bad sampling period" outside). */
 #define AGENT_SAMPLING_MIN_PERIOD 4096ull
@@ -257,6 +272,10 @@
       "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "truncated", "base_period", \
       "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended"
 #define AGENT_SITES_STACK "stack"
+/* "sites live" only (version 6): its head's two keys besides those of
+ * "sites", and the word that starts each live line after the stack lines. */
+#define AGENT_KEYS_SITES_LIVE "live_seen", "live_listed"
+#define AGENT_SITES_LIVE "live"
 
 /* ---- Agent_OnAttach (a load into a running JVM) ---- */
 

@@ -17,6 +17,43 @@ uint64_t CountPresent(std::span<const uint64_t> entries) {
   return n;
 }
 
+uint64_t ResidentInRange(uint64_t start, uint64_t length, uint64_t first_page,
+                         std::span<const uint64_t> entries, uint64_t page_size) {
+  if (length == 0 || page_size == 0) return 0;
+  const uint64_t end = start + length < start ? UINT64_MAX : start + length;
+  uint64_t bytes = 0;
+  for (uint64_t page = std::max(start / page_size, first_page); page * page_size < end; ++page) {
+    if (page - first_page >= entries.size()) break;
+    if ((entries[page - first_page] & kPagemapPresent) == 0) continue;
+    const uint64_t from = std::max(start, page * page_size);
+    const uint64_t to = std::min(end, page * page_size + page_size);
+    bytes += to - from;
+  }
+  return bytes;
+}
+
+Status PageResidency::Entries(uint64_t /*first_page*/, std::span<uint64_t> /*out*/) const {
+  return Status(ErrorCode::kUnavailable, "pagemap entries not recorded");
+}
+
+Result<uint64_t> PageResidency::RangeResidentBytes(uint64_t start, uint64_t length) const {
+  std::array<uint64_t, 2048> buf{};  // 16 KiB: 8 MiB of address space per read
+  const uint64_t size = PageSize();
+  if (length == 0) return uint64_t{0};
+  const uint64_t end = start + length < start ? UINT64_MAX : start + length;
+  uint64_t page = start / size;
+  const uint64_t end_page = (end - 1) / size + 1;
+  uint64_t bytes = 0;
+  while (page < end_page) {
+    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(buf.size(), end_page - page));
+    std::span<uint64_t> chunk(buf.data(), n);
+    if (Status st = Entries(page, chunk); !st.ok()) return st;
+    bytes += ResidentInRange(start, end - start, page, chunk, size);
+    page += n;
+  }
+  return bytes;
+}
+
 Result<Pagemap> Pagemap::Open(const std::string& proc_dir) {
   const std::string path = proc_dir + "/pagemap";
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

@@ -36,6 +36,14 @@ inline constexpr uint64_t kPagemapSwapped = 1ull << 62;
 // swapped-out page is in smaps' Swap, not its Rss).
 uint64_t CountPresent(std::span<const uint64_t> entries);
 
+// Pure: the bytes of [start, start + length) that lie on resident pages,
+// given the pagemap entries of the pages from `first_page` on (pages the
+// entries do not cover count as not resident). A page only partly inside
+// the range counts by its overlap, so two allocations sharing a page count
+// it once between them, never twice.
+uint64_t ResidentInRange(uint64_t start, uint64_t length, uint64_t first_page,
+                         std::span<const uint64_t> entries, uint64_t page_size);
+
 // Which pages of a process are resident: its pagemap, or a recording of
 // the answers (tests/readme replays one).
 class PageResidency {
@@ -45,6 +53,14 @@ class PageResidency {
   virtual Result<bool> Present(uint64_t address) const = 0;
   // Resident bytes in [start, start + length), in whole pages.
   virtual Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const = 0;
+  // The raw entries of the pages from `first_page` on (out.size() of
+  // them): what reads of many small ranges batch into one. A recording
+  // without them answers kUnavailable.
+  virtual Status Entries(uint64_t first_page, std::span<uint64_t> out) const;
+  virtual uint64_t PageSize() const { return 4096; }
+  // Bytes of [start, start + length) on resident pages, partial first and
+  // last pages by overlap (ResidentInRange), read through Entries.
+  Result<uint64_t> RangeResidentBytes(uint64_t start, uint64_t length) const;
 };
 
 // Opens the residency of the process at `proc_dir` (OpenPagemap).
@@ -64,6 +80,10 @@ class Pagemap : public PageResidency {
   Result<bool> Present(uint64_t address) const override;
   // Read in chunks of a fixed buffer (a 64 MiB heap is 128 KiB of pagemap).
   Result<uint64_t> ResidentBytes(uint64_t start, uint64_t length) const override;
+  Status Entries(uint64_t first_page, std::span<uint64_t> out) const override {
+    return ReadEntries(first_page, out);
+  }
+  uint64_t PageSize() const override { return page_size_; }
 
  private:
   Pagemap(UniqueFd fd, uint64_t page_size) : fd_(std::move(fd)), page_size_(page_size) {}

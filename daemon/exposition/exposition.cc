@@ -170,11 +170,21 @@ void AddSites(FamilyBuilder& b, const std::string& pid, const TargetSample& s, s
   using namespace metric;
   if (!s.sites) return;
   const agent::SiteProfile& p = *s.sites;
+  uint64_t resident_shown = 0;
   const uint64_t rest =
       ForTopSites(p, top, EmptySites::kKeep, [&](std::size_t, const agent::NamedSite& site) {
         b.Add(kSiteLiveBytes, {pid, site.name}, D(site.values.live_bytes));
+        // The same rows: the series budget of the live bytes holds for both.
+        if (p.resident.known) {
+          b.Add(kSiteResidentBytes, {pid, site.name}, D(site.values.resident_bytes));
+          resident_shown += site.values.resident_bytes;
+        }
       });
   b.Add(kSiteLiveBytes, {pid, "other"}, D(rest));
+  if (p.resident.known) {
+    const uint64_t all = p.total.resident_bytes;
+    b.Add(kSiteResidentBytes, {pid, "other"}, D(all > resident_shown ? all - resident_shown : 0));
+  }
   b.Add(kSitesSampler, {pid}, D(p.sampler_bytes));
 }
 

@@ -324,6 +324,14 @@ const MetricDef kSiteLiveBytes{
     "\"hold < hold_200 < main\"), estimated from the agent's sampled allocations "
     "(--collector.sites): the --sites.top largest sites and site=\"other\" for the rest. "
     "Allocations from before sampling started are not seen."};
+const MetricDef kSiteResidentBytes{
+    "memtrimd_native_site_resident_bytes",
+    MetricType::Gauge,
+    {"pid", "site"},
+    "The resident part of memtrimd_native_site_live_bytes: each live sampled allocation's "
+    "weight times the share of its range on resident pages (/proc/<pid>/pagemap), for the same "
+    "sites and site=\"other\". Absent when the agent cannot list its live samples (protocol "
+    "version 5 or older) or the pagemap cannot be read."};
 const MetricDef kSitesSampler{
     "memtrimd_native_sites_sampler_bytes",
     MetricType::Gauge,
@@ -503,6 +511,7 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kBufferPoolBuffers,
       &kTempBufferCache,
       &kSiteLiveBytes,
+      &kSiteResidentBytes,
       &kSitesSampler,
       &kGcCollections,
       &kGcSeconds,

@@ -80,6 +80,7 @@ extern const MetricDef kBufferPoolBuffers;
 extern const MetricDef kTempBufferCache;
 // Sampled allocation sites (the agent's sampler).
 extern const MetricDef kSiteLiveBytes;
+extern const MetricDef kSiteResidentBytes;
 extern const MetricDef kSitesSampler;
 extern const MetricDef kGcCollections;
 extern const MetricDef kGcSeconds;

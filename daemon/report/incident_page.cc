@@ -8,6 +8,7 @@
 #include "daemon/analysis/allocator_findings.h"
 #include "daemon/analysis/findings.h"
 #include "daemon/analysis/rss_account.h"
+#include "daemon/analysis/site_share.h"
 #include "daemon/analysis/top_sites.h"
 #include "daemon/base/units.h"
 #include "daemon/build_info.h"
@@ -224,41 +225,94 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   out += "<h3>Who holds the native memory</h3>\n";
   out += "<table class=\"sites\" data-part=\"" + part + "\"";
   if (a) out += " data-part-bytes=\"" + std::to_string(a->outside) + "\"";
-  out += "><tr><th>site (innermost function first)</th><th>live</th><th>of " + words + "</th>";
+  // Shares of the part are of resident bytes (allocated memory never
+  // touched holds no RSS); of live bytes only when the resident figure is
+  // not known, and then said so.
+  const bool resident = p.resident.known;
+  out += "><tr><th>site (innermost function first)</th><th>live</th>";
+  if (resident) out += "<th>resident</th>";
+  out += "<th>of " + words + "</th>";
   if (jvm) out += "<th>NMT counts it</th>";
   out += "</tr>\n";
-  uint64_t explained = 0, in_nmt = 0;
+  uint64_t explained = 0, in_nmt = 0, explained_resident = 0, in_nmt_resident = 0;
+  double explained_variance = 0;
   for (const agent::NamedSite& site : p.sites) {
     const uint64_t live = site.values.live_bytes;
     // Memory NMT counts is not in "outside NMT"; without NMT it is native.
     if (nmt && site.nmt_tracked) {
       in_nmt += live;
+      in_nmt_resident += site.values.resident_bytes;
     } else {
       explained += live;
+      explained_resident += site.values.resident_bytes;
+      explained_variance += site.values.resident_variance;
     }
   }
+  bool capped = false;
   auto row = [&](std::size_t i, const agent::NamedSite& site) {
     const uint64_t live = site.values.live_bytes;
-    std::string share = nmt && site.nmt_tracked ? "in NMT" : a ? Percent(live, a->outside) : "";
+    const uint64_t held = resident ? site.values.resident_bytes : live;
+    std::string share;
+    if (nmt && site.nmt_tracked) {
+      share = "in NMT";
+    } else if (a) {
+      const SiteShare sh = ShareOf(held, site.values.resident_variance, a->outside);
+      share = resident ? sh.text : Percent(live, a->outside);
+      capped = capped || (resident && sh.capped);
+    }
     out += "<tr data-site-rank=\"" + std::to_string(i) + "\" data-live-bytes=\"" +
-           std::to_string(live) + "\" data-nmt-tracked=\"" + (site.nmt_tracked ? "1" : "0") +
-           "\"><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + FormatMib(live) +
-           "</td><td>" + share + "</td>";
+           std::to_string(live) + "\" data-nmt-tracked=\"" + (site.nmt_tracked ? "1" : "0") + "\"";
+    if (resident) out += " data-resident-bytes=\"" + std::to_string(held) + "\"";
+    out += "><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + FormatMib(live) + "</td>";
+    if (resident) out += "<td>" + FormatMib(held) + "</td>";
+    out += "<td>" + share + "</td>";
     if (jvm) out += std::string("<td>") + (site.nmt_tracked ? "yes" : "no") + "</td>";
     out += "</tr>\n";
   };
-  const uint64_t rest = ForTopSites(p, report::kReportSites, EmptySites::kStop, row);
+  uint64_t resident_shown = 0;
+  const uint64_t rest = ForTopSites(p, report::kReportSites, EmptySites::kStop,
+                                    [&](std::size_t i, const agent::NamedSite& site) {
+                                      row(i, site);
+                                      resident_shown += site.values.resident_bytes;
+                                    });
   out += "<tr data-site-rank=\"other\" data-live-bytes=\"" + std::to_string(rest) +
-         "\"><td class=\"l\">other sites</td><td>" + FormatMib(rest) + "</td><td></td>" +
-         (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
+         "\"><td class=\"l\">other sites</td><td>" + FormatMib(rest) + "</td>";
+  if (resident) {
+    const uint64_t all = p.total.resident_bytes;
+    out += "<td>" + FormatMib(all > resident_shown ? all - resident_shown : 0) + "</td>";
+  }
+  out += std::string("<td></td>") + (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
   if (p.budget_cut_stacks > 0) {
     out += "<p class=\"sites-missing\">" + std::to_string(p.budget_cut_stacks) +
            " of the largest stacks not kept: over the node's sites memory budget "
            "(--sites.memory-budget); their memory is in other sites.</p>\n";
   }
 
-  out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\">";
-  if (a) {
+  out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\"";
+  if (resident) {
+    out += " data-resident-bytes=\"" + std::to_string(explained_resident) +
+           "\" data-resident-error-bytes=\"" +
+           std::to_string(TwoStandardErrors(explained_variance)) + "\"";
+    if (a) {
+      const SiteShare all = ShareOf(explained_resident, explained_variance, a->outside);
+      char pct[64];
+      std::snprintf(pct, sizeof(pct), "%.1f\" data-share-error-percent=\"%.1f", all.percent,
+                    all.error_percent);
+      out += std::string(" data-share-percent=\"") + pct + "\"";
+    }
+  }
+  out += ">";
+  if (a && resident) {
+    // Resident against resident: the sites' pages in RAM of the part's.
+    const SiteShare all = ShareOf(explained_resident, explained_variance, a->outside);
+    capped = capped || all.capped;
+    char err[48];
+    std::snprintf(err, sizeof(err), " \u00b1 %.0f %%", all.error_percent);
+    out += "The sampled sites hold " + FormatMib(explained_resident) + " resident (\u00b1 " +
+           FormatMib(TwoStandardErrors(explained_variance)) + ", two standard errors) of the " +
+           FormatMib(explained) + " they allocated: " + all.text + err + " of the " +
+           FormatMib(a->outside) + " " + words + ".";
+  } else if (a) {
     out += "The sampled sites explain " + FormatMib(explained) + " of the " +
            FormatMib(a->outside) + " " + words;
     if (a->outside > 0) out += " (" + Percent(explained, a->outside) + ")";
@@ -267,14 +321,29 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
     out += "The sampled sites hold " + FormatMib(explained) + "; the share of " + words +
            " needs the account (a smaps read, every --smaps.interval).";
   }
-  if (in_nmt > 0)
-    out += " Sites NMT counts (the JVM's own malloc) hold " + FormatMib(in_nmt) + " more.";
+  if (in_nmt > 0) {
+    out += " Sites NMT counts (the JVM's own malloc) hold " + FormatMib(in_nmt) + " more";
+    out += resident ? " (" + FormatMib(in_nmt_resident) + " resident)." : ".";
+  }
+  if (!resident) {
+    out += " Shares are of bytes allocated, not resident (untouched pages hold no RSS): " +
+           HtmlEscape(p.resident.why) + ".";
+  } else if (p.resident.scaled) {
+    out += " Resident bytes read for " + std::to_string(p.resident.read) + " of " +
+           std::to_string(p.resident.samples) +
+           " live samples (the pass's bound), scaled to all of them.";
+  }
   const int64_t age_ms = std::max<int64_t>(0, now_ms - UnixMs(p.started_at));
   out += " Sampling since " + ClockUtc(UnixMs(p.started_at)) + " UTC (" +
          FormatDuration(std::chrono::milliseconds(age_ms)) +
          " ago): older allocations are not seen. Each figure is an estimate from samples taken "
          "every " +
          FormatBytes(static_cast<double>(p.period)) + " allocated on average.</p>\n";
+  if (capped) {
+    out += "<p class=\"sites-footnote\">* The resident estimate is above the " + words +
+           " figure: the estimate has its error, and the two are read at different moments. "
+           "Shown as 100 %.</p>\n";
+  }
   RenderSitesChart(out, ts, history, sequence, now_ms);
 }
 

@@ -92,6 +92,9 @@ std::string EncodeProfile(const HeapProfile& p) {
                                                                         {"inuse_space", "bytes"}}};
   for (const auto& [type, unit] : kTypes)
     Bytes(out, f::kSampleType, ValueType(strings, type, unit));
+  // Ours, after Go's four: tools that know only those read them as ever
+  // (default_sample_type below keeps inuse_space the default).
+  if (p.has_resident) Bytes(out, f::kSampleType, ValueType(strings, "resident_space", "bytes"));
 
   for (const PprofSample& s : p.samples) {
     std::string m;
@@ -103,6 +106,7 @@ std::string EncodeProfile(const HeapProfile& p) {
                       s.values.inuse_space}) {
       Varint(values, static_cast<uint64_t>(v));
     }
+    if (p.has_resident) Varint(values, static_cast<uint64_t>(s.values.resident_space));
     Bytes(m, 2, values);  // packed
     Bytes(out, f::kSample, m);
   }

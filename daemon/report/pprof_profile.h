@@ -25,6 +25,9 @@ struct HeapValues {
   int64_t alloc_space = 0;  // bytes
   int64_t inuse_objects = 0;
   int64_t inuse_space = 0;  // bytes
+  // Of inuse_space, the bytes on resident pages (a fifth sample type,
+  // "resident_space", when the profile has it: HeapProfile::has_resident).
+  int64_t resident_space = 0;
 };
 
 struct PprofMapping {
@@ -55,6 +58,9 @@ struct HeapProfile {
   std::vector<PprofSample> samples;
   int64_t time_nanos = 0;
   int64_t period = 0;  // the sampler's mean bytes between samples
+  // Whether the samples carry resident_space (the sites' resident estimate
+  // is known): then a fifth sample type after Go's four.
+  bool has_resident = false;
 };
 
 // Pure: the profile.proto bytes (not compressed). Ids are the 1-based

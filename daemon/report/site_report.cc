@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "collectors/common/text.h"
+#include "daemon/analysis/site_share.h"
 #include "daemon/analysis/top_sites.h"
 #include "daemon/base/units.h"
 #include "daemon/report/pprof_profile.h"
@@ -22,12 +23,15 @@ HeapValues ValuesOf(const agent::SiteValues& v) {
   h.alloc_space = I(v.alloc_bytes);
   h.inuse_objects = I(v.live_objects);
   h.inuse_space = I(v.live_bytes);
+  h.resident_space = I(v.resident_bytes);
   return h;
 }
 
-std::string Line(const std::string& bytes, const std::string& samples, const std::string& name) {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "  %12s %9s  ", bytes.c_str(), samples.c_str());
+std::string Line(const std::string& bytes, const std::string& resident, const std::string& samples,
+                 const std::string& name) {
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "  %12s %12s %9s  ", bytes.c_str(), resident.c_str(),
+                samples.c_str());
   return buf + name + "\n";
 }
 
@@ -48,13 +52,35 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
            " times: fewer samples, so each estimate is rougher (its error grows as the "
            "square root of the period)\n";
   }
-  out += Line("live", "samples", "site (innermost function first)");
+  // "-" where the resident figure is not known (said below), never 0.
+  const bool known = p.resident.known;
+  auto resident = [&](uint64_t b) { return known ? Bytes(b) : std::string("-"); };
+  out += Line("live", "resident", "samples", "site (innermost function first)");
+  uint64_t resident_shown = 0;
   const uint64_t rest =
       ForTopSites(p, top, EmptySites::kStop, [&](std::size_t, const agent::NamedSite& s) {
-        out += Line(Bytes(s.values.live_bytes), std::to_string(s.values.live_samples), s.name);
+        out += Line(Bytes(s.values.live_bytes), resident(s.values.resident_bytes),
+                    std::to_string(s.values.live_samples), s.name);
+        resident_shown += s.values.resident_bytes;
       });
-  out += Line(Bytes(rest), "", "other sites");
-  out += Line(Bytes(p.total.live_bytes), std::to_string(p.total.live_samples), "in all");
+  const uint64_t all = p.total.resident_bytes;
+  out += Line(Bytes(rest), resident(all > resident_shown ? all - resident_shown : 0), "",
+              "other sites");
+  out += Line(Bytes(p.total.live_bytes), resident(all), std::to_string(p.total.live_samples),
+              "in all");
+  if (!known) {
+    out += "  resident bytes not known: " + p.resident.why + "\n";
+  } else {
+    out +=
+        "  resident: of each live sampled allocation's range, the bytes on resident pages "
+        "(pagemap), weighted as its bytes are; in all \u00b1 " +
+        Bytes(TwoStandardErrors(p.total.resident_variance)) + " (two standard errors)";
+    if (p.resident.scaled) {
+      out += "; read for " + std::to_string(p.resident.read) + " of " +
+             std::to_string(p.resident.samples) + " live samples (the pass's bound) and scaled";
+    }
+    out += "\n";
+  }
   out += "  allocated since sampling started: " + Bytes(p.total.alloc_bytes) + " in " +
          std::to_string(p.samples) +
          " samples; the sampler's own tables: " + Bytes(p.sampler_bytes) + "\n";
@@ -117,6 +143,18 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.Key("samples").Uint(p.samples);
   w.Key("live_bytes").Uint(p.total.live_bytes).Key("live_objects").Uint(p.total.live_objects);
   w.Key("live_samples").Uint(p.total.live_samples);
+  // Absent, with the reason, when not known: never a 0 that reads as "none".
+  if (p.resident.known) {
+    w.Key("resident_bytes").Uint(p.total.resident_bytes);
+    w.Key("resident_error_bytes").Uint(TwoStandardErrors(p.total.resident_variance));
+  } else {
+    w.Key("resident_missing").String(p.resident.why);
+  }
+  w.Key("resident_pass").BeginObject();
+  w.Key("samples").Uint(p.resident.samples).Key("listed").Uint(p.resident.listed);
+  w.Key("read").Uint(p.resident.read).Key("pages_read").Uint(p.resident.pages_read);
+  w.Key("scaled").Bool(p.resident.scaled).Key("seconds").Double(p.resident.seconds);
+  w.EndObject();
   w.Key("allocated_bytes").Uint(p.total.alloc_bytes);
   w.Key("dropped_live").Uint(p.dropped_live).Key("dropped_stacks").Uint(p.dropped_stacks);
   w.Key("sampler_bytes").Uint(p.sampler_bytes);
@@ -127,6 +165,10 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
     w.BeginObject().Key("site").String(s.name);
     w.Key("live_bytes").Uint(s.values.live_bytes).Key("live_objects").Uint(s.values.live_objects);
     w.Key("live_samples").Uint(s.values.live_samples);
+    if (p.resident.known) {
+      w.Key("resident_bytes").Uint(s.values.resident_bytes);
+      w.Key("resident_error_bytes").Uint(TwoStandardErrors(s.values.resident_variance));
+    }
     w.Key("allocated_bytes").Uint(s.values.alloc_bytes);
     w.Key("stacks").Uint(s.stacks);
     w.Key("nmt_tracked").Bool(s.nmt_tracked).EndObject();
@@ -143,6 +185,7 @@ std::optional<std::string> SitesPprof(const agent::SiteProfile& p) {
   const int64_t at =
       std::chrono::duration_cast<std::chrono::nanoseconds>(p.read_at.time_since_epoch()).count();
   HeapProfile profile = HeapProfileOf(samples, p.symbols, p.addresses, I(p.period), at);
+  profile.has_resident = p.resident.known;
   if (p.other.alloc_samples > 0 || p.other.live_samples > 0) {
     // Stacks beyond --sites.max-stacks and the agent's "stack table full"
     // row: one location, so the profile's totals are the sampler's.

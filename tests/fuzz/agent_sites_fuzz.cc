@@ -2,10 +2,12 @@
 // largest answer memtrimd reads from a target's agent.
 //
 // Invariants: an accepted body ends in a newline; it has exactly as many
-// stacks as its stacks= line says, none with more than 256 addresses; the
-// values written back in the agent's own layout, with an unknown key added
-// (as a newer agent may send), parse to the same values; the same text
-// without its last newline, or with one stack line fewer, is refused.
+// stacks as its stacks= line says, none with more than 256 addresses, and
+// ("sites live") exactly live_listed= live lines, each of a stack listed;
+// the values written back in the agent's own layout, with an unknown key
+// added (as a newer agent may send), parse to the same values; the same
+// text without its last newline, with one stack line fewer, or with one
+// live line more than live_listed= says, is refused.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +34,12 @@ std::string StackLine(const memtrimd::agent::AgentStack& s) {
   return line + "\n";
 }
 
+std::string LiveLine(const memtrimd::agent::LiveSample& l) {
+  using std::to_string;
+  return "live " + to_string(l.stack) + " " + Hex(l.ptr) + " " + to_string(l.size) + " " +
+         to_string(l.weight) + "\n";
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -43,18 +51,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!s.ok()) return 0;
   FUZZ_CHECK(!body.empty() && body.back() == '\n');
   for (const agent::AgentStack& st : s->stacks) FUZZ_CHECK(st.pcs.size() <= 256);
-  std::string head = "on=" + to_string(s->on ? 1 : 0) + "\nperiod=" + to_string(s->period) +
-                     "\ngeneration=" + to_string(s->generation) +
-                     "\nstarted_ns=" + to_string(s->started_ns) +
-                     "\nsamples=" + to_string(s->samples) + "\nfuture_key=x" +
-                     "\nlive_samples=" + to_string(s->live_samples) +
-                     "\ndropped_live=" + to_string(s->dropped_live) +
-                     "\ndropped_stacks=" + to_string(s->dropped_stacks) +
-                     "\nsampler_bytes=" + to_string(s->sampler_bytes) +
-                     "\nhooked_objects=" + to_string(s->hooked_objects) +
-                     (s->truncated ? "\ntruncated=1" : "") + "\nstacks=";
+  FUZZ_CHECK(s->live.size() == (s->has_live ? s->live_listed : 0));
+  for (const agent::LiveSample& l : s->live) FUZZ_CHECK(l.stack < s->stacks.size());
+  std::string head =
+      "on=" + to_string(s->on ? 1 : 0) + "\nperiod=" + to_string(s->period) +
+      "\ngeneration=" + to_string(s->generation) + "\nstarted_ns=" + to_string(s->started_ns) +
+      "\nsamples=" + to_string(s->samples) + "\nfuture_key=x" +
+      "\nlive_samples=" + to_string(s->live_samples) +
+      "\ndropped_live=" + to_string(s->dropped_live) +
+      "\ndropped_stacks=" + to_string(s->dropped_stacks) +
+      "\nsampler_bytes=" + to_string(s->sampler_bytes) +
+      "\nhooked_objects=" + to_string(s->hooked_objects) + (s->truncated ? "\ntruncated=1" : "") +
+      (s->has_live
+           ? "\nlive_seen=" + to_string(s->live_seen) + "\nlive_listed=" + to_string(s->live_listed)
+           : "") +
+      "\nstacks=";
   std::string lines;
   for (const agent::AgentStack& st : s->stacks) lines += StackLine(st);
+  std::string live;
+  for (const agent::LiveSample& l : s->live) live += LiveLine(l);
+  lines += live;
   std::string text = head + to_string(s->stacks.size()) + "\n" + lines;
   auto again = agent::ParseAgentSites(text);
   FUZZ_CHECK(again.ok());
@@ -64,7 +80,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              again->dropped_live == s->dropped_live && again->dropped_stacks == s->dropped_stacks &&
              again->sampler_bytes == s->sampler_bytes &&
              again->hooked_objects == s->hooked_objects && again->truncated == s->truncated &&
-             again->stacks.size() == s->stacks.size());
+             again->stacks.size() == s->stacks.size() && again->has_live == s->has_live &&
+             again->live_seen == s->live_seen && again->live.size() == s->live.size());
+  for (std::size_t i = 0; i < s->live.size(); ++i) {
+    FUZZ_CHECK(LiveLine(again->live[i]) == LiveLine(s->live[i]));
+  }
+  if (!s->live.empty()) {
+    FUZZ_CHECK(!agent::ParseAgentSites(text + LiveLine(s->live.back())).ok());
+  }
   for (std::size_t i = 0; i < s->stacks.size(); ++i) {
     FUZZ_CHECK(StackLine(again->stacks[i]) == StackLine(s->stacks[i]));
   }

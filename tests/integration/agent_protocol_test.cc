@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <string>
@@ -23,8 +24,10 @@
 #include "collectors/agent/client/agent_sites.h"
 #include "collectors/agent/client/allocator_stats.h"
 #include "collectors/agent/client/jvm_buffers.h"
+#include "collectors/common/file_reader.h"
 #include "collectors/common/text.h"
 #include "collectors/jvm/malloc_info.h"
+#include "collectors/procfs/maps.h"
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 
@@ -131,10 +134,10 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
   std::set<std::string_view> answered;
   // In the order that makes each answer meaningful: "sites" while the
   // sampler is on, "sampling off" last.
-  const std::array<std::string_view, 9> order = {
-      AGENT_VERB_PING,        AGENT_VERB_ALLOCATOR, AGENT_VERB_MALLINFO2,
-      AGENT_VERB_MALLOC_INFO, AGENT_VERB_TRIM,      AGENT_VERB_JVM_BUFFERS,
-      AGENT_VERB_SAMPLING_ON, AGENT_VERB_SITES,     AGENT_VERB_SAMPLING_OFF};
+  const std::array<std::string_view, 10> order = {
+      AGENT_VERB_PING,       AGENT_VERB_ALLOCATOR,   AGENT_VERB_MALLINFO2,   AGENT_VERB_MALLOC_INFO,
+      AGENT_VERB_TRIM,       AGENT_VERB_JVM_BUFFERS, AGENT_VERB_SAMPLING_ON, AGENT_VERB_SITES,
+      AGENT_VERB_SITES_LIVE, AGENT_VERB_SAMPLING_OFF};
   for (std::string_view verb : order) {
     SCOPED_TRACE(std::string(verb));
     const std::string command = verb == AGENT_VERB_SAMPLING_ON ? sampling_on : std::string(verb);
@@ -221,6 +224,46 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       EXPECT_EQ(s->max_rate, 5000u);
       EXPECT_EQ(s->lease_s, 30u);
       EXPECT_GT(s->lease_left_ms, 29000u);  // renewed by this read
+      EXPECT_FALSE(s->has_live);            // only "sites live" lists them
+    } else if (verb == AGENT_VERB_SITES_LIVE) {
+      std::string_view head = *body;
+      const std::size_t live_at = head.find("\n" AGENT_SITES_LIVE " ");
+      head = head.substr(0, std::min(head.find(AGENT_SITES_STACK " "),
+                                     live_at == std::string_view::npos ? live_at : live_at + 1));
+      ExpectKeys(verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_LIVE},
+                 {"on", "period", "generation", "stacks", "live_samples", AGENT_KEYS_SITES_LIVE});
+      Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      ASSERT_TRUE(s->has_live);
+      // Every live sample listed (nothing near the buffer's bound; the
+      // fragmenter may hold none once ready), each within its stack's
+      // live bytes, its range in the program's memory.
+      EXPECT_EQ(s->live_seen, s->live.size());
+      std::vector<uint64_t> weights(s->stacks.size(), 0);
+      for (const agent::LiveSample& l : s->live) {
+        ASSERT_LT(l.stack, s->stacks.size());
+        EXPECT_GE(l.weight, l.size);
+        weights[l.stack] += l.weight;
+      }
+      for (std::size_t i = 0; i < s->stacks.size(); ++i) {
+        // Read a moment apart while the program runs: about its live bytes.
+        EXPECT_LE(weights[i], s->stacks[i].values.live_bytes * 2 + (1u << 20)) << i;
+      }
+      Result<std::string> maps = ReadSmallFile(t->proc_dir + "/maps", 16u << 20);
+      ASSERT_TRUE(maps.ok());
+      Result<std::vector<procfs::MapsEntry>> entries = procfs::ParseMaps(*maps);
+      ASSERT_TRUE(entries.ok());
+      std::size_t mapped = 0;
+      for (const agent::LiveSample& l : s->live) {
+        for (const procfs::MapsEntry& e : *entries) {
+          if (l.ptr >= e.start && l.ptr + l.size <= e.end) {
+            ++mapped;
+            break;
+          }
+        }
+      }
+      // Freed since the answer at most a few.
+      EXPECT_GE(mapped * 10, s->live.size() * 9) << mapped << " of " << s->live.size();
     } else if (verb == AGENT_VERB_SAMPLING_OFF) {
       ExpectKeys(verb, *body, {AGENT_KEYS_SAMPLING_OFF}, {AGENT_KEYS_SAMPLING_OFF});
       Result<bool> was = agent::ParseSamplingStopped(*body);

@@ -673,7 +673,7 @@ TEST_F(IncidentPageSitesTest, ChromiumShowsTheSitesOfTheReportAndTheirChart) {
   // The table: hold_200 first, and every row /report's site with its bytes.
   EXPECT_EQ(sites->items[0].Get("site")->text.rfind("hold < hold_200 < main", 0), 0u);
   std::regex row(
-      R"re(<tr data-site-rank="(\d+)" data-live-bytes="(\d+)" data-nmt-tracked="([01])"><td class="l">([^<]*(?:&lt;[^<]*)*)</td>)re");
+      R"re(<tr data-site-rank="(\d+)" data-live-bytes="(\d+)" data-nmt-tracked="([01])"(?: data-resident-bytes="\d+")?><td class="l">([^<]*(?:&lt;[^<]*)*)</td>)re");
   std::vector<std::tuple<std::string, std::string, std::string>> rows;
   for (auto it = std::sregex_iterator(dom.begin(), dom.end(), row); it != std::sregex_iterator();
        ++it) {

@@ -13,7 +13,8 @@ namespace memtrimd::testing {
 
 struct ServedSite {
   std::string name;
-  double live = 0;  // bytes
+  double live = 0;                 // bytes
+  std::optional<double> resident;  // bytes; absent when not known
   bool nmt_tracked = false;
 };
 
@@ -22,6 +23,7 @@ struct ServedSites {
   double read_seconds = 0;       // when memtrimd read them from the agent
   std::vector<ServedSite> rows;  // largest first
   std::string missing;           // sites_missing: why there are none
+  std::string resident_missing;  // why no site has a resident figure
 };
 
 inline ServedSites ReadServedSites(const Memtrimd& m) {
@@ -38,10 +40,13 @@ inline ServedSites ReadServedSites(const Memtrimd& m) {
   if (sites == nullptr) return out;
   out.on = true;
   if (const JsonValue* at = t.Path({"sites", "read_seconds"})) out.read_seconds = at->Number();
+  if (const JsonValue* why = t.Path({"sites", "resident_missing"}))
+    out.resident_missing = why->text;
   for (const JsonValue& s : sites->items) {
     ServedSite row;
     if (const JsonValue* n = s.Get("site")) row.name = n->text;
     if (const JsonValue* l = s.Get("live_bytes")) row.live = l->Number();
+    if (const JsonValue* held = s.Get("resident_bytes")) row.resident = held->Number();
     if (const JsonValue* t2 = s.Get("nmt_tracked")) row.nmt_tracked = t2->boolean;
     out.rows.push_back(std::move(row));
   }

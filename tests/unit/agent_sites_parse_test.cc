@@ -144,5 +144,65 @@ TEST(AgentSitesParse, CutShortOrMiscountedIsRefused) {
   EXPECT_FALSE(ParseAgentSites("").ok());
 }
 
+// Version 6, "sites live": after the stack lines, one line per live
+// sample (recorded from the same site_holder, held_live.txt): each of a
+// listed stack, their weights summing to its live bytes.
+TEST(AgentSitesParse, LiveSamples) {
+  Result<AgentSites> s = ParseAgentSites(ReadFixture("held_live.txt"));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(s->has_live);
+  EXPECT_EQ(s->live_listed, s->live.size());
+  EXPECT_EQ(s->live_seen, s->live_listed);  // nothing cut
+  EXPECT_GT(s->live.size(), 200u);          // 260 blocks of 1 MiB, most sampled
+  std::vector<uint64_t> weights(s->stacks.size(), 0);
+  for (const LiveSample& l : s->live) {
+    ASSERT_LT(l.stack, s->stacks.size());
+    EXPECT_GT(l.ptr, 0u);
+    EXPECT_LE(l.size, l.weight);  // a sample stands for at least its own bytes
+    weights[l.stack] += l.weight;
+  }
+  for (std::size_t i = 0; i < s->stacks.size(); ++i) {
+    // The stack's live bytes are its samples' weights (taken a moment
+    // apart while the churn runs: the held stacks exactly).
+    if (s->stacks[i].values.live_bytes >= (10u << 20)) {
+      EXPECT_EQ(weights[i], s->stacks[i].values.live_bytes) << i;
+    }
+  }
+  // Plain "sites" (and a version 5 agent): no live lines, none announced.
+  Result<AgentSites> plain = ParseAgentSites(ReadFixture("held.txt"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->has_live);
+  EXPECT_TRUE(plain->live.empty());
+}
+
+TEST(AgentSitesParse, MalformedLiveLinesAreRefused) {
+  const std::string head =
+      "on=1\nperiod=524288\ngeneration=1\nstarted_ns=1\nsamples=1\nlive_samples=1\n"
+      "dropped_live=0\ndropped_stacks=0\nsampler_bytes=0\nhooked_objects=1\nstacks=1\n";
+  const std::string stack = "stack 1 100 1 1 100 1 abc\n";
+  auto parse = [&](const std::string& live_keys, const std::string& lines) {
+    return ParseAgentSites(head + live_keys + stack + lines);
+  };
+  Result<AgentSites> ok = parse("live_seen=3\nlive_listed=1\n", "live 0 7f00 50 100\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->live.size(), 1u);
+  EXPECT_EQ(ok->live[0].ptr, 0x7f00u);
+  EXPECT_EQ(ok->live[0].size, 50u);
+  EXPECT_EQ(ok->live[0].weight, 100u);
+  EXPECT_EQ(ok->live_seen, 3u);  // the agent's list was cut: 3 found, 1 sent
+  const std::string keys = "live_seen=1\nlive_listed=1\n";
+  EXPECT_FALSE(parse(keys, "live 1 7f00 50 100\n").ok());             // no stack 1
+  EXPECT_FALSE(parse(keys, "live 0 7f00 50\n").ok());                 // three fields
+  EXPECT_FALSE(parse(keys, "live 0 7f00 50 100 9\n").ok());           // five
+  EXPECT_FALSE(parse(keys, "live 0 zz 50 100\n").ok());               // not hex
+  EXPECT_FALSE(parse(keys, "live 0 7f00  100\n").ok());               // empty field
+  EXPECT_FALSE(parse(keys, "live 0 1 1 1\nlive 0 2 1 1\n").ok());     // more than listed
+  EXPECT_FALSE(parse(keys, "").ok());                                 // fewer
+  EXPECT_FALSE(parse("", "live 0 7f00 50 100\n").ok());               // not announced
+  EXPECT_FALSE(parse("live_seen=1\nlive_listed=999999\n", "").ok());  // more than kept
+  // A stack line after the live lines.
+  EXPECT_FALSE(ParseAgentSites(head + keys + "live 0 1 1 1\n" + stack).ok());
+}
+
 }  // namespace
 }  // namespace memtrimd::agent

@@ -492,6 +492,52 @@ TEST(IncidentPage, SitesOfAJvmSayWhichNmtCounts) {
   EXPECT_EQ(html.find("data-site-reads"), std::string::npos);
 }
 
+// Issue 33: with resident figures the shares of native are of resident
+// bytes, with their error; one above the part is "100 % *" with a
+// footnote, never more.
+TEST(IncidentPage, SiteSharesAreOfResidentBytesAndNeverAboveTheWhole) {
+  TargetSnapshot ts = Program(42, 100, 400);
+  auto account = AccountRss(ts.sample);
+  ASSERT_TRUE(account);
+  auto p = std::const_pointer_cast<agent::SiteProfile>(
+      Sites(std::chrono::system_clock::time_point(1'800'000'000s),
+            {{"zcalloc < deflateInit2_ < main", 300 * kMiB, false},
+             {"hold < hold_50 < main", 50 * kMiB, false}}));
+  p->resident.known = true;
+  p->sites[0].values.resident_bytes = account->outside + 10 * kMiB;  // above the part
+  p->sites[0].values.resident_variance = 4.0 * kMiB * kMiB;
+  p->sites[1].values.resident_bytes = 12 * kMiB;
+  p->total.resident_bytes = account->outside + 22 * kMiB;
+  ts.sample.sites = p;
+  Snapshot snap = OneTarget(ts, nullptr);
+  const std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<th>resident</th>"), std::string::npos);
+  EXPECT_EQ(Attr(html, R"re(data-site-rank="1" [^>]*data-resident-bytes="(\d+)")re"),
+            std::to_string(12 * kMiB));
+  EXPECT_NE(html.find("<td>100 % *</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("class=\"sites-footnote\">* The resident estimate is above the native"),
+            std::string::npos);
+  // No share shown above 100 %: the whole table's too is capped.
+  std::smatch m;
+  const std::regex pct(R"re(<td>(\d+) %)re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), pct); it != std::sregex_iterator();
+       ++it) {
+    EXPECT_LE(std::stoi((*it)[1]), 100) << (*it)[0];
+  }
+  EXPECT_EQ(Attr(html, R"re(data-share-percent="([0-9.]+)")re"), "100.0");
+  EXPECT_NE(html.find("The sampled sites hold "), std::string::npos);
+  EXPECT_EQ(html.find("Shares are of bytes allocated"), std::string::npos);
+
+  // Not known (an older agent): the live shares, and the reason.
+  p->resident = agent::SiteResident{};
+  p->resident.why = "the agent (protocol version 5 or older) does not list its live samples";
+  snap = OneTarget(ts, nullptr);
+  const std::string old = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(old.find("<th>resident</th>"), std::string::npos);
+  EXPECT_NE(old.find("Shares are of bytes allocated, not resident"), std::string::npos);
+  EXPECT_NE(old.find("protocol version 5 or older"), std::string::npos);
+}
+
 TEST(IncidentPage, WithoutSitesOneLineSaysWhyOnlyWhenTheCollectorIsOn) {
   TargetSnapshot ts = Program(42, 100, 400);
   Snapshot snap = OneTarget(ts, nullptr);

@@ -172,6 +172,31 @@ TEST(PprofProfile, DecodesBackToWhatWasGiven) {
   EXPECT_EQ(Varint(anon, 3), 0x7f0000001000u);
 }
 
+// Issue 33: the sites' resident estimate as a fifth sample type, after
+// Go's four (inuse_space stays the default), only when it is known.
+TEST(PprofProfile, ResidentSpaceIsAFifthTypeWhenKnown) {
+  HeapProfile p = TwoSites();
+  p.samples[0].values.resident_space = 50 << 20;
+  p.has_resident = true;
+  std::vector<Field> top = Decode(EncodeProfile(p));
+  std::vector<std::string> strings;
+  for (const Field& f : All(top, 6)) strings.push_back(f.bytes);
+  std::vector<std::string> types;
+  for (const Field& f : All(top, 1)) {
+    auto vt = Decode(f.bytes);
+    types.push_back(strings.at(Varint(vt, 1)) + "/" + strings.at(Varint(vt, 2)));
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{"alloc_objects/count", "alloc_space/bytes",
+                                             "inuse_objects/count", "inuse_space/bytes",
+                                             "resident_space/bytes"}));
+  EXPECT_EQ(strings.at(Varint(top, 14)), "inuse_space");
+  auto s0 = Decode(All(top, 2).at(0).bytes);
+  EXPECT_EQ(Packed(s0, 2), (std::vector<uint64_t>{3, 300u << 20, 2, 200u << 20, 50u << 20}));
+  // Unknown: Go's four only.
+  p.has_resident = false;
+  EXPECT_EQ(All(Decode(EncodeProfile(p)), 1).size(), 4u);
+}
+
 TEST(PprofProfile, GzipHoldsTheEncoding) {
   HeapProfile p = TwoSites();
   std::optional<std::string> gz = GzipProfile(p);

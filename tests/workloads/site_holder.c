@@ -17,6 +17,12 @@
 // programs do; a fourth, CHURN, starts that many threads that malloc and
 // free short-lived blocks (16 B to 64 KiB, 32 live at a time) in function
 // churn without end, so that a sampler must tell held from freed.
+// A fifth argument "resident" holds sites whose resident bytes are known
+// instead (each in blocks of one unit): quarter_200 callocs 200 units and
+// writes the first quarter of each (allocated 200, resident 50), full_60
+// mallocs 60 units and writes all of them (60 and 60), and freed_40 takes
+// 40 units and frees them before "ready" (0); then prints "ready" as above
+// (function, site and caller lines for these three).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -107,6 +113,41 @@ SITE void hold_10(size_t unit) {
   callers[2] = __builtin_return_address(0);
 }
 
+// `n` blocks of `size` bytes, of which the first size * touched / 4 bytes
+// are written (calloc'd when `zeroed`: its untouched pages stay unmapped,
+// as zlib's barely used windows and hash tables are).
+SITE static struct blocks hold_part(size_t n, size_t size, size_t touched, int zeroed,
+                                    void** site) {
+  *site = __builtin_return_address(0);
+  struct blocks b = {NULL, 0};
+  void* array =
+      mmap(NULL, n * sizeof(char*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (array == MAP_FAILED) return b;
+  b.p = array;
+  for (size_t i = 0; i < n; ++i) {
+    b.p[i] = zeroed ? calloc(1, size) : malloc(size);
+    if (b.p[i] == NULL) return (struct blocks){NULL, 0};
+    memset(b.p[i], 1, size * touched / 4);
+  }
+  b.n = n;
+  return b;
+}
+
+SITE void quarter_200(size_t unit) {
+  held[0] = hold_part(200, unit, 1, 1, &sites[0]);
+  callers[0] = __builtin_return_address(0);
+}
+
+SITE void full_60(size_t unit) {
+  held[1] = hold_part(60, unit, 4, 0, &sites[1]);
+  callers[1] = __builtin_return_address(0);
+}
+
+SITE void freed_40(size_t unit) {
+  held[2] = hold_part(40, unit, 4, 0, &sites[2]);
+  callers[2] = __builtin_return_address(0);
+}
+
 // Polls for a file the test makes: a workload has nothing better to wait on.
 static void wait_for_file(const char* path) {
   const struct timespec tick = {0, 10 * 1000 * 1000};
@@ -118,6 +159,7 @@ int main(int argc, char** argv) {
   const char* trigger = argc > 2 ? argv[2] : NULL;
   block_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 0;
   const long churners = argc > 4 ? strtol(argv[4], NULL, 10) : 0;
+  const int resident = argc > 5 && strcmp(argv[5], "resident") == 0;
   for (long i = 0; i < churners; ++i) {
     pthread_t t;
     if (pthread_create(&t, NULL, churn, (void*)(uintptr_t)(i + 1)) != 0) return 1;
@@ -129,12 +171,23 @@ int main(int argc, char** argv) {
     fflush(stdout);
     wait_for_file(trigger);
   }
-  hold_200(unit);
-  hold_50(unit);
-  hold_10(unit);
+  if (resident) {
+    quarter_200(unit);
+    full_60(unit);
+    freed_40(unit);
+  } else {
+    hold_200(unit);
+    hold_50(unit);
+    hold_10(unit);
+  }
   if (held[0].n == 0 || held[1].n == 0 || held[2].n == 0) return 1;
-  static const char* const kNames[] = {"hold_200", "hold_50", "hold_10"};
-  void (*const functions[])(size_t) = {hold_200, hold_50, hold_10};
+  if (resident) release(&held[2]);
+  static const char* const kHeld[] = {"hold_200", "hold_50", "hold_10"};
+  static const char* const kResident[] = {"quarter_200", "full_60", "freed_40"};
+  const char* const* kNames = resident ? kResident : kHeld;
+  void (*const held_functions[])(size_t) = {hold_200, hold_50, hold_10};
+  void (*const resident_functions[])(size_t) = {quarter_200, full_60, freed_40};
+  void (*const* functions)(size_t) = resident ? resident_functions : held_functions;
   for (int i = 0; i < 3; ++i) {
     printf("function %s %#lx\n", kNames[i], (unsigned long)(uintptr_t)functions[i]);
     printf("site %s %#lx\n", kNames[i], (unsigned long)(uintptr_t)sites[i]);

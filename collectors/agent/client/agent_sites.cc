@@ -1,5 +1,6 @@
 #include "collectors/agent/client/agent_sites.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -68,6 +69,39 @@ Status ParseStackLine(std::string_view line, AgentStack& out) {
   return error;
 }
 
+constexpr std::string_view kLivePrefix = AGENT_SITES_LIVE " ";
+
+// "live <stack> <ptr> <size> <weight>": exactly four fields after the word.
+Status ParseLiveLine(std::string_view line, uint64_t stacks, LiveSample& out) {
+  std::array<std::string_view, 4> words;
+  std::string_view rest = line.substr(kLivePrefix.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::size_t end = rest.find(' ');
+    if ((end == std::string_view::npos) != (i + 1 == words.size())) {
+      return Status(ErrorCode::kParseError, "agent sites: live line without four fields");
+    }
+    words[i] = rest.substr(0, end);
+    if (words[i].empty()) {
+      return Status(ErrorCode::kParseError, "agent sites: empty field in a live line");
+    }
+    if (end != std::string_view::npos) rest = rest.substr(end + 1);
+  }
+  std::optional<uint64_t> stack = text::ParseUint(words[0]);
+  std::optional<uint64_t> ptr = text::ParseHex(words[1]);
+  std::optional<uint64_t> size = text::ParseUint(words[2]);
+  std::optional<uint64_t> weight = text::ParseUint(words[3]);
+  if (!stack || !ptr || !size || !weight) {
+    return Status(ErrorCode::kParseError, "agent sites: bad number in a live line");
+  }
+  if (*stack >= stacks) {
+    return Status(ErrorCode::kParseError, "agent sites: live line of stack " +
+                                              std::to_string(*stack) +
+                                              ", stacks=" + std::to_string(stacks));
+  }
+  out = LiveSample{static_cast<uint32_t>(*stack), *ptr, *size, *weight};
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<AgentSites> ParseAgentSites(std::string_view body) {
@@ -75,11 +109,16 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
     return Status(ErrorCode::kParseError, "agent sites: answer cut short");
   }
   // The key=value lines come first; the stack lines after them.
+  // (and the live lines after those: with no stack listed, after the head).
   std::size_t stacks_at = body.size();
-  if (body.starts_with("stack ")) {
+  if (body.starts_with("stack ") || body.starts_with(kLivePrefix)) {
     stacks_at = 0;
-  } else if (std::size_t p = body.find("\nstack "); p != std::string_view::npos) {
-    stacks_at = p + 1;
+  } else {
+    for (std::string_view first : {"\nstack ", "\n" AGENT_SITES_LIVE " "}) {
+      if (std::size_t p = body.find(first); p != std::string_view::npos) {
+        stacks_at = std::min(stacks_at, p + 1);
+      }
+    }
   }
   static constexpr std::array<std::string_view, 18> kKeys = {AGENT_KEYS_SITES};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
@@ -107,6 +146,18 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   out.lease_s = values[15].value_or(0);
   out.lease_left_ms = values[16].value_or(0);
   out.lease_ended = values[17].value_or(0);
+  static constexpr std::array<std::string_view, 2> kLiveKeys = {AGENT_KEYS_SITES_LIVE};
+  std::array<std::optional<uint64_t>, kLiveKeys.size()> live_values{};
+  st = ParseKeyValues(head, kLiveKeys, live_values, 0, "agent sites");
+  if (!st.ok()) return st;
+  out.has_live = live_values[0].has_value() && live_values[1].has_value();
+  out.live_seen = live_values[0].value_or(0);
+  out.live_listed = live_values[1].value_or(0);
+  if (out.live_listed > kMaxLiveSamples) {
+    return Status(ErrorCode::kParseError,
+                  "agent sites: live_listed=" + std::to_string(out.live_listed) +
+                      ", more than memtrimd keeps");
+  }
   const uint64_t expected = *values[10];
   if (expected > kMaxStacks) {
     return Status(ErrorCode::kParseError, "agent sites: stacks=" + std::to_string(expected) +
@@ -116,9 +167,29 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   // Reserve no more than the body can hold (a line is at least 20 bytes), so
   // a lying count costs nothing.
   out.stacks.reserve(std::min<uint64_t>(expected, (body.size() - stacks_at) / 20 + 1));
+  // Live lines take at least 13 bytes each ("live 0 0 0 0\n").
+  if (out.has_live) {
+    out.live.reserve(std::min<uint64_t>(out.live_listed, (body.size() - stacks_at) / 13 + 1));
+  }
   Status error;
   text::ForEachLineIn(body.substr(stacks_at), [&](std::string_view line) {
     if (!error.ok() || line.empty()) return;
+    if (line.starts_with(kLivePrefix)) {
+      // After every stack line, and only when the head announced them.
+      if (!out.has_live || out.live.size() >= out.live_listed) {
+        error = Status(ErrorCode::kParseError, "agent sites: more live lines than live_listed=" +
+                                                   std::to_string(out.live_listed));
+        return;
+      }
+      LiveSample l;
+      error = ParseLiveLine(line, expected, l);
+      if (error.ok()) out.live.push_back(l);
+      return;
+    }
+    if (!out.live.empty()) {
+      error = Status(ErrorCode::kParseError, "agent sites: a stack line after the live lines");
+      return;
+    }
     if (out.stacks.size() >= expected) {
       error = Status(ErrorCode::kParseError,
                      "agent sites: more stack lines than stacks=" + std::to_string(expected));
@@ -132,6 +203,11 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   if (out.stacks.size() != expected) {
     return Status(ErrorCode::kParseError, "agent sites: " + std::to_string(out.stacks.size()) +
                                               " stack lines, stacks=" + std::to_string(expected));
+  }
+  if (out.has_live && out.live.size() != out.live_listed) {
+    return Status(ErrorCode::kParseError,
+                  "agent sites: " + std::to_string(out.live.size()) +
+                      " live lines, live_listed=" + std::to_string(out.live_listed));
   }
   return out;
 }

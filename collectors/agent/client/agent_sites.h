@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +22,12 @@ struct SiteValues {
   uint64_t alloc_samples = 0;  // sampled allocations since sampling started
   uint64_t alloc_bytes = 0;
   uint64_t alloc_objects = 0;
+  // Estimate of the live bytes' resident part (site_resident.h: each live
+  // sample's weight times the resident share of its range), and the
+  // estimate's variance (bytes squared). Whether it is known at all is the
+  // profile's (SiteResident::known): 0 from an agent before version 6.
+  uint64_t resident_bytes = 0;
+  double resident_variance = 0;
 
   SiteValues& operator+=(const SiteValues& o) {
     live_samples += o.live_samples;
@@ -29,6 +36,8 @@ struct SiteValues {
     alloc_samples += o.alloc_samples;
     alloc_bytes += o.alloc_bytes;
     alloc_objects += o.alloc_objects;
+    resident_bytes += o.resident_bytes;
+    resident_variance += o.resident_variance;
     return *this;
   }
 };
@@ -38,6 +47,28 @@ struct AgentStack {
   // Return addresses, innermost first: the first is in the caller of malloc.
   // Empty for the agent's "[stack table full]" row.
   std::vector<uint64_t> pcs;
+};
+
+// One live sampled allocation ("sites live", version 6): its stack (an
+// index into AgentSites::stacks), its range and the bytes it stands for.
+struct LiveSample {
+  uint32_t stack = 0;
+  uint64_t ptr = 0;
+  uint64_t size = 0;
+  uint64_t weight = 0;
+};
+
+// How the resident estimate of a read was made (site_resident.cc), or why
+// there is none.
+struct SiteResident {
+  bool known = false;
+  std::string why;          // when not known: the reason, said where sites are shown
+  uint64_t samples = 0;     // live samples the agent found (live_seen)
+  uint64_t listed = 0;      // of them in its answer (fewer: its buffer was full)
+  uint64_t read = 0;        // of them whose pages were read
+  uint64_t pages_read = 0;  // pagemap entries read
+  bool scaled = false;      // read < samples: a uniform subset, scaled up
+  double seconds = 0;       // the pass's time
 };
 
 struct AgentSites {
@@ -64,7 +95,18 @@ struct AgentSites {
   uint64_t hooked_objects = 0;
   bool truncated = false;  // the agent's answer ended the stack list early
   std::vector<AgentStack> stacks;
+  // "sites live" only: live_seen and live_listed were in the head, and the
+  // live lines (at most kMaxLiveSamples kept).
+  bool has_live = false;
+  uint64_t live_seen = 0;
+  uint64_t live_listed = 0;
+  std::vector<LiveSample> live;
+  // Filled by EstimateResident (site_resident.h), not by the parser.
+  SiteResident resident;
 };
+
+// The most live lines kept of one answer: twice the agent's live table.
+inline constexpr uint64_t kMaxLiveSamples = 131072;
 
 // The answer to "sampling on <period>".
 struct SamplingStarted {
@@ -78,7 +120,10 @@ struct SamplingStarted {
 
 // Pure parsers. Unknown keys are ignored; a missing known key, a stack line
 // that is not "stack" and six counts and hex addresses, more stack lines
-// than `stacks=` said, or a body not ending in '\n' are kParseError.
+// than `stacks=` said, a live line that is not "live", a stack index below
+// `stacks=`, a hex address and two counts, more live lines than
+// `live_listed=` said (or than kMaxLiveSamples), or a body not ending in
+// '\n' are kParseError.
 Result<AgentSites> ParseAgentSites(std::string_view body);
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body);
 // The answer to "sampling off": whether the sampler was on.

@@ -108,7 +108,7 @@ std::size_t SiteProfile::MemoryBytes() const {
                   sites.capacity() * sizeof(NamedSite);
   for (const SiteStack& s : stacks) n += s.addresses.capacity() * sizeof(uint64_t);
   for (const NamedSite& s : sites) n += s.name.capacity();
-  return n;
+  return n + resident.why.capacity();
 }
 
 SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::MapsEntry> maps,
@@ -130,6 +130,7 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   p.sampler_bytes = raw.sampler_bytes;
   p.hooked_objects = raw.hooked_objects;
   p.truncated = raw.truncated;
+  p.resident = raw.resident;
 
   // Sorted by index: the answer stays as parsed, so that it can be built
   // again with fewer stacks when the sites budget asks for it.

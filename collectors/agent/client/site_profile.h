@@ -56,6 +56,8 @@ struct SiteProfile {
   uint64_t sampler_bytes = 0;
   uint64_t hooked_objects = 0;
   bool truncated = false;  // the agent's answer was cut (its buffer)
+  // Whether each value's resident_bytes is known, and how it was read.
+  SiteResident resident;
   // Stacks among the --sites.max-stacks largest that the node's sites
   // memory budget left out (summed in `other` like the rest).
   std::size_t budget_cut_stacks = 0;

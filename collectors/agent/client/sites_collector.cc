@@ -129,9 +129,33 @@ std::shared_ptr<const SiteProfile> SitesCollector::Fit(const Target& target,
   return nullptr;
 }
 
+Result<std::string> SitesCollector::ReadSites(const Target& target, AgentFailure& failure) {
+  Result<std::string> body = command_(target, AGENT_VERB_SITES_LIVE, options_.agent, &failure);
+  if (!body.ok() && failure == AgentFailure::kAnswer &&
+      body.status().message().find("unknown command") != std::string::npos) {
+    body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
+  }
+  return body;
+}
+
+void SitesCollector::AddResident(const Target& target, AgentSites& sites) {
+  if (!sites.has_live) {
+    sites.resident = SiteResident{};
+    sites.resident.why = kResidentOldAgent;
+    return;
+  }
+  Result<std::unique_ptr<procfs::PageResidency>> pages = options_.open_pages(target.proc_dir);
+  if (!pages.ok()) {
+    sites.resident = SiteResident{};
+    sites.resident.why = "the target's pagemap could not be opened: " + pages.status().message();
+    return;
+  }
+  EstimateResident(sites, **pages, options_.resident);
+}
+
 Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
   AgentFailure failure = AgentFailure::kNone;
-  Result<std::string> body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
+  Result<std::string> body = ReadSites(target, failure);
   Result<AgentSites> sites = Status(ErrorCode::kUnavailable, "");
   if (body.ok()) {
     sites = ParseAgentSites(*body);
@@ -174,7 +198,7 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
       out.sites_missing = std::move(why);
       return Status::Ok();
     }
-    body = command_(target, AGENT_VERB_SITES, options_.agent, &failure);
+    body = ReadSites(target, failure);
     if (!body.ok()) {
       out.sites_missing = "the agent did not answer \"sites\": " + body.status().message();
       return body.status();
@@ -182,6 +206,10 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
     sites = ParseAgentSites(*body);
     if (!sites.ok()) return sites.status();
   }
+  // The pages right after the answer, while the ranges are still those
+  // allocations (the agent's answer is its own: a range it lies about only
+  // reads the target's own pagemap).
+  AddResident(target, *sites);
   const uint64_t mono = MonotonicNowNs();
   const auto now = std::chrono::system_clock::now();
   // The maps right after the answer: every address of a live allocation's

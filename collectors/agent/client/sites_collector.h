@@ -18,10 +18,12 @@
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/agent/client/sampler_record.h"
 #include "collectors/agent/client/site_profile.h"
+#include "collectors/agent/client/site_resident.h"
 #include "collectors/agent/client/sites_budget.h"
 #include "collectors/common/collector.h"
 #include "collectors/jvm/agent_load_record.h"
 #include "collectors/procfs/maps.h"
+#include "collectors/procfs/pagemap.h"
 #include "collectors/symbols/target_elf.h"
 
 namespace memtrimd::agent {
@@ -49,6 +51,10 @@ struct SitesOptions {
   // those loads gave, so that a JVM being loaded into is said to be so,
   // and one whose load failed says why.
   std::shared_ptr<const jvm::AgentLoadRecord> agent_loads;
+  // The resident pass's bounds (site_resident.h), and how the target's
+  // pagemap is opened (tests give a recording).
+  ResidentOptions resident;
+  procfs::PageResidencyOpener open_pages = procfs::OpenPagemap;
 };
 
 class SitesCollector : public Collector {
@@ -63,6 +69,11 @@ class SitesCollector : public Collector {
   // the agent refuses.
   Status TurnOn(const Target& target, std::string& why);
   Status ReadAndBuild(const Target& target, TargetSample& out);
+  // "sites live", or "sites" from an agent that does not know it (before
+  // version 6: its answer then has no live lines).
+  Result<std::string> ReadSites(const Target& target, AgentFailure& failure);
+  // Each stack's resident bytes from the target's pagemap, or why not.
+  void AddResident(const Target& target, AgentSites& sites);
   // The profile of `sites` within the budget's room for the target: fewer
   // stacks when the largest do not fit, null when none do.
   std::shared_ptr<const SiteProfile> Fit(const Target& target, const AgentSites& sites,

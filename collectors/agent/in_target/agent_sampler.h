@@ -33,7 +33,8 @@ void agent_sampler_renew(void);
  * wants to run again, or -1 while off (nothing to watch). */
 int64_t agent_sampler_tick(int64_t now_ms);
 /* The key=value lines go to `head`, the stack lines to tail (at most
- * tail_cap bytes; *tail_len set). */
-void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len);
+ * tail_cap bytes; *tail_len set); with `live` ("sites live"), the live
+ * samples' lines after them. */
+void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len, int live);
 
 #endif

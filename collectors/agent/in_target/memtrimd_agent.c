@@ -335,11 +335,13 @@ static void handle(struct agent_call* call) {
     agent_sampler_on(req + sizeof AGENT_VERB_SAMPLING_ON - 1, &g_reply);
   } else if (strcmp(req, AGENT_VERB_SAMPLING_OFF) == 0) {
     agent_sampler_off(&g_reply);
-  } else if (strcmp(req, AGENT_VERB_SITES) == 0) {
-    /* The stack lines are the tail, in malloc_info's buffer (4 MiB, one
-     * request at a time; untouched pages never become resident). */
+  } else if (strcmp(req, AGENT_VERB_SITES) == 0 || strcmp(req, AGENT_VERB_SITES_LIVE) == 0) {
+    /* The stack lines (and live lines) are the tail, in malloc_info's
+     * buffer (4 MiB, one request at a time; untouched pages never become
+     * resident). */
     size_t len = 0;
-    agent_sampler_sites(&g_reply, g_info_buf, sizeof g_info_buf, &len);
+    agent_sampler_sites(&g_reply, g_info_buf, sizeof g_info_buf, &len,
+                        strcmp(req, AGENT_VERB_SITES_LIVE) == 0);
     call->tail = g_info_buf;
     call->tail_len = len;
   } else {

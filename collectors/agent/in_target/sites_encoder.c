@@ -1,7 +1,8 @@
 /*
  * The "sites" answer (agent_protocol.h): the sampler's counters, then one
- * line per stack of this generation that was sampled, encoded without
- * malloc into the caller's buffers.
+ * line per stack of this generation that was sampled, and for "sites live"
+ * one line per live sample of those stacks, encoded without malloc into the
+ * caller's buffers.
  */
 #include <string.h>
 
@@ -23,7 +24,51 @@ static void put_hex(struct out* o, uintptr_t v) {
   put_str(o, digits + i);
 }
 
-void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len) {
+/* Each row's index among the stack lines of the answer being built, or
+ * NOT_LISTED (the agent thread only: one answer at a time). */
+#define NOT_LISTED UINT32_MAX
+static uint32_t g_listed_as[STACK_ROWS];
+
+struct live_walk {
+  struct out* o;
+  uint32_t gen;
+  uint64_t seen, listed;
+  int full;
+};
+
+/* One "live" line per sample of this generation whose stack was listed;
+ * once one does not fit, the rest are only counted. */
+static void put_live(const struct live_sample* s, void* arg) {
+  struct live_walk* w = arg;
+  if (s->gen != w->gen || s->row >= STACK_ROWS || g_listed_as[s->row] == NOT_LISTED) {
+    return;
+  }
+  ++w->seen;
+  if (w->full) {
+    return;
+  }
+  char line[8 + 4 * 24];
+  struct out l = {line, 0, sizeof line, 0};
+  put_str(&l, AGENT_SITES_LIVE " ");
+  put_u64(&l, g_listed_as[s->row]);
+  put_str(&l, " ");
+  put_hex(&l, s->ptr);
+  put_str(&l, " ");
+  put_u64(&l, s->size);
+  put_str(&l, " ");
+  put_u64(&l, clamp(s->bytes));
+  put_str(&l, "\n");
+  if (l.overflow || w->o->len + l.len > w->o->cap) {
+    w->full = 1;
+    return;
+  }
+  memcpy(w->o->p + w->o->len, line, l.len);
+  w->o->len += l.len;
+  ++w->listed;
+}
+
+void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* tail_len,
+                         int live) {
   /* memtrimd still reads: the lease runs again from now. */
   agent_sampler_renew();
   const int on = LOAD(g_on);
@@ -40,6 +85,9 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
   struct out stacks = {tail, 0, tail_cap, 0};
   unsigned listed = 0;
   int truncated = 0;
+  for (uint32_t i = 0; i < STACK_ROWS; ++i) {
+    g_listed_as[i] = NOT_LISTED;
+  }
   for (uint32_t i = 0; g_rows != NULL && i < STACK_ROWS && !truncated; ++i) {
     const struct stack_row* r = &g_rows[i];
     if ((uint32_t)(__atomic_load_n(&r->tag, __ATOMIC_ACQUIRE) >> 32) != gen ||
@@ -76,7 +124,12 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
     }
     memcpy(stacks.p + stacks.len, line, l.len);
     stacks.len += l.len;
+    g_listed_as[i] = listed;
     ++listed;
+  }
+  struct live_walk walk = {&stacks, gen, 0, 0, 0};
+  if (live && g_rows != NULL) {
+    live_table_each(put_live, &walk);
   }
   *tail_len = stacks.len;
   put_str(head, "0\n");
@@ -101,4 +154,8 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
     put_kv(head, "truncated", 1);
   }
   put_kv(head, "stacks", listed);
+  if (live) {
+    put_kv(head, "live_seen", walk.seen);
+    put_kv(head, "live_listed", walk.listed);
+  }
 }
