@@ -109,7 +109,12 @@
  *                      nothing reset; with another T: restarted from
  *                      empty tables. period (T), generation (one more at
  *                      each start), hooked_objects, hooked_entries,
- *                      lease_s, max_rate. Status 1 with the
+ *                      lease_s, max_rate, unhooked_objects (objects whose
+ *                      allocation calls pass by the hooks: bound to
+ *                      another definition, as under RTLD_DEEPBIND, or an
+ *                      allocator of their own called directly; added
+ *                      without a version: absent from older agents).
+ *                      Status 1 with the
  *                      reason when it cannot: MEMTRIMD_AGENT_SAMPLING=0,
  *                      no malloc found at load, mmap failed, an mprotect
  *                      refused (the object named)
@@ -124,7 +129,9 @@
  *                      on), live_samples, dropped_live (no room in the live
  *                      table), dropped_stacks (samples counted in the
  *                      "[stack table full]" row), sampler_bytes (its tables'
- *                      mapped bytes), hooked_objects, truncated=1 when the
+ *                      mapped bytes), hooked_objects, hooked_entries and
+ *                      unhooked_objects (as in "sampling on": absent
+ *                      from older agents), truncated=1 when the
  *                      stack list did not fit the answer (the list then
  *                      ends early), stacks (how many stack lines follow),
  *                      then one line per stack of this generation with
@@ -260,9 +267,11 @@
       "mapped_used", "temp_cache_bytes", "temp_cache_buffers"
 /* The first three always; the sampler's from version 5. */
 #define AGENT_KEYS_PING "pid", "version", "refused", "sampling", "period", "lease_left_ms"
-/* The first four always; lease_s and max_rate from version 5. */
-#define AGENT_KEYS_SAMPLING_ON \
-  "period", "generation", "hooked_objects", "hooked_entries", "lease_s", "max_rate"
+/* The first four always; lease_s and max_rate from version 5;
+ * unhooked_objects from agents that count it. */
+#define AGENT_KEYS_SAMPLING_ON                                                            \
+  "period", "generation", "hooked_objects", "hooked_entries", "lease_s", "max_rate", \
+      "unhooked_objects"
 #define AGENT_KEYS_SAMPLING_OFF "was_on"
 /* The head of "sites" ("truncated" only when the list was cut; the last
  * six from version 5); the stack lines follow, each starting with
@@ -271,6 +280,8 @@
   "on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live",         \
       "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "truncated", "base_period", \
       "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended"
+/* Added to the head of "sites" without a version (absent from older agents). */
+#define AGENT_KEYS_SITES_HOOKS "hooked_entries", "unhooked_objects"
 #define AGENT_SITES_STACK "stack"
 /* "sites live" only (version 6): its head's two keys besides those of
  * "sites", and the word that starts each live line after the stack lines. */

@@ -142,7 +142,8 @@ static int find_self(struct dl_phdr_info* info, size_t size, void* data) {
 void agent_got_init(void) {
   g_page = sysconf(_SC_PAGESIZE);
   dl_iterate_phdr(find_self, NULL);
-  memtrimd_got_real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
+  void* canonical;
+  memtrimd_got_real_dlopen = agent_got_resolve("dlopen", &canonical);
 }
 
 void* agent_got_dlopen_hook(void) {
@@ -182,6 +183,7 @@ struct pass {
   struct got_result* out;
   uintptr_t loader; /* an address inside the dynamic loader */
   uintptr_t vdso;
+  unsigned seen; /* objects visited: the first is the executable */
 };
 
 /* d_ptr as an address in this process. */
@@ -198,13 +200,216 @@ static const struct got_hook* hook_named(const struct pass* s, const char* name)
   return NULL;
 }
 
-struct object {
-  const struct dl_phdr_info* info;
+/* An object's dynamic section, as the loader left it in memory. */
+struct dynamic {
   const ElfW(Sym) * symtab;
   const char* strtab;
   size_t strsz;
+  const uint32_t* gnu_hash;
+  const uint32_t* sysv_hash;
+  const ElfW(Half) * versym;
+  uintptr_t jmprel, rela;
+  size_t pltrelsz, relasz;
+  long pltrel;
+};
+
+/* 0 when the object has a dynamic section with symbols; a static
+ * executable has none (nothing binds through a GOT). */
+static int read_dynamic(const struct dl_phdr_info* info, struct dynamic* d) {
+  memset(d, 0, sizeof *d);
+  d->pltrel = DT_RELA;
+  const ElfW(Dyn)* dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      dyn = (const ElfW(Dyn)*)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    }
+  }
+  if (dyn == NULL) {
+    return -1;
+  }
+  for (const ElfW(Dyn)* e = dyn; e->d_tag != DT_NULL; ++e) {
+    switch (e->d_tag) {
+      case DT_SYMTAB:
+        d->symtab = (const ElfW(Sym)*)dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_STRTAB:
+        d->strtab = (const char*)dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_STRSZ:
+        d->strsz = e->d_un.d_val;
+        break;
+      case DT_GNU_HASH:
+        d->gnu_hash = (const uint32_t*)dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_HASH:
+        d->sysv_hash = (const uint32_t*)dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_VERSYM:
+        d->versym = (const ElfW(Half)*)dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_JMPREL:
+        d->jmprel = dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_PLTRELSZ:
+        d->pltrelsz = e->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        d->pltrel = (long)e->d_un.d_val;
+        break;
+      case DT_RELA:
+        d->rela = dyn_addr(info, e->d_un.d_ptr);
+        break;
+      case DT_RELASZ:
+        d->relasz = e->d_un.d_val;
+        break;
+      default:
+        break;
+    }
+  }
+  return d->symtab != NULL && d->strtab != NULL ? 0 : -1;
+}
+
+/* Symbol `i` defines `name` (a function, default version, not a stub). */
+static int defines(const struct dynamic* d, uint32_t i, const char* name) {
+  const ElfW(Sym)* sym = &d->symtab[i];
+  const unsigned type = ELF64_ST_TYPE(sym->st_info), bind = ELF64_ST_BIND(sym->st_info);
+  if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0 || sym->st_name >= d->strsz ||
+      (type != STT_FUNC && type != STT_GNU_IFUNC) || (bind != STB_GLOBAL && bind != STB_WEAK)) {
+    return 0;
+  }
+  /* A hidden (non-default) version binds only callers asking for it. */
+  if (d->versym != NULL && (d->versym[i] & 0x8000) != 0) {
+    return 0;
+  }
+  return strcmp(d->strtab + sym->st_name, name) == 0;
+}
+
+/* The object's own definition of `name`, through its hash table (every
+ * defined dynamic symbol is in it); NULL when it defines none. */
+static const ElfW(Sym) * defined_symbol(const struct dynamic* d, const char* name) {
+  if (d->gnu_hash != NULL) {
+    uint32_t h = 5381;
+    for (const unsigned char* c = (const unsigned char*)name; *c != '\0'; ++c) {
+      h = h * 33 + *c;
+    }
+    const uint32_t nbuckets = d->gnu_hash[0], symoffset = d->gnu_hash[1];
+    const uint32_t bloom_words = d->gnu_hash[2];
+    const uint32_t* buckets =
+        (const uint32_t*)((const ElfW(Addr)*)(d->gnu_hash + 4) + bloom_words);
+    const uint32_t* chain = buckets + nbuckets;
+    if (nbuckets == 0) {
+      return NULL;
+    }
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset) {
+      return NULL;
+    }
+    for (;; ++i) {
+      const uint32_t c = chain[i - symoffset];
+      if ((c | 1u) == (h | 1u) && defines(d, i, name)) {
+        return &d->symtab[i];
+      }
+      if (c & 1u) {
+        return NULL;
+      }
+    }
+  }
+  if (d->sysv_hash != NULL) {
+    uint32_t h = 0;
+    for (const unsigned char* c = (const unsigned char*)name; *c != '\0'; ++c) {
+      h = (h << 4) + *c;
+      const uint32_t g = h & 0xf0000000u;
+      h ^= g >> 24;
+      h &= ~g;
+    }
+    const uint32_t nbucket = d->sysv_hash[0];
+    const uint32_t* bucket = d->sysv_hash + 2;
+    const uint32_t* chain = bucket + nbucket;
+    for (uint32_t i = nbucket != 0 ? bucket[h % nbucket] : 0; i != STN_UNDEF; i = chain[i]) {
+      if (defines(d, i, name)) {
+        return &d->symtab[i];
+      }
+    }
+  }
+  return NULL;
+}
+
+/* This library, the vdso and the dynamic loader: never patched, never a
+ * definition. */
+static int skipped(const struct dl_phdr_info* info, uintptr_t loader, uintptr_t vdso) {
+  const char* name = info->dlpi_name != NULL ? info->dlpi_name : "";
+  return agent_object_holds(info, (uintptr_t)&skipped) ||
+         (loader != 0 ? agent_object_holds(info, loader) : strstr(name, "/ld-linux") != NULL) ||
+         (vdso != 0 && agent_object_holds(info, vdso)) || strstr(name, "linux-vdso") != NULL;
+}
+
+/* The dynamic loader's load address (its ELF header, in its first PT_LOAD);
+ * 0 when it was run as a program ("ld.so ./prog"). Not the address of
+ * _dl_find_object: glibc defines that in libc.so.6, which must be patched. */
+static uintptr_t loader_address(void) { return (uintptr_t)getauxval(AT_BASE); }
+
+struct resolve {
+  const char* name;
+  uintptr_t loader, vdso;
+  void* real;
+  const ElfW(Sym) * sym;
+  unsigned seen;
+  uintptr_t exe_lo, exe_hi; /* the executable's first and last PT_LOAD bytes */
+};
+
+static int resolve_one(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  struct resolve* r = data;
+  if (r->seen++ == 0) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+      if (ph->p_type == PT_LOAD) {
+        const uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (r->exe_lo == 0 || lo < r->exe_lo) r->exe_lo = lo;
+        if (lo + ph->p_memsz > r->exe_hi) r->exe_hi = lo + ph->p_memsz;
+      }
+    }
+  }
+  struct dynamic d;
+  if (skipped(info, r->loader, r->vdso) || read_dynamic(info, &d) != 0) {
+    return 0;
+  }
+  const ElfW(Sym)* sym = defined_symbol(&d, r->name);
+  if (sym == NULL) {
+    return 0;
+  }
+  r->real = (void*)(info->dlpi_addr + sym->st_value);
+  r->sym = sym;
+  return 1;
+}
+
+void* agent_got_resolve(const char* name, void** canonical) {
+  struct resolve r = {
+      .name = name,
+      .loader = loader_address(),
+      .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+  };
+  dl_iterate_phdr(resolve_one, &r);
+  /* What a lookup that admits a canonical PLT stub returns (address-taking
+   * code got that): another address, inside the executable, is the stub. */
+  void* any = dlsym(RTLD_DEFAULT, name);
+  if (r.real != NULL && ELF64_ST_TYPE(r.sym->st_info) == STT_GNU_IFUNC) {
+    r.real = any; /* its address is the resolver's: the loader's choice */
+  }
+  *canonical = NULL;
+  if (any != NULL && any != r.real && (uintptr_t)any >= r.exe_lo && (uintptr_t)any < r.exe_hi) {
+    *canonical = any;
+  }
+  return r.real;
+}
+
+struct object {
+  const struct dl_phdr_info* info;
+  struct dynamic dyn;
   uintptr_t relro_start, relro_end; /* pages the loader made read-only */
   unsigned entries;
+  unsigned unhooked;      /* entries bound where the hooks do not see */
+  unsigned malloc_slots;  /* entries of malloc, hooked or not */
   int failed;
 };
 
@@ -223,6 +428,22 @@ static int write_entry(struct object* o, uintptr_t slot, void* value) {
   return 0;
 }
 
+/* Whether an entry holding `now` calls what the program's other calls
+ * call: the definition, its canonical stub, or nothing bound yet (lazy
+ * binding: an address in the object's own PLT). An object that defines the
+ * name itself and is not the definition binds its own (RTLD_DEEPBIND, or
+ * -Bsymbolic): that is not ours to replace, bound yet or not. */
+static int takes_hook(const struct object* o, const struct got_hook* h, void* now) {
+  if (now == h->real || (h->canonical != NULL && now == h->canonical)) {
+    return 1;
+  }
+  const ElfW(Sym)* own = defined_symbol(&o->dyn, h->name);
+  if (own != NULL && (void*)(o->info->dlpi_addr + own->st_value) != h->real) {
+    return 0;
+  }
+  return agent_object_holds(o->info, (uintptr_t)now);
+}
+
 static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_t bytes) {
   if (rela == 0) {
     return;
@@ -235,13 +456,16 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
     if ((type != RELOC_JUMP_SLOT && type != RELOC_GLOB_DAT) || sym == 0) {
       continue;
     }
-    const ElfW(Word) name_at = o->symtab[sym].st_name;
-    if (name_at >= o->strsz) {
+    const ElfW(Word) name_at = o->dyn.symtab[sym].st_name;
+    if (name_at >= o->dyn.strsz) {
       continue;
     }
-    const struct got_hook* h = hook_named(s, o->strtab + name_at);
+    const struct got_hook* h = hook_named(s, o->dyn.strtab + name_at);
     if (h == NULL) {
       continue;
+    }
+    if (h == &s->hooks[0]) {
+      o->malloc_slots++;
     }
     const uintptr_t slot = o->info->dlpi_addr + r[i].r_offset;
     void* now = __atomic_load_n((void**)slot, __ATOMIC_ACQUIRE);
@@ -249,8 +473,9 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
       o->entries++;
       continue;
     }
-    if (now != h->real && !agent_object_holds(o->info, (uintptr_t)now)) {
-      continue; /* bound elsewhere on purpose: leave it */
+    if (!takes_hook(o, h, now)) {
+      o->unhooked += !h->quiet; /* bound elsewhere on purpose: leave it */
+      continue;
     }
     if (write_entry(o, slot, h->hook) != 0) {
       o->failed = 1;
@@ -260,23 +485,34 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
   }
 }
 
+/* An object that defines malloc and calls it without an entry of its own
+ * (the executable that is the definition, or a library bound to itself at
+ * link time): its allocations never reach a GOT. */
+static int own_allocator(const struct pass* s, const struct object* o, int is_exe) {
+  if (s->n == 0 || strcmp(s->hooks[0].name, "malloc") != 0 || o->malloc_slots > 0) {
+    return 0;
+  }
+  const ElfW(Sym)* own = defined_symbol(&o->dyn, "malloc");
+  if (own == NULL) {
+    return 0;
+  }
+  return is_exe || (void*)(o->info->dlpi_addr + own->st_value) != s->hooks[0].real;
+}
+
 static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
   struct pass* s = data;
   struct got_result* out = s->out;
+  const int is_exe = s->seen++ == 0;
   const char* name = info->dlpi_name != NULL ? info->dlpi_name : "";
-  if (agent_object_holds(info, (uintptr_t)&patch_one) || agent_object_holds(info, s->loader) ||
-      (s->vdso != 0 && agent_object_holds(info, s->vdso)) || strstr(name, "linux-vdso") != NULL) {
+  if (skipped(info, s->loader, s->vdso)) {
     return 0;
   }
   struct object o = {.info = info};
-  const ElfW(Dyn)* dyn = NULL;
   uintptr_t first_load = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_DYNAMIC) {
-      dyn = (const ElfW(Dyn)*)(info->dlpi_addr + ph->p_vaddr);
-    } else if (ph->p_type == PT_GNU_RELRO) {
+    if (ph->p_type == PT_GNU_RELRO) {
       uintptr_t start = info->dlpi_addr + ph->p_vaddr;
       /* The loader's own rounding (_dl_protect_relro): whole pages only. */
       o.relro_start = start & ~(uintptr_t)(g_page - 1);
@@ -285,7 +521,7 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
       first_load = info->dlpi_addr + ph->p_vaddr;
     }
   }
-  if (dyn == NULL || first_load == 0) {
+  if (first_load == 0 || read_dynamic(info, &o.dyn) != 0) {
     return 0; /* a static executable: nothing binds through a GOT */
   }
   struct dl_find_object found;
@@ -293,47 +529,17 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
     out->unfinished++; /* still being loaded: a later pass */
     return 0;
   }
-  uintptr_t jmprel = 0, rela = 0;
-  size_t pltrelsz = 0, relasz = 0;
-  long pltrel = DT_RELA;
-  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
-    switch (d->d_tag) {
-      case DT_SYMTAB:
-        o.symtab = (const ElfW(Sym)*)dyn_addr(info, d->d_un.d_ptr);
-        break;
-      case DT_STRTAB:
-        o.strtab = (const char*)dyn_addr(info, d->d_un.d_ptr);
-        break;
-      case DT_STRSZ:
-        o.strsz = d->d_un.d_val;
-        break;
-      case DT_JMPREL:
-        jmprel = dyn_addr(info, d->d_un.d_ptr);
-        break;
-      case DT_PLTRELSZ:
-        pltrelsz = d->d_un.d_val;
-        break;
-      case DT_PLTREL:
-        pltrel = (long)d->d_un.d_val;
-        break;
-      case DT_RELA:
-        rela = dyn_addr(info, d->d_un.d_ptr);
-        break;
-      case DT_RELASZ:
-        relasz = d->d_un.d_val;
-        break;
-      default:
-        break;
-    }
-  }
-  if (o.symtab == NULL || o.strtab == NULL || pltrel != DT_RELA) {
+  if (o.dyn.pltrel != DT_RELA) {
     return 0;
   }
-  patch_relocs(s, &o, jmprel, pltrelsz);
-  patch_relocs(s, &o, rela, relasz);
+  patch_relocs(s, &o, o.dyn.jmprel, o.dyn.pltrelsz);
+  patch_relocs(s, &o, o.dyn.rela, o.dyn.relasz);
   if (o.entries > 0) {
     out->objects++;
     out->entries += o.entries;
+  }
+  if (o.unhooked > 0 || own_allocator(s, &o, is_exe)) {
+    out->unhooked_objects++;
   }
   if (o.failed) {
     out->failed = 1;
@@ -358,8 +564,9 @@ int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got
       .hooks = hooks,
       .n = n,
       .out = out,
-      .loader = (uintptr_t)&_dl_find_object, /* defined by ld.so */
+      .loader = loader_address(),
       .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+      .seen = 0,
   };
   dl_iterate_phdr(patch_one, &s);
   unlock_pass();

@@ -10,13 +10,17 @@
 #include <stdint.h>
 
 /* One function to hook: its dynamic symbol name, the hook written into the
- * GOTs, and the definition the program's calls bind to (dlsym(RTLD_DEFAULT)
- * in the constructor). An entry is rewritten only while it holds `real` or
- * still points into its own object (lazy binding). */
+ * GOTs, the definition the program's calls bind to and, in a non-PIE
+ * executable that takes its address, the executable's canonical PLT stub
+ * (agent_got_resolve). An entry is rewritten only while it holds `real` or
+ * `canonical`, or is not yet bound (lazy binding). `quiet`: an entry bound
+ * elsewhere is not an allocation the sampler misses (dlopen). */
 struct got_hook {
   const char* name;
   void* hook;
   void* real;
+  void* canonical;
+  int quiet;
 };
 
 /* What one pass found. */
@@ -24,13 +28,24 @@ struct got_result {
   unsigned objects;    /* objects with at least one entry holding a hook */
   unsigned entries;    /* entries holding a hook after the pass */
   unsigned unfinished; /* objects still being loaded (not yet relocated): left for later */
-  int failed;          /* an mprotect was refused; `why` names the object */
+  /* Objects whose allocation calls pass by the hooks: an entry bound to
+   * another definition (RTLD_DEEPBIND, an interposer of its own), or an
+   * allocator defined in the object and called directly (the executable
+   * with one linked in statically). */
+  unsigned unhooked_objects;
+  int failed; /* an mprotect was refused; `why` names the object */
   char why[256];
 };
 
 /* In the constructor (dlsym may malloc): the agent's own address range and
  * the real dlopen, which the dlopen hook jumps to. */
 void agent_got_init(void);
+
+/* The definition of `name` the program's calls bind to: the first loaded
+ * object, in load order, whose dynamic symbol table defines it (not dlsym,
+ * which returns a non-PIE executable's canonical PLT stub), or NULL; and
+ * that stub in *canonical, or NULL when there is none. Never mallocs. */
+void* agent_got_resolve(const char* name, void** canonical);
 
 /* The dlopen hook: counts the call and jumps to the real dlopen with the
  * caller's own return address (agent_got.c: why not a call). NULL when the

@@ -45,6 +45,7 @@ uint64_t g_started_ns;
 uint64_t g_samples, g_dropped_live, g_dropped_stacks;
 int64_t g_live;
 unsigned g_hooked_objects, g_hooked_entries;
+unsigned g_unhooked_objects;
 int g_opted_out;
 size_t g_map_bytes;
 struct stack_row* g_rows;
@@ -61,6 +62,12 @@ uint64_t sampler_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sampler_store_pass(const struct got_result* r) {
+  STORE(g_hooked_objects, r->objects);
+  STORE(g_hooked_entries, r->entries);
+  STORE(g_unhooked_objects, r->unhooked_objects);
 }
 
 static void answer_error(struct out* o, const char* why, const char* what) {
@@ -80,6 +87,7 @@ static void put_on_body(struct out* o) {
   put_kv(o, "generation", LOAD(g_gen));
   put_kv(o, "hooked_objects", LOAD(g_hooked_objects));
   put_kv(o, "hooked_entries", LOAD(g_hooked_entries));
+  put_kv(o, "unhooked_objects", LOAD(g_unhooked_objects));
   put_kv(o, "lease_s", g_lease_ns / 1000000000u);
   put_kv(o, "max_rate", g_max_rate);
 }
@@ -207,8 +215,7 @@ void agent_sampler_on(const char* request, struct out* o) {
   STORE(g_repatch_until, 0);
   struct got_result r;
   agent_got_patch(g_hooks, g_nhooks, 1, &r);
-  STORE(g_hooked_objects, r.objects);
-  STORE(g_hooked_entries, r.entries);
+  sampler_store_pass(&r);
   if (r.failed) {
     /* What is hooked already stays a pass-through. */
     answer_error(o, "sampling unavailable: mprotect refused in ", r.why);

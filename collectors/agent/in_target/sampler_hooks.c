@@ -183,8 +183,7 @@ static void maybe_repatch(void) {
   STORE(g_repatch_next, now + REPATCH_EVERY_NS);
   struct got_result r;
   if (agent_got_patch(g_hooks, g_nhooks, 0, &r) == 0) {
-    STORE(g_hooked_objects, r.objects);
-    STORE(g_hooked_entries, r.entries);
+    sampler_store_pass(&r);
     if (r.unfinished > 0) {
       STORE(g_repatch_until, now + REPATCH_WINDOW_NS);
     }
@@ -366,9 +365,24 @@ ALIGNED_HOOK(memalign)
 PAGE_HOOK(valloc)
 PAGE_HOOK(pvalloc)
 
-static void add_hook(const char* name, void* hook, void* real) {
+/* Where each name's calls go besides the definition: a non-PIE
+ * executable's canonical PLT stub (agent_got_resolve). */
+static struct {
+  void* malloc;
+  void* free;
+  void* calloc;
+  void* realloc;
+  void* posix_memalign;
+  void* aligned_alloc;
+  void* memalign;
+  void* valloc;
+  void* pvalloc;
+  void* reallocarray;
+} g_canonical;
+
+static void add_hook(const char* name, void* hook, void* real, void* canonical, int quiet) {
   if (real != NULL && hook != NULL) {
-    g_hooks[g_nhooks++] = (struct got_hook){name, hook, real};
+    g_hooks[g_nhooks++] = (struct got_hook){name, hook, real, canonical, quiet};
   }
 }
 
@@ -380,7 +394,12 @@ void agent_sampler_init(void) {
   const char* env = getenv(AGENT_ENV_SAMPLING);
   g_opted_out = env != NULL && strcmp(env, "0") == 0;
   agent_got_init();
-#define REAL(name) g_real.name = (__typeof__(g_real.name))dlsym(RTLD_DEFAULT, #name)
+  /* The definitions in load order, not dlsym(RTLD_DEFAULT): in a non-PIE
+   * executable that takes malloc's address, dlsym returns the executable's
+   * canonical PLT stub, which jumps through the executable's own GOT entry:
+   * a hook calling it would call itself once that entry is hooked. */
+#define REAL(name)                                                        \
+  g_real.name = (__typeof__(g_real.name))agent_got_resolve(#name, &g_canonical.name)
   REAL(malloc);
   REAL(free);
   REAL(calloc);
@@ -392,19 +411,24 @@ void agent_sampler_init(void) {
   REAL(pvalloc);
   REAL(reallocarray);
 #undef REAL
-  /* malloc and free first: without both nothing is hooked. */
+  /* malloc and free first: without both nothing is hooked (malloc first:
+   * agent_got.c looks for it there). */
   if (g_real.malloc == NULL || g_real.free == NULL) {
     return;
   }
-  add_hook("malloc", (void*)hook_malloc, (void*)g_real.malloc);
-  add_hook("free", (void*)hook_free, (void*)g_real.free);
-  add_hook("calloc", (void*)hook_calloc, (void*)g_real.calloc);
-  add_hook("realloc", (void*)hook_realloc, (void*)g_real.realloc);
-  add_hook("posix_memalign", (void*)hook_posix_memalign, (void*)g_real.posix_memalign);
-  add_hook("aligned_alloc", (void*)hook_aligned_alloc, (void*)g_real.aligned_alloc);
-  add_hook("memalign", (void*)hook_memalign, (void*)g_real.memalign);
-  add_hook("valloc", (void*)hook_valloc, (void*)g_real.valloc);
-  add_hook("pvalloc", (void*)hook_pvalloc, (void*)g_real.pvalloc);
-  add_hook("reallocarray", (void*)hook_reallocarray, (void*)g_real.reallocarray);
-  add_hook("dlopen", agent_got_dlopen_hook(), agent_got_real_dlopen());
+#define HOOK(name) add_hook(#name, (void*)hook_##name, (void*)g_real.name, g_canonical.name, 0)
+  HOOK(malloc);
+  HOOK(free);
+  HOOK(calloc);
+  HOOK(realloc);
+  HOOK(posix_memalign);
+  HOOK(aligned_alloc);
+  HOOK(memalign);
+  HOOK(valloc);
+  HOOK(pvalloc);
+  HOOK(reallocarray);
+#undef HOOK
+  void* dlopen_canonical = NULL;
+  agent_got_resolve("dlopen", &dlopen_canonical);
+  add_hook("dlopen", agent_got_dlopen_hook(), agent_got_real_dlopen(), dlopen_canonical, 1);
 }

@@ -62,6 +62,7 @@ extern uint64_t g_started_ns;
 extern uint64_t g_samples, g_dropped_live, g_dropped_stacks;
 extern int64_t g_live;
 extern unsigned g_hooked_objects, g_hooked_entries;
+extern unsigned g_unhooked_objects; /* got_result.unhooked_objects of the last pass */
 extern int g_opted_out;
 extern size_t g_map_bytes;
 extern struct stack_row* g_rows;
@@ -73,6 +74,9 @@ extern size_t g_nhooks;
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+
+/* A GOT pass's counts, for "sampling on" and "sites" (sampler_control.c). */
+void sampler_store_pass(const struct got_result* r);
 
 /* CLOCK_MONOTONIC in nanoseconds (sampler_control.c). */
 uint64_t sampler_now_ns(void);

@@ -79,8 +79,7 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
     STORE(g_seen_dlopens, agent_got_dlopen_calls());
     struct got_result r;
     agent_got_patch(g_hooks, g_nhooks, 1, &r);
-    STORE(g_hooked_objects, r.objects);
-    STORE(g_hooked_entries, r.entries);
+    sampler_store_pass(&r);
   }
   struct out stacks = {tail, 0, tail_cap, 0};
   unsigned listed = 0;
@@ -150,6 +149,8 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
   put_kv(head, "dropped_stacks", LOAD(g_dropped_stacks));
   put_kv(head, "sampler_bytes", g_map_bytes);
   put_kv(head, "hooked_objects", LOAD(g_hooked_objects));
+  put_kv(head, "hooked_entries", LOAD(g_hooked_entries));
+  put_kv(head, "unhooked_objects", LOAD(g_unhooked_objects));
   if (truncated) {
     put_kv(head, "truncated", 1);
   }
