@@ -428,20 +428,30 @@ static int write_entry(struct object* o, uintptr_t slot, void* value) {
   return 0;
 }
 
-/* Whether an entry holding `now` calls what the program's other calls
- * call: the definition, its canonical stub, or nothing bound yet (lazy
- * binding: an address in the object's own PLT). An object that defines the
- * name itself and is not the definition binds its own (RTLD_DEEPBIND, or
- * -Bsymbolic): that is not ours to replace, bound yet or not. */
-static int takes_hook(const struct object* o, const struct got_hook* h, void* now) {
+/* What to do with an entry holding `now`: TAKE it when it calls what the
+ * program's other calls call (the definition or its canonical stub), or
+ * when nothing is bound yet (lazy binding: an address in the object's own
+ * PLT); LEAVE an unbound entry of an object that defines the name itself
+ * and is not the definition: libc under a preloaded jemalloc binds it to
+ * jemalloc's at its first call, a library loaded with RTLD_DEEPBIND to its
+ * own, and nothing here tells the two apart (a later pass sees it bound);
+ * OTHER for an entry bound to any other function (another malloc, its own
+ * object's under RTLD_DEEPBIND): not ours to replace, and counted. */
+enum verdict { TAKE, LEAVE, OTHER };
+
+static enum verdict takes_hook(const struct object* o, const struct got_hook* h, void* now) {
   if (now == h->real || (h->canonical != NULL && now == h->canonical)) {
-    return 1;
+    return TAKE;
+  }
+  if (!agent_object_holds(o->info, (uintptr_t)now)) {
+    return OTHER;
   }
   const ElfW(Sym)* own = defined_symbol(&o->dyn, h->name);
-  if (own != NULL && (void*)(o->info->dlpi_addr + own->st_value) != h->real) {
-    return 0;
+  if (own == NULL) {
+    return TAKE; /* lazy binding */
   }
-  return agent_object_holds(o->info, (uintptr_t)now);
+  const uintptr_t at = o->info->dlpi_addr + own->st_value;
+  return (void*)at == h->real ? TAKE : (uintptr_t)now == at ? OTHER : LEAVE;
 }
 
 static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_t bytes) {
@@ -473,8 +483,9 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
       o->entries++;
       continue;
     }
-    if (!takes_hook(o, h, now)) {
-      o->unhooked += !h->quiet; /* bound elsewhere on purpose: leave it */
+    const enum verdict v = takes_hook(o, h, now);
+    if (v != TAKE) {
+      o->unhooked += v == OTHER && !h->quiet; /* bound elsewhere on purpose: leave it */
       continue;
     }
     if (write_entry(o, slot, h->hook) != 0) {
