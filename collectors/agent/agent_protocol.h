@@ -269,7 +269,7 @@
 #define AGENT_KEYS_PING "pid", "version", "refused", "sampling", "period", "lease_left_ms"
 /* The first four always; lease_s and max_rate from version 5;
  * unhooked_objects from agents that count it. */
-#define AGENT_KEYS_SAMPLING_ON                                                            \
+#define AGENT_KEYS_SAMPLING_ON                                                       \
   "period", "generation", "hooked_objects", "hooked_entries", "lease_s", "max_rate", \
       "unhooked_objects"
 #define AGENT_KEYS_SAMPLING_OFF "was_on"

@@ -13,8 +13,9 @@
  *     has bound malloc already;
  *   - it is not defeated by the order of LD_PRELOAD: a jemalloc listed before
  *     the agent would win against an interposing agent. Here the hooks call
- *     whatever the program's calls bound to (dlsym(RTLD_DEFAULT)), jemalloc's
- *     or tcmalloc's as well as glibc's.
+ *     whatever the program's calls bind to (agent_got_resolve: the first
+ *     object in load order that defines the name), jemalloc's or
+ *     tcmalloc's as well as glibc's.
  * glibc's own libc.so.6 reaches malloc, free, calloc and realloc through
  * GLOB_DAT and JUMP_SLOT entries (readelf -rW), so it is patched too, and
  * strdup, fopen, getline are seen.
@@ -25,10 +26,14 @@
  * gives DT_SYMTAB, DT_STRTAB, DT_JMPREL/DT_PLTRELSZ and DT_RELA/DT_RELASZ
  * (glibc relocates those d_ptr values in place; one below dlpi_addr is
  * unrelocated and gets dlpi_addr added). An R_X86_64_JUMP_SLOT or
- * R_X86_64_GLOB_DAT entry of a hooked name is rewritten only while it holds
- * the real function or still points into its own object (lazy binding not yet
- * resolved); any other value (another interposer, a DEEPBIND object) is left
- * alone. An entry already holding the hook is skipped: passes are idempotent.
+ * R_X86_64_GLOB_DAT entry of a hooked name (GLOB_DAT: -fno-plt calls, and
+ * address-taking code) is rewritten only while it holds the definition, a
+ * non-PIE executable's canonical PLT stub for it (what dlsym returns there,
+ * and what pointer-taking code elsewhere got), or still points into its own
+ * PLT (lazy binding not yet resolved); any other value (another interposer,
+ * a DEEPBIND object bound to its own malloc) is left alone and its object
+ * counted as unhooked (takes_hook says which is which). An entry already
+ * holding the hook is skipped: passes are idempotent.
  * Entries inside PT_GNU_RELRO (full RELRO, Debian's default) are written
  * with the page made writable for the write and read-only again after.
  *
@@ -294,8 +299,7 @@ static const ElfW(Sym) * defined_symbol(const struct dynamic* d, const char* nam
     }
     const uint32_t nbuckets = d->gnu_hash[0], symoffset = d->gnu_hash[1];
     const uint32_t bloom_words = d->gnu_hash[2];
-    const uint32_t* buckets =
-        (const uint32_t*)((const ElfW(Addr)*)(d->gnu_hash + 4) + bloom_words);
+    const uint32_t* buckets = (const uint32_t*)((const ElfW(Addr)*)(d->gnu_hash + 4) + bloom_words);
     const uint32_t* chain = buckets + nbuckets;
     if (nbuckets == 0) {
       return NULL;
@@ -408,8 +412,8 @@ struct object {
   struct dynamic dyn;
   uintptr_t relro_start, relro_end; /* pages the loader made read-only */
   unsigned entries;
-  unsigned unhooked;      /* entries bound where the hooks do not see */
-  unsigned malloc_slots;  /* entries of malloc, hooked or not */
+  unsigned unhooked;     /* entries bound where the hooks do not see */
+  unsigned malloc_slots; /* entries of malloc, hooked or not */
   int failed;
 };
 

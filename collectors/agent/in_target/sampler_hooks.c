@@ -398,7 +398,7 @@ void agent_sampler_init(void) {
    * executable that takes malloc's address, dlsym returns the executable's
    * canonical PLT stub, which jumps through the executable's own GOT entry:
    * a hook calling it would call itself once that entry is hooked. */
-#define REAL(name)                                                        \
+#define REAL(name) \
   g_real.name = (__typeof__(g_real.name))agent_got_resolve(#name, &g_canonical.name)
   REAL(malloc);
   REAL(free);
