@@ -186,6 +186,7 @@ void AddSites(FamilyBuilder& b, const std::string& pid, const TargetSample& s, s
     b.Add(kSiteResidentBytes, {pid, "other"}, D(all > resident_shown ? all - resident_shown : 0));
   }
   b.Add(kSitesSampler, {pid}, D(p.sampler_bytes));
+  if (p.hooks_counted) b.Add(kSitesUnhooked, {pid}, D(p.unhooked_objects));
 }
 
 void AddAllocator(FamilyBuilder& b, const std::string& pid, const std::string& allocator,

@@ -338,6 +338,13 @@ const MetricDef kSitesSampler{
     {"pid"},
     "Memory the agent's allocation sampler has mapped in the target for its tables (at most "
     "4 MiB)."};
+const MetricDef kSitesUnhooked{
+    "memtrimd_native_sites_unhooked_objects",
+    MetricType::Gauge,
+    {"pid"},
+    "Loaded objects in the target whose allocation calls the agent's sampler cannot hook (bound "
+    "to another malloc, as under RTLD_DEEPBIND, or an allocator linked in statically): their "
+    "allocations are missing from the sites. 0 when every call is seen."};
 const MetricDef kSitesMemory{
     "memtrimd_sites_memory_bytes",
     MetricType::Gauge,
@@ -513,6 +520,7 @@ const std::vector<const MetricDef*>& AllMetrics() {
       &kSiteLiveBytes,
       &kSiteResidentBytes,
       &kSitesSampler,
+      &kSitesUnhooked,
       &kGcCollections,
       &kGcSeconds,
       &kJvmRisk,

@@ -82,6 +82,7 @@ extern const MetricDef kTempBufferCache;
 extern const MetricDef kSiteLiveBytes;
 extern const MetricDef kSiteResidentBytes;
 extern const MetricDef kSitesSampler;
+extern const MetricDef kSitesUnhooked;
 extern const MetricDef kGcCollections;
 extern const MetricDef kGcSeconds;
 extern const MetricDef kMallocSetting;

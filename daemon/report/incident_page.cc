@@ -223,6 +223,10 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   const std::string part = nmt ? "outside_nmt" : "native";
   const std::string words = nmt ? "outside NMT" : "native";
   out += "<h3>Who holds the native memory</h3>\n";
+  if (std::string unseen = report::NotSampledText(p); !unseen.empty()) {
+    out += "<p class=\"not-sampled\" data-unhooked-objects=\"" +
+           std::to_string(p.unhooked_objects) + "\">" + HtmlEscape(unseen) + ".</p>\n";
+  }
   out += "<table class=\"sites\" data-part=\"" + part + "\"";
   if (a) out += " data-part-bytes=\"" + std::to_string(a->outside) + "\"";
   // Shares of the part are of resident bytes (allocated memory never

@@ -37,6 +37,24 @@ std::string Line(const std::string& bytes, const std::string& resident, const st
 
 }  // namespace
 
+std::string NotSampledText(const agent::SiteProfile& p) {
+  if (!p.hooks_counted && p.linked_allocator.empty()) return "";
+  if (p.hooks_counted && p.hooked_entries == 0) {
+    return "not sampled: no allocation call of this program could be hooked (an allocator "
+           "linked in statically, or every call bound to another malloc), so its sites read "
+           "0 B whatever it allocates";
+  }
+  if (!p.linked_allocator.empty()) {
+    return "not sampled: the executable's own allocations (" + p.linked_allocator +
+           ": its calls never pass through a GOT entry the hooks could take)";
+  }
+  if (p.unhooked_objects == 0) return "";
+  return "not sampled: the allocations of " + std::to_string(p.unhooked_objects) +
+         (p.unhooked_objects == 1 ? " loaded object" : " loaded objects") +
+         " whose calls pass by the hooks (bound to another malloc, as under RTLD_DEEPBIND, or "
+         "an allocator linked in statically): the sites below miss them";
+}
+
 std::string SitesText(const agent::SiteProfile& p, std::size_t top,
                       std::chrono::system_clock::time_point now) {
   // Whole seconds: the agent's clock and this one are read moments apart.
@@ -52,6 +70,7 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
            " times: fewer samples, so each estimate is rougher (its error grows as the "
            "square root of the period)\n";
   }
+  if (std::string unseen = NotSampledText(p); !unseen.empty()) out += "  " + unseen + "\n";
   // "-" where the resident figure is not known (said below), never 0.
   const bool known = p.resident.known;
   auto resident = [&](uint64_t b) { return known ? Bytes(b) : std::string("-"); };
@@ -159,6 +178,11 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.Key("dropped_live").Uint(p.dropped_live).Key("dropped_stacks").Uint(p.dropped_stacks);
   w.Key("sampler_bytes").Uint(p.sampler_bytes);
   w.Key("budget_cut_stacks").Uint(p.budget_cut_stacks);
+  if (p.hooks_counted) {
+    w.Key("hooked_entries").Uint(p.hooked_entries);
+    w.Key("unhooked_objects").Uint(p.unhooked_objects);
+    w.Key("not_sampled").String(NotSampledText(p));
+  }
   w.Key("sites").BeginArray();
   for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
     const agent::NamedSite& s = p.sites[i];

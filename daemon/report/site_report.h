@@ -23,6 +23,13 @@ inline constexpr std::size_t kReportSites = 10;
 std::string SitesText(const agent::SiteProfile& p, std::size_t top,
                       std::chrono::system_clock::time_point now);
 
+// What the sampler cannot see, in one line without a final period
+// ("not sampled: ..."), or "" when the agent hooked every allocation call
+// it found (or does not say): no hooked entry at all, or objects whose
+// allocation calls pass by the hooks (bound to another malloc, as under
+// RTLD_DEEPBIND, or an allocator linked in statically).
+std::string NotSampledText(const agent::SiteProfile& p);
+
 // The same as a JSON object value ("sites": {...}).
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
 

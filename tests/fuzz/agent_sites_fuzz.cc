@@ -61,7 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       "\ndropped_live=" + to_string(s->dropped_live) +
       "\ndropped_stacks=" + to_string(s->dropped_stacks) +
       "\nsampler_bytes=" + to_string(s->sampler_bytes) +
-      "\nhooked_objects=" + to_string(s->hooked_objects) + (s->truncated ? "\ntruncated=1" : "") +
+      "\nhooked_objects=" + to_string(s->hooked_objects) +
+      (s->hooks_counted ? "\nhooked_entries=" + to_string(s->hooked_entries) +
+                              "\nunhooked_objects=" + to_string(s->unhooked_objects)
+                        : "") +
+      (s->truncated ? "\ntruncated=1" : "") +
       (s->has_live
            ? "\nlive_seen=" + to_string(s->live_seen) + "\nlive_listed=" + to_string(s->live_listed)
            : "") +
@@ -80,6 +84,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              again->dropped_live == s->dropped_live && again->dropped_stacks == s->dropped_stacks &&
              again->sampler_bytes == s->sampler_bytes &&
              again->hooked_objects == s->hooked_objects && again->truncated == s->truncated &&
+             again->hooks_counted == s->hooks_counted &&
+             again->hooked_entries == s->hooked_entries &&
+             again->unhooked_objects == s->unhooked_objects &&
              again->stacks.size() == s->stacks.size() && again->has_live == s->has_live &&
              again->live_seen == s->live_seen && again->live.size() == s->live.size());
   for (std::size_t i = 0; i < s->live.size(); ++i) {

@@ -213,10 +213,11 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
     } else if (verb == AGENT_VERB_SITES) {
       std::string_view head = *body;
       head = head.substr(0, head.find(AGENT_SITES_STACK " "));
-      ExpectKeys(verb, head, {AGENT_KEYS_SITES},
-                 {"on", "period", "generation", "started_ns", "samples", "live_samples",
-                  "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks",
-                  "base_period", "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended"});
+      ExpectKeys(
+          verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS},
+          {"on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live",
+           "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "base_period", "max_rate",
+           "raised", "lease_s", "lease_left_ms", "lease_ended", AGENT_KEYS_SITES_HOOKS});
       Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();
       EXPECT_TRUE(s->on);

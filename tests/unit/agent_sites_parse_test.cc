@@ -100,6 +100,34 @@ TEST(AgentSitesParse, LeaseAndBudgetKeys) {
   EXPECT_FALSE(ParseAgentPing("pid=7\nversion=5\nrefused=0\nsampling=2\n").ok());
 }
 
+// Issue 33: the hooks' counts, added without a version: an agent that
+// sends them, and one that does not.
+TEST(AgentSitesParse, HookCounts) {
+  const std::string head =
+      "on=1\nperiod=65536\ngeneration=1\nstarted_ns=1\nsamples=1\nlive_samples=1\n"
+      "dropped_live=0\ndropped_stacks=0\nsampler_bytes=0\nhooked_objects=7\n";
+  Result<AgentSites> s =
+      ParseAgentSites(head + "hooked_entries=20\nunhooked_objects=1\nstacks=0\n");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->hooks_counted);
+  EXPECT_EQ(s->hooked_entries, 20u);
+  EXPECT_EQ(s->unhooked_objects, 1u);
+  Result<AgentSites> old = ParseAgentSites(head + "stacks=0\n");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_FALSE(old->hooks_counted);
+  EXPECT_EQ(old->unhooked_objects, 0u);
+  EXPECT_FALSE(ParseAgentSites(head + "hooked_entries=x\nunhooked_objects=1\nstacks=0\n").ok());
+
+  Result<SamplingStarted> on = ParseSamplingStarted(
+      "period=65536\ngeneration=1\nhooked_objects=7\nhooked_entries=20\nlease_s=600\n"
+      "max_rate=0\nunhooked_objects=2\n");
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_EQ(on->unhooked_objects, std::optional<uint64_t>(2));
+  Result<SamplingStarted> before = ParseSamplingStarted(ReadFixture("sampling_on.txt"));
+  ASSERT_TRUE(before.ok());
+  EXPECT_FALSE(before->unhooked_objects.has_value());
+}
+
 TEST(AgentSitesParse, SamplingOn) {
   Result<SamplingStarted> on = ParseSamplingStarted(ReadFixture("sampling_on.txt"));
   ASSERT_TRUE(on.ok()) << on.status().message();

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "daemon/analysis/rss_account.h"
+#include "daemon/report/site_report.h"
 #include "daemon/report/svg_chart.h"
 
 namespace memtrimd {
@@ -551,6 +552,50 @@ TEST(IncidentPage, WithoutSitesOneLineSaysWhyOnlyWhenTheCollectorIsOn) {
                       "&lt;here&gt;.</p>"),
             std::string::npos);
   EXPECT_EQ(html.find("Who holds the native memory"), std::string::npos);
+}
+
+// Issue 33: what the sampler cannot hook is said in one line above the
+// sites, never left as a bare "0 B"; inspect's text and /report's JSON say
+// the same.
+TEST(IncidentPage, WhatTheHooksCannotSeeIsSaidInOneLine) {
+  TargetSnapshot ts = Program(42, 100, 400);
+  auto sites = std::make_shared<agent::SiteProfile>(
+      *Sites(std::chrono::system_clock::time_point(1'800'000'000s),
+             {{"hold < hold_200 < main", 40 * kMiB, false}}));
+  // An agent that does not count: nothing said.
+  ts.sample.sites = sites;
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("not sampled"), std::string::npos);
+  // Every entry hooked: nothing said either.
+  sites->hooks_counted = true;
+  sites->hooked_entries = 12;
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("not sampled"), std::string::npos);
+  EXPECT_EQ(report::NotSampledText(*sites), "");
+  // Two objects bound elsewhere.
+  sites->unhooked_objects = 2;
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(Attr(html, R"re(<p class="not-sampled" data-unhooked-objects="(\d+)">)re"), "2");
+  EXPECT_NE(html.find(">not sampled: the allocations of 2 loaded objects whose calls pass by the "
+                      "hooks"),
+            std::string::npos)
+      << html;
+  const std::string text = report::SitesText(*sites, 10, std::chrono::system_clock::now());
+  EXPECT_NE(text.find("\n  not sampled: the allocations of 2 loaded objects"), std::string::npos)
+      << text;
+  // Nothing hooked at all: said so, before any figure.
+  sites->hooked_entries = 0;
+  EXPECT_EQ(report::NotSampledText(*sites).rfind("not sampled: no allocation call", 0), 0u);
+  // An allocator memtrimd found linked into the executable.
+  sites->hooked_entries = 3;
+  sites->unhooked_objects = 0;
+  sites->linked_allocator = "jemalloc linked into the executable";
+  EXPECT_EQ(report::NotSampledText(*sites),
+            "not sampled: the executable's own allocations (jemalloc linked into the "
+            "executable: its calls never pass through a GOT entry the hooks could take)");
 }
 
 }  // namespace

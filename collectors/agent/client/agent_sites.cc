@@ -120,7 +120,8 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
       }
     }
   }
-  static constexpr std::array<std::string_view, 18> kKeys = {AGENT_KEYS_SITES};
+  static constexpr std::array<std::string_view, 20> kKeys = {AGENT_KEYS_SITES,
+                                                             AGENT_KEYS_SITES_HOOKS};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   std::string_view head = body.substr(0, stacks_at);
   if (head.empty()) {
@@ -146,6 +147,9 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   out.lease_s = values[15].value_or(0);
   out.lease_left_ms = values[16].value_or(0);
   out.lease_ended = values[17].value_or(0);
+  out.hooks_counted = values[18].has_value() && values[19].has_value();
+  out.hooked_entries = values[18].value_or(0);
+  out.unhooked_objects = values[19].value_or(0);
   static constexpr std::array<std::string_view, 2> kLiveKeys = {AGENT_KEYS_SITES_LIVE};
   std::array<std::optional<uint64_t>, kLiveKeys.size()> live_values{};
   st = ParseKeyValues(head, kLiveKeys, live_values, 0, "agent sites");
@@ -213,12 +217,13 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
 }
 
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body) {
-  static constexpr std::array<std::string_view, 6> kKeys = {AGENT_KEYS_SAMPLING_ON};
+  static constexpr std::array<std::string_view, 7> kKeys = {AGENT_KEYS_SAMPLING_ON};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   Status st = ParseKeyValues(body, kKeys, values, 4, "agent sampling on");
   if (!st.ok()) return st;
   return SamplingStarted{
-      *values[0], *values[1], *values[2], *values[3], values[4].value_or(0), values[5].value_or(0)};
+      *values[0], *values[1], *values[2], *values[3], values[4].value_or(0), values[5].value_or(0),
+      values[6]};
 }
 
 Result<bool> ParseSamplingStopped(std::string_view body) {

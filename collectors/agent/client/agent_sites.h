@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,13 @@ struct AgentSites {
   uint64_t dropped_stacks = 0;
   uint64_t sampler_bytes = 0;
   uint64_t hooked_objects = 0;
+  // The malloc family's GOT entries holding a hook, and the objects whose
+  // allocation calls pass by the hooks (bound to another definition, as
+  // under RTLD_DEEPBIND, or an allocator of their own called directly).
+  // Absent from older agents: then hooks_counted is false and both 0.
+  bool hooks_counted = false;
+  uint64_t hooked_entries = 0;
+  uint64_t unhooked_objects = 0;
   bool truncated = false;  // the agent's answer ended the stack list early
   std::vector<AgentStack> stacks;
   // "sites live" only: live_seen and live_listed were in the head, and the
@@ -116,6 +124,7 @@ struct SamplingStarted {
   uint64_t hooked_entries = 0;
   uint64_t lease_s = 0;  // version 5; 0 from an older agent
   uint64_t max_rate = 0;
+  std::optional<uint64_t> unhooked_objects;  // absent from older agents
 };
 
 // Pure parsers. Unknown keys are ignored; a missing known key, a stack line

@@ -105,7 +105,7 @@ std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& pro
 std::size_t SiteProfile::MemoryBytes() const {
   std::size_t n = sizeof(SiteProfile) + stacks.capacity() * sizeof(SiteStack) +
                   addresses.capacity() * sizeof(uint64_t) + symbols.MemoryBytes() +
-                  sites.capacity() * sizeof(NamedSite);
+                  sites.capacity() * sizeof(NamedSite) + linked_allocator.capacity();
   for (const SiteStack& s : stacks) n += s.addresses.capacity() * sizeof(uint64_t);
   for (const NamedSite& s : sites) n += s.name.capacity();
   return n + resident.why.capacity();
@@ -129,6 +129,9 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   p.dropped_stacks = raw.dropped_stacks;
   p.sampler_bytes = raw.sampler_bytes;
   p.hooked_objects = raw.hooked_objects;
+  p.hooks_counted = raw.hooks_counted;
+  p.hooked_entries = raw.hooked_entries;
+  p.unhooked_objects = raw.unhooked_objects;
   p.truncated = raw.truncated;
   p.resident = raw.resident;
 

@@ -55,6 +55,16 @@ struct SiteProfile {
   uint64_t dropped_stacks = 0;
   uint64_t sampler_bytes = 0;
   uint64_t hooked_objects = 0;
+  // The agent's hook counts (AgentSites): hooks_counted false from an
+  // agent that does not send them.
+  bool hooks_counted = false;
+  uint64_t hooked_entries = 0;
+  uint64_t unhooked_objects = 0;
+  // How memtrimd told an allocator linked into the executable (e.g.
+  // "jemalloc linked into the executable", Target::allocator_source), or
+  // "": its calls never reach a GOT entry, so the sampler cannot see them,
+  // exported or not (the sites collector sets it).
+  std::string linked_allocator;
   bool truncated = false;  // the agent's answer was cut (its buffer)
   // Whether each value's resident_bytes is known, and how it was read.
   SiteResident resident;

@@ -68,6 +68,12 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
     } else if (load && !load->Loaded()) {
       out.sites_missing =
           "libmemtrimd_agent.so is not loaded: memtrimd's load of it: " + load->text;
+    } else if (target.runtime == Runtime::kUnknown && !target.still_loading) {
+      // No C library mapped: a static executable (glibc's, musl's, Go's),
+      // which has no dynamic loader to preload the agent and no GOT.
+      out.sites_missing =
+          "not sampled: a static executable (no C library mapped): LD_PRELOAD cannot load "
+          "libmemtrimd_agent.so into it, and it calls its allocator without a GOT";
     } else {
       out.sites_missing = jvm ? "libmemtrimd_agent.so is not loaded (--jvm.load-agent loads it)"
                               : "libmemtrimd_agent.so is not loaded (LD_PRELOAD)";
@@ -92,8 +98,12 @@ std::shared_ptr<const SiteProfile> SitesCollector::Fit(const Target& target,
                                                        std::chrono::system_clock::time_point now,
                                                        std::string& why) {
   auto build = [&](std::size_t max_stacks) {
-    return std::make_shared<SiteProfile>(
-        BuildSiteProfile(sites, maps, source, max_stacks, mono, now));
+    auto p =
+        std::make_shared<SiteProfile>(BuildSiteProfile(sites, maps, source, max_stacks, mono, now));
+    if (target.allocator_source.ends_with(" linked into the executable")) {
+      p->linked_allocator = target.allocator_source;
+    }
+    return p;
   };
   std::shared_ptr<SiteProfile> p = build(options_.max_stacks);
   if (!options_.budget) return p;
