@@ -258,7 +258,8 @@ sys.stdin.read()
   std::cout << "python3.11: " << Describe(s) << "; zlib asked " << static_cast<double>(asked) / kMiB
             << " MiB (mallinfo2), its stacks hold " << static_cast<double>(zlib) / kMiB << " MiB\n";
   EXPECT_EQ(s.unhooked_objects, 0u);
-  EXPECT_NEAR(static_cast<double>(zlib), static_cast<double>(asked), 0.15 * static_cast<double>(asked));
+  EXPECT_NEAR(static_cast<double>(zlib), static_cast<double>(asked),
+              0.15 * static_cast<double>(asked));
   in.Close();
   EXPECT_EQ(p.Wait(10s), 0) << ReadFile(o.stderr_path);
 }
