@@ -78,17 +78,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text = head + to_string(s->stacks.size()) + "\n" + lines;
   auto again = agent::ParseAgentSites(text);
   FUZZ_CHECK(again.ok());
-  FUZZ_CHECK(again->on == s->on && again->period == s->period &&
-             again->generation == s->generation && again->started_ns == s->started_ns &&
-             again->samples == s->samples && again->live_samples == s->live_samples &&
-             again->dropped_live == s->dropped_live && again->dropped_stacks == s->dropped_stacks &&
-             again->sampler_bytes == s->sampler_bytes &&
-             again->hooked_objects == s->hooked_objects && again->truncated == s->truncated &&
-             again->hooks_counted == s->hooks_counted &&
-             again->hooked_entries == s->hooked_entries &&
-             again->unhooked_objects == s->unhooked_objects &&
-             again->stacks.size() == s->stacks.size() && again->has_live == s->has_live &&
-             again->live_seen == s->live_seen && again->live.size() == s->live.size());
+  FUZZ_CHECK(
+      again->on == s->on && again->period == s->period && again->generation == s->generation &&
+      again->started_ns == s->started_ns && again->samples == s->samples &&
+      again->live_samples == s->live_samples && again->dropped_live == s->dropped_live &&
+      again->dropped_stacks == s->dropped_stacks && again->sampler_bytes == s->sampler_bytes &&
+      again->hooked_objects == s->hooked_objects && again->truncated == s->truncated &&
+      again->hooks_counted == s->hooks_counted && again->hooked_entries == s->hooked_entries &&
+      again->unhooked_objects == s->unhooked_objects && again->stacks.size() == s->stacks.size() &&
+      again->has_live == s->has_live && again->live_seen == s->live_seen &&
+      again->live.size() == s->live.size());
   for (std::size_t i = 0; i < s->live.size(); ++i) {
     FUZZ_CHECK(LiveLine(again->live[i]) == LiveLine(s->live[i]));
   }
