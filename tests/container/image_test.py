@@ -239,6 +239,8 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--store", required=True, help="the test's own podman image store")
     ap.add_argument("--classpath", required=True, help="tests/workloads' Java classes")
+    ap.add_argument("--skip-build", action="store_true",
+                    help="check the image already in the store (built by the script before)")
     args = ap.parse_args()
 
     use_store(args.store, args.source)
@@ -247,21 +249,22 @@ def main():
     procs = Processes()
     tmp = tempfile.mkdtemp(prefix=f"{names.prefix}-")
     try:
-        t0 = time.monotonic()
-        build = subprocess.run(["bash", os.path.join(args.source, "scripts", "build-image.sh")],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=1800)
-        took = time.monotonic() - t0
-        if build.returncode != 0:
-            die(f"scripts/build-image.sh failed ({build.returncode}):\n{build.stdout[-6000:]}")
-        print("\n".join(l for l in build.stdout.splitlines() if l.startswith("build-image:")))
-        print(f"image_test: scripts/build-image.sh took {took:.0f} s")
-        # The build stages' images (the build stage's is about 800 MB) are
-        # the script's to remove: none may be left untagged.
-        stages = podman("images", "--filter", "dangling=true", "--filter",
-                        "label=io.memtrimd.stage", "--format", "{{.ID}} {{.Size}}").stdout
-        if stages.strip():
-            die(f"scripts/build-image.sh left untagged build stages: {stages}")
+        if not args.skip_build:
+            t0 = time.monotonic()
+            build = subprocess.run(["bash", os.path.join(args.source, "scripts", "build-image.sh")],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   timeout=1800)
+            took = time.monotonic() - t0
+            if build.returncode != 0:
+                die(f"scripts/build-image.sh failed ({build.returncode}):\n{build.stdout[-6000:]}")
+            print("\n".join(l for l in build.stdout.splitlines() if l.startswith("build-image:")))
+            print(f"image_test: scripts/build-image.sh took {took:.0f} s")
+            # The build stages' images (the build stage's is about 800 MB) are
+            # the script's to remove: none may be left untagged.
+            stages = podman("images", "--filter", "dangling=true", "--filter",
+                            "label=io.memtrimd.stage", "--format", "{{.ID}} {{.Size}}").stdout
+            if stages.strip():
+                die(f"scripts/build-image.sh left untagged build stages: {stages}")
 
         r = podman("run", "--rm", "--name", names.container("version"), image, "--version",
                    check=False)
