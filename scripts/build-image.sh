@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Builds the memtrimd image with podman and no container registry: first the
-# Debian base image both stages of deploy/docker/Dockerfile start from
+# Debian base image the build stages of deploy/docker/Dockerfile start from
 # (debian:bookworm-slim), made from Debian's apt repositories with
-# mmdebstrap, then the image from the Dockerfile as it is.
+# mmdebstrap, then the image from the Dockerfile as it is. The image itself
+# starts from scratch: a root file system of only the packages in
+# deploy/docker/base/runtime-packages, with their dpkg status.
 #
-#   sudo scripts/build-image.sh [--tag NAME] [--rebuild-base] [--mirror URL]
-#                               [--security-mirror URL]
+#   sudo scripts/build-image.sh [--tag NAME] [--rebuild-base] [--keep-stages]
+#                               [--mirror URL] [--security-mirror URL]
 #
 #   --tag NAME         also tag the image NAME (it is always tagged
 #                      memtrimd:<version> and memtrimd:latest)
 #   --rebuild-base     make the base image again even if it exists
+#   --keep-stages      keep the build stages' images, tagged
+#                      memtrimd-stage-<stage>:<version> (the build stage's is
+#                      about 800 MB), so that a rebuild reuses their layers;
+#                      without it they are removed after the build
 #   --mirror URL       Debian archive (default http://deb.debian.org/debian)
 #   --security-mirror URL  (default http://deb.debian.org/debian-security)
 #
@@ -28,12 +34,14 @@ cd "$repo"
 
 tags=()
 rebuild_base=0
+keep_stages=0
 mirror=http://deb.debian.org/debian
 security_mirror=http://deb.debian.org/debian-security
 while [ $# -gt 0 ]; do
   case "$1" in
     --tag) tags+=("$2"); shift 2 ;;
     --rebuild-base) rebuild_base=1; shift ;;
+    --keep-stages) keep_stages=1; shift ;;
     --mirror) mirror=$2; shift 2 ;;
     --security-mirror) security_mirror=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -101,8 +109,31 @@ echo "build-image: building memtrimd:$version from deploy/docker/Dockerfile"
 t0=$(now)
 tag_args=(-t "localhost/memtrimd:$version" -t localhost/memtrimd:latest)
 for t in "${tags[@]}"; do tag_args+=(-t "$t"); done
-# --jobs 2: the image's stage installs its libraries while the build stage
-# compiles, instead of after it.
+# podman keeps each build stage's image in the store, untagged (the build
+# stage's is about 800 MB). Each stage is labelled io.memtrimd.stage=<name>:
+# after the build, whether it succeeded or not, the untagged ones are
+# removed (with the cached layers beneath them that nothing else uses) or,
+# with --keep-stages, tagged. Only untagged images carrying the label are
+# touched, nothing else in the store.
+stages() {
+  local stage=$1 id
+  for id in $(podman images --quiet --no-trunc --filter dangling=true \
+    --filter "label=io.memtrimd.stage=$stage"); do
+    if [ "$keep_stages" -eq 1 ]; then
+      podman untag "localhost/memtrimd-stage-$stage:$version" 2> /dev/null || true
+      podman tag "$id" "localhost/memtrimd-stage-$stage:$version"
+    else
+      podman rmi "$id" > /dev/null
+    fi
+  done
+}
+leave_stages() {
+  stages build
+  stages runtime-root
+}
+trap leave_stages EXIT
+# --jobs 2: the runtime root is made while the build stage compiles,
+# instead of after it.
 podman build --pull=never --jobs 2 --ignorefile deploy/docker/Dockerfile.dockerignore \
   -f deploy/docker/Dockerfile "${tag_args[@]}" .
 build_s=$(($(now) - t0))
