@@ -216,6 +216,12 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   }
   const agent::SiteProfile& p = *s.sites;
   const std::optional<RssAccount> a = AccountRss(s);
+  // The sites are of now; an account of another moment gets no share.
+  const std::string not_of_now =
+      a ? report::AccountNotOfNow(
+              *a, std::chrono::system_clock::time_point(std::chrono::milliseconds(now_ms)))
+        : "";
+  const bool shares = a && not_of_now.empty();
   // Before the account (its smaps read), NMT as the JVM reported it.
   const bool nmt = a ? a->nmt.has_value() : s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
   const bool jvm = (a && a->is_jvm) || s.jvm || s.jvm_perf;
@@ -224,6 +230,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   out += "<h3>Who holds the native memory</h3>\n";
   out += "<table class=\"sites\" data-part=\"" + part + "\"";
   if (a) out += " data-part-bytes=\"" + std::to_string(a->outside) + "\"";
+  out += std::string(" data-shares=\"") + (shares ? "1" : "0") + "\"";
   out += "><tr><th>site (innermost function first)</th><th>live</th><th>of " + words + "</th>";
   if (jvm) out += "<th>NMT counts it</th>";
   out += "</tr>\n";
@@ -239,7 +246,9 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   }
   auto row = [&](std::size_t i, const agent::NamedSite& site) {
     const uint64_t live = site.values.live_bytes;
-    std::string share = nmt && site.nmt_tracked ? "in NMT" : a ? Percent(live, a->outside) : "";
+    std::string share = nmt && site.nmt_tracked ? "in NMT"
+                        : shares                ? Percent(live, a->outside)
+                                                : "";
     out += "<tr data-site-rank=\"" + std::to_string(i) + "\" data-live-bytes=\"" +
            std::to_string(live) + "\" data-nmt-tracked=\"" + (site.nmt_tracked ? "1" : "0") +
            "\"><td class=\"l\">" + HtmlEscape(site.name) + "</td><td>" + FormatMib(live) +
@@ -258,11 +267,14 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   }
 
   out += "<p class=\"sites-explain\" data-explained-bytes=\"" + std::to_string(explained) + "\">";
-  if (a) {
+  if (shares) {
     out += "The sampled sites explain " + FormatMib(explained) + " of the " +
            FormatMib(a->outside) + " " + words;
     if (a->outside > 0) out += " (" + Percent(explained, a->outside) + ")";
     out += ".";
+  } else if (a) {
+    out += "The sampled sites hold " + FormatMib(explained) + "; no share of " + words + ": " +
+           HtmlEscape(not_of_now) + ".";
   } else {
     out += "The sampled sites hold " + FormatMib(explained) + "; the share of " + words +
            " needs the account (a smaps read, every --smaps.interval).";
@@ -362,7 +374,7 @@ void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& 
     out += "; no memory limit known";
   }
   out += "</p>\n";
-  report::AccountHtml(out, s);
+  report::AccountHtml(out, s, snap.taken_at);
   RenderSites(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderFindings(out, ts, report::TrimsOf(trims, ts.target));
