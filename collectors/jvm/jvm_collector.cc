@@ -15,6 +15,7 @@
 #include "collectors/jvm/perf_file.h"
 #include "collectors/jvm/perf_memory.h"
 #include "collectors/jvm/signal_facts.h"
+#include "collectors/procfs/rss_now.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::jvm {
@@ -113,6 +114,8 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
     Result<NmtSummary> parsed = ParseNmtSummary(*nmt);
     if (parsed.ok()) {
       out.nmt = std::move(parsed).value();
+      out.nmt_read_at = std::chrono::system_clock::now();
+      out.nmt_rss_bytes = procfs::RssNow(t.proc_dir);
     } else {
       out.command_errors.push_back("VM.native_memory: " + parsed.status().message());
     }
@@ -132,7 +135,7 @@ Status JvmAttachCollector::Collect(const Target& t, TargetSample& sample) {
       if (mi.ok()) {
         sample.malloc =
             MallocStats{std::move(mi).value(), MallocSource::kJvm, std::chrono::system_clock::now(),
-                        std::chrono::steady_clock::now()};
+                        std::chrono::steady_clock::now(), procfs::RssNow(t.proc_dir)};
       }
     }
   }

@@ -31,6 +31,11 @@ struct JvmSample {
   std::optional<jvm::HeapInfo> gc_heap;     // GC.heap_info
   std::vector<std::string> command_errors;  // commands that failed this round
   std::chrono::system_clock::time_point read_at{};
+  // When NMT answered, and the target's RSS right after (0: not read): the
+  // RSS account sets NMT beside a smaps read only when the two are of one
+  // moment (daemon/analysis/account_moment.h).
+  std::chrono::system_clock::time_point nmt_read_at{};
+  uint64_t nmt_rss_bytes = 0;
   // With --jvm.load-agent: what loading memtrimd's agent into this JVM did
   // (jvm::AgentLoadResultName: loaded, present, opted_out, refused, failed)
   // and its one-line text; empty without the flag.

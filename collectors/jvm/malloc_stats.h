@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string_view>
 
 #include "collectors/jvm/malloc_info.h"
@@ -27,6 +28,9 @@ struct MallocStats {
   // Ordered against the last trim on this clock (TargetSample::
   // last_trim_steady): a step of the wall clock cannot misorder the two.
   std::chrono::steady_clock::time_point read_steady{};
+  // The target's RSS right after the read (0: not read), to tell whether the
+  // statistics and a smaps read are of one moment (the RSS account).
+  uint64_t rss_bytes = 0;
 };
 
 }  // namespace memtrimd

@@ -162,6 +162,9 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   a.is_jvm = s.jvm.has_value() || s.jvm_perf.has_value();
   if (a.is_jvm && !s.glibc->java_heap_known) return std::nullopt;
   a.rss = b.total;
+  a.smaps_read = {s.glibc->read_at,
+                  s.glibc->status_rss_bytes ? s.glibc->status_rss_bytes : b.total};
+  a.rss_now = s.process ? s.process->Rss() : 0;
   a.file = b.file_and_shared;
   if (a.is_jvm) a.java_heap = b.java_heap;
   uint64_t arena_resident = ArenaResident(b);
@@ -179,7 +182,19 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
   const Allocator allocator = SampleAllocator(s);
   const bool other_allocator = IsOtherAllocator(allocator);
   if (other_allocator) a.allocator = AllocatorName(allocator);
-  if (s.malloc && !other_allocator) {
+  // Each read beside the smaps read only when of its moment.
+  auto in_step = [&](const char* what, ReadMoment read) {
+    if (RssInStep(a.smaps_read.rss, read.rss)) return true;
+    a.left_out.push_back({what, read});
+    return false;
+  };
+  const MallocStats* malloc = nullptr;
+  if (s.malloc && !other_allocator &&
+      in_step("malloc statistics", {s.malloc->read_at, s.malloc->rss_bytes})) {
+    malloc = &*s.malloc;
+    a.malloc_read = ReadMoment{s.malloc->read_at, s.malloc->rss_bytes};
+  }
+  if (malloc != nullptr) {
     uint64_t mmapped = std::min(s.malloc->info.total_mmap_bytes, anon_maps);
     a.glibc_free = GlibcFreeResident(s);
     malloc_in_use = arena_resident - *a.glibc_free + mmapped;
@@ -188,8 +203,17 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
     a.outside_is_estimate = true;
   }
 
-  const bool nmt_on = a.is_jvm && s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
+  // NMT's own moment; a sample made elsewhere (a replay) has the run's.
+  const bool nmt_enabled = a.is_jvm && s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
+  const ReadMoment nmt_read =
+      nmt_enabled ? ReadMoment{s.jvm->nmt_read_at != std::chrono::system_clock::time_point{}
+                                   ? s.jvm->nmt_read_at
+                                   : s.jvm->read_at,
+                               s.jvm->nmt_rss_bytes}
+                  : ReadMoment{};
+  const bool nmt_on = nmt_enabled && in_step("NMT", nmt_read);
   if (nmt_on) {
+    a.nmt_read = nmt_read;
     PerKind malloced{}, mapped{};
     uint64_t cds = 0;  // the CDS archive: a file mapping
     for (const jvm::NmtCategory& c : s.jvm->nmt->categories) {
@@ -213,7 +237,7 @@ std::optional<RssAccount> AccountRss(const TargetSample& s) {
     // pages that are really malloc's (which would push outside NMT to 0).
     ShrinkTo(mapped, jvm_maps ? *jvm_maps : Sub(anon_maps, Sum(malloced)), kGc);
     mapped[kMetaspace] += std::min(cds, file_anon);
-    uint64_t malloc_room = s.malloc ? malloc_in_use : Sub(anon_rest, Sum(mapped));
+    uint64_t malloc_room = malloc != nullptr ? malloc_in_use : Sub(anon_rest, Sum(mapped));
     ShrinkTo(malloced, malloc_room, std::nullopt);
     PerKind both{};
     for (std::size_t i = 0; i < kKinds; ++i) both[i] = malloced[i] + mapped[i];

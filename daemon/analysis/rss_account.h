@@ -36,8 +36,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectors/sample.h"
+#include "daemon/analysis/account_moment.h"
 
 namespace memtrimd {
 
@@ -50,6 +52,13 @@ struct NmtKnown {
   uint64_t gc = 0;         // GC, GCCardSet: card tables, remembered sets, mark bitmaps
   uint64_t jvm_other = 0;  // every other category (Symbol, Internal, Compiler, ...)
   uint64_t total() const { return buffers + metaspace + code + threads + gc + jvm_other; }
+};
+
+// A read the account could have used but left out: the target's RSS right
+// after it was not in step with the smaps read's (account_moment.h).
+struct LeftOutRead {
+  std::string what;  // "NMT", "malloc statistics"
+  ReadMoment read;
 };
 
 struct RssAccount {
@@ -66,6 +75,24 @@ struct RssAccount {
   uint64_t nmt_committed_untouched = 0;
 
   bool is_jvm = false;
+
+  // The moments of the reads it combines: the smaps read's (its RSS the
+  // status read right after the walk), NMT's and the malloc statistics'
+  // when it uses them. A read not in step with the smaps read is left out,
+  // and the parts it would have split are told as without it: an "outside
+  // NMT" from NMT read at another RSS is no figure at all (0 B, once).
+  ReadMoment smaps_read;
+  std::optional<ReadMoment> nmt_read;
+  std::optional<ReadMoment> malloc_read;
+  std::vector<LeftOutRead> left_out;
+  // The target's RSS in the same sample (/proc/<pid>/status, read every
+  // sample: the figure the page's header and the process section show);
+  // 0: not read.
+  uint64_t rss_now = 0;
+  // Whether the smaps read is of the sample's moment: only then may a part
+  // be set against figures read now (the sites' share of "outside NMT").
+  bool InStepWithNow() const { return RssInStep(smaps_read.rss, rss_now); }
+
   // "RSS 812 MiB = file 40 MiB + Java heap 300 MiB + ...": the equation inspect
   // and /report print.
   std::string Equation() const;

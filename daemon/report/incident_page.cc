@@ -217,6 +217,12 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   }
   const agent::SiteProfile& p = *s.sites;
   const std::optional<RssAccount> a = AccountRss(s);
+  // The sites are of now; an account of another moment gets no share.
+  const std::string not_of_now =
+      a ? report::AccountNotOfNow(
+              *a, std::chrono::system_clock::time_point(std::chrono::milliseconds(now_ms)))
+        : "";
+  const bool shares = a && not_of_now.empty();
   // Before the account (its smaps read), NMT as the JVM reported it.
   const bool nmt = a ? a->nmt.has_value() : s.jvm && s.jvm->nmt && s.jvm->nmt->enabled;
   const bool jvm = (a && a->is_jvm) || s.jvm || s.jvm_perf;
@@ -229,6 +235,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
   }
   out += "<table class=\"sites\" data-part=\"" + part + "\"";
   if (a) out += " data-part-bytes=\"" + std::to_string(a->outside) + "\"";
+  out += std::string(" data-shares=\"") + (shares ? "1" : "0") + "\"";
   // Shares of the part are of resident bytes (allocated memory never
   // touched holds no RSS); of live bytes only when the resident figure is
   // not known, and then said so.
@@ -259,7 +266,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
     std::string share;
     if (nmt && site.nmt_tracked) {
       share = "in NMT";
-    } else if (a) {
+    } else if (shares) {
       const SiteShare sh = ShareOf(held, site.values.resident_variance, a->outside);
       share = resident ? sh.text : Percent(live, a->outside);
       capped = capped || (resident && sh.capped);
@@ -297,7 +304,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
     out += " data-resident-bytes=\"" + std::to_string(explained_resident) +
            "\" data-resident-error-bytes=\"" +
            std::to_string(TwoStandardErrors(explained_variance)) + "\"";
-    if (a) {
+    if (shares) {
       const SiteShare all = ShareOf(explained_resident, explained_variance, a->outside);
       char pct[64];
       std::snprintf(pct, sizeof(pct), "%.1f\" data-share-error-percent=\"%.1f", all.percent,
@@ -306,7 +313,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
     }
   }
   out += ">";
-  if (a && resident) {
+  if (shares && resident) {
     // Resident against resident: the sites' pages in RAM of the part's.
     const SiteShare all = ShareOf(explained_resident, explained_variance, a->outside);
     capped = capped || all.capped;
@@ -316,11 +323,14 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
            FormatMib(TwoStandardErrors(explained_variance)) + ", two standard errors) of the " +
            FormatMib(explained) + " they allocated: " + all.text + err + " of the " +
            FormatMib(a->outside) + " " + words + ".";
-  } else if (a) {
+  } else if (shares) {
     out += "The sampled sites explain " + FormatMib(explained) + " of the " +
            FormatMib(a->outside) + " " + words;
     if (a->outside > 0) out += " (" + Percent(explained, a->outside) + ")";
     out += ".";
+  } else if (a) {
+    out += "The sampled sites hold " + FormatMib(explained) + "; no share of " + words + ": " +
+           HtmlEscape(not_of_now) + ".";
   } else {
     out += "The sampled sites hold " + FormatMib(explained) + "; the share of " + words +
            " needs the account (a smaps read, every --smaps.interval).";
@@ -435,7 +445,7 @@ void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& 
     out += "; no memory limit known";
   }
   out += "</p>\n";
-  report::AccountHtml(out, s);
+  report::AccountHtml(out, s, snap.taken_at);
   RenderSites(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderFindings(out, ts, report::TrimsOf(trims, ts.target));

@@ -71,7 +71,7 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
   report::GlibcText(t, ts);
   report::AllocatorText(t, ts.target, alloc, ts.sample);
   report::JvmText(t, ts.sample);
-  report::AccountText(t, ts.sample);
+  report::AccountText(t, ts.sample, now);
   report::BreakdownText(t, ts.sample);
   MissingText(t, ts.sample);
   report::TrimBackendText(t, ts, alloc);

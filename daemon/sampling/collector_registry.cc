@@ -51,7 +51,7 @@ const CollectorDecl kCollectors[] = {
        agent::AgentOptions a;
        a.timeout = o.jvm_command_timeout;
        auto c = std::make_shared<agent::AgentMallocCollector>(a);
-       c->ReadAgentLoads(o.agent_loads);
+       if (o.jvm_load_agent) c->ReadAgentLoads(o.agent_loads);
        c->StopOthersSampling(o.sites_stop_others);
        return c;
      },

@@ -110,6 +110,30 @@ void WatchedTarget::ReadSitesOnceLoaded(
   }
 }
 
+bool WatchedTarget::LoadedByMemtrimd() const {
+  if (!agent_loads_) return false;
+  std::optional<jvm::AgentLoadOutcome> load = agent_loads_->Recorded(target_.Key());
+  return load && load->Loaded();
+}
+
+void WatchedTarget::ReadAgentOnceLoaded(
+    const std::vector<std::shared_ptr<const FinishedRun>>& finished) {
+  // The agent collector's first run in a JVM comes before the jvm
+  // collector's load of the agent (each runs on its own thread): it found
+  // none, and runs again only a whole --smaps.interval later. Once the load
+  // has succeeded, read the agent (buffer pools, malloc statistics, the
+  // sampler) and smaps (the agent's own mappings) at once; once per target.
+  if (agent_read_after_load_ || !LoadedByMemtrimd()) return;
+  agent_read_after_load_ = true;
+  for (std::size_t i = 0; i < slots_.size() && i < finished.size(); ++i) {
+    if (slots_[i].collector->Name() != "agent" || !slow_[i]) continue;
+    const std::shared_ptr<const FinishedRun>& run = finished[i];
+    if (run && run->sample.agent_loaded) return;  // a run after the load found it
+    slow_[i]->RunSoon();
+    RereadSmapsNextSample();
+  }
+}
+
 TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadInputs& inputs) {
   // After a trim: it changed what smaps shows, so read it again now, not a
   // whole --smaps.interval later.
@@ -123,7 +147,17 @@ TargetSnapshot WatchedTarget::Sample(const TargetSnapshot* previous, const ReadI
   }
   if (previous != nullptr) RereadSmapsForJavaHeap(*previous, finished);
   ReadSitesOnceLoaded(finished);
+  ReadAgentOnceLoaded(finished);
   SampleTarget(slots_, false, previous, ts, &finished);
+  // The agent memtrimd loaded is there from the moment the load succeeded,
+  // not from the agent collector's next run: /report, the page and the
+  // profile say so at once.
+  if (!ts.sample.agent_loaded && Source("agent") != nullptr && LoadedByMemtrimd()) {
+    ts.sample.agent_loaded = true;
+    ts.sample.jvm_buffers_missing =
+        "libmemtrimd_agent.so was just loaded into the JVM by memtrimd (--jvm.load-agent); its "
+        "first read follows at once";
+  }
   ts.sample.last_trim_at = inputs.last_trim_at;
   ts.sample.last_trim_steady = inputs.last_trim_steady;
   LogOutcomes(ts);

@@ -76,12 +76,18 @@ class WatchedTarget {
   void RereadSmapsForJavaHeap(const TargetSnapshot& prev,
                               const std::vector<std::shared_ptr<const FinishedRun>>& finished);
   void ReadSitesOnceLoaded(const std::vector<std::shared_ptr<const FinishedRun>>& finished);
+  void ReadAgentOnceLoaded(const std::vector<std::shared_ptr<const FinishedRun>>& finished);
+  // memtrimd's load of its agent into this JVM succeeded (--jvm.load-agent).
+  bool LoadedByMemtrimd() const;
 
   Target target_;
   // --jvm.load-agent's outcomes (unset without it), and whether the sites
   // collector was asked to read again once the load into this JVM ended.
   std::shared_ptr<const jvm::AgentLoadRecord> agent_loads_;
   bool sites_read_after_load_ = false;
+  // Whether the agent collector and smaps were asked to read again once the
+  // load into this JVM succeeded.
+  bool agent_read_after_load_ = false;
   std::vector<CollectorSlot> slots_;
   std::vector<std::unique_ptr<SlowSource>> slow_;  // one per slot; set for own_thread slots
 };

@@ -162,9 +162,10 @@ class AgentLoadTest : public ::testing::TestWithParam<std::string> {
   }
 
   // memtrimd watching `pid`, sampling every second.
-  static std::vector<std::string> Flags(pid_t pid, bool load) {
+  static std::vector<std::string> Flags(pid_t pid, bool load,
+                                        const std::string& smaps_interval = "1s") {
     std::vector<std::string> f = {"--target.pid=" + std::to_string(pid), "--sample.interval=1s",
-                                  "--smaps.interval=1s", "--trim.interval=0"};
+                                  "--smaps.interval=" + smaps_interval, "--trim.interval=0"};
     if (load) f.push_back("--jvm.load-agent");
     return f;
   }
@@ -213,14 +214,41 @@ TEST_P(AgentLoadTest, LoadedOnceIntoAJvmStartedWithoutIt) {
   }
 
   // With it: loaded, and the agent collector reads the JVM's own figures.
+  // Under a --smaps.interval far longer than the test (the agent collector's
+  // interval too): memtrimd knows the agent it loaded from the sample the
+  // load is reported in, reads it at once after the load rather than an
+  // interval later, and its profile answers; the account comes from a smaps
+  // read made right after the target was found.
   std::string loaded_from;
   {
-    Memtrimd m(Flags(jvm.pid(), true));
+    std::vector<std::string> flags = Flags(jvm.pid(), true, "10m");
+    flags.push_back("--collector.sites");
+    Memtrimd m(flags);
     ASSERT_TRUE(m.started()) << m.log();
+    std::optional<JsonValue> first = WaitReport(m, [](const JsonValue& t) {
+      return t.Path({"jvm", "agent_load"}) != nullptr;
+    });
+    ASSERT_TRUE(first) << m.log();
+    EXPECT_EQ(Text(*first, {"jvm", "agent_load", "result"}), "loaded");
+    EXPECT_NE(first->Get("agent"), nullptr) << "the agent memtrimd loaded is not known";
+    EXPECT_EQ(Text(*first, {"jvm", "buffer_pools_missing"}).find("not preloaded"),
+              std::string::npos)
+        << Text(*first, {"jvm", "buffer_pools_missing"});
+    HttpResponse profile;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          profile = Curl(m.url("/debug/pprof/heap"));
+          return profile.status == 200;
+        },
+        20s))
+        << profile.status << " " << profile.body << m.log();
     std::optional<JsonValue> r = WaitReport(m, [](const JsonValue& t) {
-      return t.Path({"jvm", "buffer_pools"}) != nullptr && t.Get("malloc") != nullptr;
+      return t.Path({"jvm", "buffer_pools"}) != nullptr && t.Get("malloc") != nullptr &&
+             t.Get("rss_account") != nullptr;
     });
     ASSERT_TRUE(r && r->Path({"jvm", "buffer_pools"})) << m.log();
+    EXPECT_NE(r->Get("rss_account"), nullptr) << m.log();
+    EXPECT_NE(r->Get("agent"), nullptr);
     EXPECT_EQ(Text(*r, {"jvm", "agent_load", "result"}), "loaded");
     loaded_from = Text(*r, {"jvm", "agent_load", "text"});
     const JsonValue& j = *r->Get("jvm");

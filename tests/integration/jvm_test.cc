@@ -103,8 +103,11 @@ TEST_P(JvmTest, DaemonReportsNmtHeapSettingsAndBreakdown) {
   ASSERT_TRUE(WaitFor(
       [&] {
         s = m.Scrape();
+        // outside_nmt: once NMT and a smaps read are of one moment (a
+        // churning JVM's RSS may move between them).
         return Find(s, "memtrimd_jvm_nmt_committed_bytes", {"category=\"Java Heap\""}) &&
-               Find(s, "memtrimd_rss_breakdown_bytes", {"java_heap"});
+               Find(s, "memtrimd_rss_breakdown_bytes", {"java_heap"}) &&
+               Find(s, "memtrimd_rss_account_bytes", {"part=\"outside_nmt\""});
       },
       30s))
       << m.log() << "\n"

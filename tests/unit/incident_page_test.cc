@@ -249,6 +249,7 @@ TEST(IncidentPage, LegendAndEquationPrintTheSameFigures) {
   ts.sample.glibc->breakdown.arena_heaps = 2 * part;
   ts.sample.glibc->breakdown.other_anonymous = 0;
   ts.sample.glibc->breakdown.total = 3 * part;
+  ts.sample.process->rss_anon = 3 * part;  // of the smaps read's moment
   ts.sample.malloc->info.system_current = 2 * part;
   ts.sample.malloc->info.total_rest_bytes = part;
   Snapshot snap = OneTarget(ts, nullptr);
@@ -596,6 +597,57 @@ TEST(IncidentPage, WhatTheHooksCannotSeeIsSaidInOneLine) {
   EXPECT_EQ(report::NotSampledText(*sites),
             "not sampled: the executable's own allocations (jemalloc linked into the "
             "executable: its calls never pass through a GOT entry the hooks could take)");
+}
+
+// Issue 33: the page's header shows the RSS of this sample; the account is
+// of the last smaps read. Dated always; against figures of now (the sites)
+// only when its RSS is in step with the RSS now.
+TEST(IncidentPage, AnAccountOfAnotherMomentIsDatedAndGivesNoShare) {
+  TargetSnapshot ts = Program(42, 40, 400);
+  const auto taken = std::chrono::system_clock::time_point(1'800'000'000s);
+  ts.sample.glibc->read_at = taken - 47s;
+  ts.sample.glibc->status_rss_bytes = 40 * kMiB;
+  ts.sample.process->rss_anon = 99 * kMiB;  // grew since
+  ts.sample.sites = Sites(taken, {{"hold < hold_200 < main", 60 * kMiB, false}});
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<p class=\"meta\">RSS 99.0 MiB"), std::string::npos) << html;
+  EXPECT_EQ(Attr(html, R"re(data-smaps-age-seconds="(\d+)")re"), "47");
+  EXPECT_EQ(Attr(html, R"re(data-in-step-with-now="(\d)")re"), "0");
+  EXPECT_NE(html.find("<p class=\"account-moment\">As of the smaps read 47 s ago (07:59:13 UTC), "
+                      "when RSS was 40.0 MiB (99.0 MiB now"),
+            std::string::npos)
+      << html;
+  // The equation is dated where it stands.
+  EXPECT_NE(html.find("<p>As of the smaps read 47 s ago: RSS 40.0 MiB = "), std::string::npos)
+      << html;
+  // No share of "native" from the older read: not per site, not in all.
+  EXPECT_EQ(Attr(html, R"re(data-shares="(\d)")re"), "0");
+  EXPECT_NE(html.find("<td>60.0 MiB</td><td></td>"), std::string::npos) << html;
+  EXPECT_EQ(html.find(" %</td>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("The sampled sites explain"), std::string::npos) << html;
+  EXPECT_NE(html.find("The sampled sites hold 60.0 MiB; no share of native: the account is of "
+                      "the smaps read 47 s ago, when RSS was 40.0 MiB, not of now (99.0 MiB"),
+            std::string::npos)
+      << html;
+
+  // In step with now (RSS 41 MiB), still 47 s old: dated, and the shares
+  // are taken.
+  ts.sample.process->rss_anon = 41 * kMiB;
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(Attr(html, R"re(data-in-step-with-now="(\d)")re"), "1");
+  EXPECT_NE(html.find("<p>As of the smaps read 47 s ago: RSS 40.0 MiB = "), std::string::npos);
+  EXPECT_EQ(html.find("when RSS was"), std::string::npos) << html;
+  EXPECT_EQ(Attr(html, R"re(data-shares="(\d)")re"), "1");
+  EXPECT_NE(html.find("The sampled sites explain 60.0 MiB of the "), std::string::npos) << html;
+
+  // Read this second: nothing to date.
+  ts.sample.glibc->read_at = taken;
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("As of the smaps read"), std::string::npos) << html;
+  EXPECT_TRUE(std::regex_search(html, std::regex(R"re(<p>RSS 40\.0 MiB = )re"))) << html;
 }
 
 }  // namespace

@@ -117,6 +117,34 @@ TEST(Inspect, JsonCarriesTheSameNumbers) {
   EXPECT_EQ(j.find('\n'), j.size() - 1);
 }
 
+// Issue 33: the account is of the last smaps read, the process section of
+// this sample. An older read is dated in the table, and /report's JSON says
+// when each read was taken and whether they are in step.
+TEST(Inspect, AnOlderSmapsReadIsDatedInTheTableAndTheJson) {
+  using namespace std::chrono_literals;
+  TargetSnapshot ts = Sample();
+  const auto now = std::chrono::system_clock::time_point(1'800'000'000s);
+  ts.sample.glibc->read_at = now - 47s;
+  ts.sample.glibc->status_rss_bytes = 602ull << 20;
+  std::string t = RenderInspectTable(ts, now);
+  EXPECT_NE(t.find("As of the smaps read 47 s ago (07:59:13 UTC)."), std::string::npos) << t;
+  ts.sample.process->rss_anon = 900ull << 20;
+  t = RenderInspectTable(ts, now);
+  EXPECT_NE(t.find("As of the smaps read 47 s ago (07:59:13 UTC), when RSS was 602.0 MiB "
+                   "(902.0 MiB now"),
+            std::string::npos)
+      << t;
+  const std::string j = RenderInspectJson(ts);
+  EXPECT_NE(j.find("\"smaps_read_seconds\":1799999953,\"smaps_read_rss_bytes\":631242752"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"parts_in_step\":true"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"rss_now_bytes\":945815552,\"in_step_with_rss_now\":false"), std::string::npos)
+      << j;
+  // Read this moment: nothing to date.
+  EXPECT_EQ(RenderInspectTable(Sample()).find("As of the smaps read"), std::string::npos);
+}
+
 // How deep the shallowest `key` sits in the JSON text `j` (1: the top
 // object); -1 when it is not there.
 int DepthOfKey(const std::string& j, const std::string& key) {

@@ -193,5 +193,103 @@ TEST(RssAccount, NeverNegativeAndAlwaysAddsUp) {
   }
 }
 
+// Issue 33: reads of different moments. Two reads are of one moment unless
+// the RSS right after each differs by more than 10 % and more than 1 MiB.
+TEST(RssAccount, RssInStepWithinTenPercentOrOneMiB) {
+  EXPECT_TRUE(RssInStep(100 * kMiB, 110 * kMiB));      // 10 % of the larger: 9.1 %
+  EXPECT_TRUE(RssInStep(100 * kMiB, 111 * kMiB));      // 9.9 %
+  EXPECT_FALSE(RssInStep(100 * kMiB, 112 * kMiB));     // 10.7 %
+  EXPECT_FALSE(RssInStep(112 * kMiB, 100 * kMiB));     // either way round
+  EXPECT_TRUE(RssInStep(5 * kMiB, 6 * kMiB));          // 1 MiB apart: nothing to speak of
+  EXPECT_FALSE(RssInStep(5 * kMiB, 6 * kMiB + 4096));  // more than 1 MiB and 10 %
+  EXPECT_TRUE(RssInStep(0, 500 * kMiB));               // not known: not held against it
+  EXPECT_TRUE(RssInStep(40 * kMiB, 0));
+}
+
+// A JVM that grew from 40 to 98 MiB between the smaps read and NMT's: with
+// NMT's parts set into the older read, "outside NMT" came out 0 B. NMT is
+// left out (said so), and the rest is all native memory of the smaps read.
+TEST(RssAccount, NmtOfAnotherMomentIsLeftOutNotSqueezedIn) {
+  glibc::RssBreakdown b;
+  b.file_and_shared = 20 * kMiB;
+  b.java_heap = 8 * kMiB;
+  b.main_arena = 2 * kMiB;
+  b.arena_heaps = 0;
+  b.other_anonymous = 10 * kMiB;
+  TargetSample s =
+      Jvm(b, {Category("Java Heap", 64 * kMiB), Category("Other", 50 * kMiB, 50 * kMiB),
+              Category("Thread", 8 * kMiB, kMiB)});
+  const auto smaps_at = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  s.glibc->read_at = smaps_at;
+  s.glibc->status_rss_bytes = 40 * kMiB;
+  s.jvm->nmt_read_at = smaps_at + std::chrono::seconds(35);
+  s.jvm->nmt_rss_bytes = 98 * kMiB;
+  procfs::ProcStatus now;
+  now.rss_anon = 98 * kMiB;
+  s.process = now;
+  auto a = AccountRss(s);
+  ASSERT_TRUE(a);
+  ExpectAddsUp(*a);
+  EXPECT_FALSE(a->nmt);
+  EXPECT_FALSE(a->nmt_read);
+  ASSERT_EQ(a->left_out.size(), 1u);
+  EXPECT_EQ(a->left_out[0].what, "NMT");
+  EXPECT_EQ(a->left_out[0].read.rss, 98 * kMiB);
+  EXPECT_EQ(a->left_out[0].read.at, smaps_at + std::chrono::seconds(35));
+  EXPECT_EQ(a->outside, 12 * kMiB);  // all anonymous memory outside the heap
+  EXPECT_EQ(AccountParts(*a).back().first, std::string("native"));
+  EXPECT_EQ(a->smaps_read.at, smaps_at);
+  EXPECT_EQ(a->smaps_read.rss, 40 * kMiB);
+  EXPECT_EQ(a->rss_now, 98 * kMiB);
+  EXPECT_FALSE(a->InStepWithNow());
+
+  // Read in step (RSS 41 MiB after NMT, 42 MiB now): NMT splits the rest,
+  // and the account is of now.
+  s.jvm->nmt_rss_bytes = 41 * kMiB;
+  s.process->rss_anon = 42 * kMiB;
+  a = AccountRss(s);
+  ASSERT_TRUE(a);
+  ExpectAddsUp(*a);
+  ASSERT_TRUE(a->nmt);
+  ASSERT_TRUE(a->nmt_read);
+  EXPECT_EQ(a->nmt_read->at, smaps_at + std::chrono::seconds(35));
+  EXPECT_TRUE(a->left_out.empty());
+  EXPECT_TRUE(a->InStepWithNow());
+  EXPECT_EQ(AccountParts(*a).back().first, std::string("outside_nmt"));
+}
+
+// The same for glibc's malloc statistics: read at another RSS, their
+// "in use" does not split the smaps read's arenas into free and used.
+TEST(RssAccount, MallocStatisticsOfAnotherMomentAreLeftOut) {
+  TargetSample s;
+  GlibcHeaps g;
+  g.breakdown.file_and_shared = 5 * kMiB;
+  g.breakdown.arena_heaps = 64 * kMiB;
+  g.breakdown.other_anonymous = 1 * kMiB;
+  g.breakdown.total = 70 * kMiB;
+  g.status_rss_bytes = 70 * kMiB;
+  s.glibc = g;
+  MallocStats m;
+  m.info.system_current = 300 * kMiB;
+  m.info.total_rest_bytes = 10 * kMiB;
+  m.rss_bytes = 310 * kMiB;
+  s.malloc = m;
+  auto a = AccountRss(s);
+  ASSERT_TRUE(a);
+  ExpectAddsUp(*a);
+  EXPECT_FALSE(a->glibc_free);
+  EXPECT_FALSE(a->malloc_read);
+  EXPECT_TRUE(a->outside_is_estimate);
+  ASSERT_EQ(a->left_out.size(), 1u);
+  EXPECT_EQ(a->left_out[0].what, "malloc statistics");
+  // Of the same moment: used.
+  s.malloc->rss_bytes = 71 * kMiB;
+  a = AccountRss(s);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->glibc_free);
+  EXPECT_TRUE(a->malloc_read);
+  EXPECT_TRUE(a->left_out.empty());
+}
+
 }  // namespace
 }  // namespace memtrimd

@@ -5,6 +5,7 @@
 #include "collectors/agent/client/jvm_buffers.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/malloc_info.h"
+#include "collectors/procfs/rss_now.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::agent {
@@ -101,12 +102,20 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
       // When memtrimd tried to load it (--jvm.load-agent), why it is not there.
       std::optional<jvm::AgentLoadOutcome> load =
           loads_ ? loads_->Recorded(target.Key()) : std::nullopt;
-      out.jvm_buffers_missing =
-          load && !load->Loaded()
-              ? "libmemtrimd_agent.so is not preloaded into the JVM, and memtrimd's load of it: " +
-                    load->text
-              : "libmemtrimd_agent.so is not preloaded into the JVM (LD_PRELOAD it to read the "
-                "buffer pools, or let memtrimd load it: --jvm.load-agent)";
+      if (load && !load->Loaded()) {
+        out.jvm_buffers_missing =
+            "libmemtrimd_agent.so is not preloaded into the JVM, and memtrimd's load of it: " +
+            load->text;
+      } else if (loads_ && !load) {
+        // The jvm collector loads it on its own thread: not done yet.
+        out.jvm_buffers_missing =
+            "libmemtrimd_agent.so is being loaded into the JVM (--jvm.load-agent); the buffer "
+            "pools follow";
+      } else {
+        out.jvm_buffers_missing =
+            "libmemtrimd_agent.so is not preloaded into the JVM (LD_PRELOAD it to read the "
+            "buffer pools, or let memtrimd load it: --jvm.load-agent)";
+      }
     }
     return Status::Ok();
   }
@@ -143,8 +152,9 @@ Status AgentMallocCollector::Collect(const Target& target, TargetSample& out) {
   }
   Result<jvm::MallocInfo> info = jvm::ParseMallocInfo(*xml);
   if (!info.ok()) return info.status();
-  out.malloc = MallocStats{std::move(info).value(), MallocSource::kAgent,
-                           std::chrono::system_clock::now(), std::chrono::steady_clock::now()};
+  out.malloc =
+      MallocStats{std::move(info).value(), MallocSource::kAgent, std::chrono::system_clock::now(),
+                  std::chrono::steady_clock::now(), procfs::RssNow(target.proc_dir)};
   return status;
 }
 
