@@ -44,16 +44,71 @@ std::size_t Symbolization::MemoryBytes() const {
   return n;
 }
 
+namespace {
+
+// The names of one symbol: each string stored once in `names`.
+struct Names {
+  std::string_view function;
+  std::string_view system_name;
+  std::string_view short_name;
+};
+
+Names NamesOf(std::string_view symbol, std::deque<std::string>& names) {
+  Names out;
+  out.system_name = names.emplace_back(CapFunctionName(symbol));
+  const std::string demangled = Demangle(symbol);
+  out.function =
+      demangled == symbol ? out.system_name : names.emplace_back(CapFunctionName(demangled));
+  const std::string brief = ShortFunctionName(demangled);
+  out.short_name = brief == demangled
+                       ? out.function
+                       : std::string_view(names.emplace_back(CapFunctionName(brief)));
+  return out;
+}
+
+}  // namespace
+
 Symbolization Symbolize(std::span<const uint64_t> addresses,
-                        std::span<const procfs::MapsEntry> maps, ElfSource& source) {
+                        std::span<const procfs::MapsEntry> maps, ElfSource& source,
+                        uint64_t main_code) {
   Symbolization out;
   out.frames.reserve(addresses.size());
   std::map<FileKey, FileAnswer> seen;
   std::map<uint64_t, int> mapping_index;  // mapping start -> files index
   auto names = std::make_shared<std::deque<std::string>>();
-  // A function's name by where it lies in its file's string table: stored
+  // A function's names by where it lies in its file's string table: stored
   // once however many addresses lie in the function.
-  std::map<std::pair<const char*, std::size_t>, std::string_view> interned;
+  std::map<std::pair<const char*, std::size_t>, Names> interned;
+  // The file a file mapping maps (asked of `source` once) and its entry in
+  // out.files (one per mapping: pprof's Mapping is an address range, and a
+  // file's segments are mapped apart, so one file may be two entries).
+  auto file_of = [&](const procfs::MapsEntry& m) -> std::pair<int, const FileAnswer*> {
+    FileKey key{m.dev_major, m.dev_minor, m.inode, m.path};
+    auto [it, fresh] = seen.try_emplace(key);
+    FileAnswer& answer = it->second;
+    if (fresh) {
+      Result<std::shared_ptr<const elf::ElfFunctions>> elf = source.Functions(m);
+      if (elf.ok()) answer.elf = std::move(elf).value();
+    }
+    auto [slot, first] = mapping_index.try_emplace(m.start, static_cast<int>(out.files.size()));
+    if (first) {
+      MappedFile file;
+      file.path = m.path;
+      file.start = m.start;
+      file.end = m.end;
+      file.offset = m.offset;
+      if (answer.elf) {
+        file.build_id = answer.elf->build_id;
+        file.symbols = answer.elf->source != elf::ElfFunctions::Source::kNone;
+      }
+      out.files.push_back(std::move(file));
+    }
+    return {slot->second, &answer};
+  };
+  if (main_code != 0) {
+    const procfs::MapsEntry* m = procfs::FindMapping(maps, main_code);
+    if (m != nullptr && m->IsFile()) file_of(*m);
+  }
   for (uint64_t address : addresses) {
     Frame f;
     f.address = address;
@@ -61,46 +116,27 @@ Symbolization Symbolize(std::span<const uint64_t> addresses,
     if (m != nullptr && !m->IsFile() && m->inode == 0 &&
         (m->path.empty() || m->path.starts_with("[anon:"))) {
       f.kind = FrameKind::kAnon;
-      f.function = "[anon]";
+      f.function = f.system_name = f.short_name = "[anon]";
     }
     if (m == nullptr || !m->IsFile()) {
       out.frames.push_back(std::move(f));
       continue;
     }
-    FileKey key{m->dev_major, m->dev_minor, m->inode, m->path};
-    auto [it, fresh] = seen.try_emplace(key);
-    FileAnswer& answer = it->second;
-    if (fresh) {
-      Result<std::shared_ptr<const elf::ElfFunctions>> elf = source.Functions(*m);
-      if (elf.ok()) answer.elf = std::move(elf).value();
-    }
-    // One entry per mapping (pprof's Mapping is an address range): a file's
-    // segments are mapped apart, so one file may be two entries.
-    auto [slot, first] = mapping_index.try_emplace(m->start, static_cast<int>(out.files.size()));
-    if (first) {
-      MappedFile file;
-      file.path = m->path;
-      file.start = m->start;
-      file.end = m->end;
-      file.offset = m->offset;
-      if (answer.elf) {
-        file.build_id = answer.elf->build_id;
-        file.symbols = answer.elf->source != elf::ElfFunctions::Source::kNone;
-      }
-      out.files.push_back(std::move(file));
-    }
-    f.file = slot->second;
+    const auto [index, answer] = file_of(*m);
+    f.file = index;
     f.file_offset = address - m->start + m->offset;
-    if (answer.elf) {
-      std::optional<uint64_t> vaddr = answer.elf->VaddrOfOffset(f.file_offset);
+    if (answer->elf) {
+      std::optional<uint64_t> vaddr = answer->elf->VaddrOfOffset(f.file_offset);
       if (vaddr) {
         f.elf_address = *vaddr;
-        if (const elf::ElfFunction* fn = answer.elf->Find(*vaddr)) {
+        if (const elf::ElfFunction* fn = answer->elf->Find(*vaddr)) {
           f.kind = FrameKind::kFunction;
-          const std::string_view name = answer.elf->name(*fn);
+          const std::string_view name = answer->elf->name(*fn);
           auto [at, added] = interned.try_emplace({name.data(), name.size()});
-          if (added) at->second = names->emplace_back(CapFunctionName(name));
-          f.function = at->second;
+          if (added) at->second = NamesOf(name, *names);
+          f.function = at->second.function;
+          f.system_name = at->second.system_name;
+          f.short_name = at->second.short_name;
         }
       }
     }

@@ -16,6 +16,7 @@
 #include "collectors/common/status.h"
 #include "collectors/elf/elf_symbols.h"
 #include "collectors/procfs/maps.h"
+#include "collectors/symbols/demangle.h"
 
 namespace memtrimd::symbols {
 
@@ -48,9 +49,16 @@ struct Frame {
   uint64_t address = 0;
   FrameKind kind = FrameKind::kUnknown;
   // The function's name, or "[unknown]" / "[anon]" (the address says which
-  // code it was). A view of Symbolization::names (each name stored once
-  // however many frames lie in its function) or of a literal.
+  // code it was): a C++ name demangled, parameters and all (demangle.h). A
+  // view of Symbolization::names (each name stored once however many frames
+  // lie in its function) or of a literal.
   std::string_view function = "[unknown]";
+  // The symbol as the file has it (mangled), what pprof calls system_name;
+  // `function` itself for a C name.
+  std::string_view system_name = "[unknown]";
+  // `function` without its parameter list (ShortFunctionName): what a site's
+  // label shows.
+  std::string_view short_name = "[unknown]";
   // Index into Symbolization::files of the file mapping; -1 for none.
   int file = -1;
   uint64_t file_offset = 0;  // of the address in that file
@@ -90,8 +98,12 @@ std::string CapFunctionName(std::string_view name);
 // file (device, inode) is asked of `source` once per call. The address is
 // looked up as given; callers pass return addresses less one for every
 // frame but the leaf, so that a call at the end of a function is named by
-// its caller, not by what follows it.
+// its caller, not by what follows it. When `main_code` (the target's
+// start_code, /proc/<pid>/stat field 26) lies in a file mapping, that
+// mapping is files[0] whether or not a frame lies in it: a profile's first
+// mapping is its program (pprof's "File:").
 Symbolization Symbolize(std::span<const uint64_t> addresses,
-                        std::span<const procfs::MapsEntry> maps, ElfSource& source);
+                        std::span<const procfs::MapsEntry> maps, ElfSource& source,
+                        uint64_t main_code = 0);
 
 }  // namespace memtrimd::symbols

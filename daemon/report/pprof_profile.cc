@@ -127,6 +127,7 @@ std::string EncodeProfile(const HeapProfile& p) {
   // Functions one per name, numbered as first met.
   std::unordered_map<std::string_view, uint64_t> function_ids;
   std::vector<std::string_view> function_names;
+  std::vector<std::string_view> system_names;
   for (std::size_t i = 0; i < p.locations.size(); ++i) {
     const PprofLocation& l = p.locations[i];
     std::string m;
@@ -135,7 +136,10 @@ std::string EncodeProfile(const HeapProfile& p) {
     Uint(m, 3, l.address);
     if (!l.function.empty()) {
       auto [it, fresh] = function_ids.try_emplace(l.function, function_names.size() + 1);
-      if (fresh) function_names.push_back(it->first);
+      if (fresh) {
+        function_names.push_back(it->first);
+        system_names.push_back(l.system_name.empty() ? l.function : l.system_name);
+      }
       std::string line;
       Uint(line, 1, it->second);
       Bytes(m, 4, line);
@@ -145,9 +149,8 @@ std::string EncodeProfile(const HeapProfile& p) {
   for (std::size_t i = 0; i < function_names.size(); ++i) {
     std::string m;
     Uint(m, 1, i + 1);
-    int64_t name = strings.Index(function_names[i]);
-    Int(m, 2, name);
-    Int(m, 3, name);  // system_name: the symbol as the file has it
+    Int(m, 2, strings.Index(function_names[i]));
+    Int(m, 3, strings.Index(system_names[i]));  // the symbol as the file has it
     Bytes(out, f::kFunction, m);
   }
 
@@ -198,6 +201,7 @@ HeapProfile HeapProfileOf(std::span<const SiteSample> sites, const symbols::Symb
     l.address = addresses[i];
     l.mapping = fr.file >= 0 ? static_cast<uint64_t>(fr.file) + 1 : 0;
     l.function = fr.function;
+    l.system_name = fr.system_name;
     p.locations.push_back(std::move(l));
     location_of.emplace(addresses[i], p.locations.size());
   }
@@ -208,7 +212,7 @@ HeapProfile HeapProfileOf(std::span<const SiteSample> sites, const symbols::Symb
       auto it = location_of.find(a);
       if (it == location_of.end()) {
         // An address the symbolisation was not given: still a location.
-        p.locations.push_back(PprofLocation{a, 0, ""});
+        p.locations.push_back(PprofLocation{a, 0, "", ""});
         it = location_of.emplace(a, p.locations.size()).first;
       }
       out.locations.push_back(it->second);

@@ -43,8 +43,10 @@ struct PprofLocation {
   uint64_t address = 0;
   uint64_t mapping = 0;  // 1-based index into mappings; 0 for none
   // "" for none (pprof then shows the address). A view of the
-  // Symbolization's names: a profile request copies no name.
+  // Symbolization's names: a profile request copies no name. The
+  // function's name demangled, and as the file has it ("" for the same).
   std::string_view function;
+  std::string_view system_name;
 };
 
 struct PprofSample {

@@ -213,7 +213,7 @@ std::optional<std::string> SitesPprof(const agent::SiteProfile& p) {
   if (p.other.alloc_samples > 0 || p.other.live_samples > 0) {
     // Stacks beyond --sites.max-stacks and the agent's "stack table full"
     // row: one location, so the profile's totals are the sampler's.
-    profile.locations.push_back(PprofLocation{0, 0, "[other stacks]"});
+    profile.locations.push_back(PprofLocation{0, 0, "[other stacks]", ""});
     PprofSample other;
     other.locations.push_back(profile.locations.size());
     other.values = ValuesOf(p.other);

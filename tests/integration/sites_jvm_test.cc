@@ -113,6 +113,16 @@ TEST_P(SitesJvmTest, AgentLoadedLaterRanksTheJniSitesAndFreesAreMatched) {
       EXPECT_FALSE(row.nmt_tracked) << row.name;
     }
   }
+  // pprof names a profile by its first mapping: the program's (java), not
+  // whichever library held the first frame.
+  profile = Curl(m.url("/debug/pprof/heap"));
+  ASSERT_EQ(profile.status, 200);
+  WriteFile(dir_ / "heap.pb.gz", profile.body);
+  SpawnOptions env;
+  env.env = {"HOME=" + dir_.path(), "PPROF_TMPDIR=" + dir_.path()};
+  RunResult top = RunCommand({GO_BIN, "tool", "pprof", "-top", dir_ / "heap.pb.gz"}, env);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("File: java\n"), std::string::npos) << top.out;
 
   // Freed memory is no longer held; the rest still is.
   ASSERT_TRUE(holder.Free50()) << holder.Log();

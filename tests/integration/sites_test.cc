@@ -163,6 +163,8 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
                              env);
   ASSERT_EQ(top.exit_code, 0) << top.err;
   EXPECT_NE(top.out.find("Type: inuse_space"), std::string::npos) << top.out;
+  // The program's own mapping first: pprof names the profile by it.
+  EXPECT_NE(top.out.find("File: site_holder\n"), std::string::npos) << top.out;
   std::map<std::string, std::string> cum = CumRows(top.out);
   ASSERT_TRUE(cum.contains("hold_200")) << top.out;
   // pprof's "MB" are 2^20 bytes (SymbolizeTest: 200 MiB prints as "200MB").
@@ -286,6 +288,53 @@ TEST_F(SitesTest, ResidentBytesPerSiteNearTheirTruthEverywhere) {
   EXPECT_GT(share, 0.0);
   EXPECT_LE(share, 100.0);
   EXPECT_NE(page.find("<th>resident</th>"), std::string::npos);
+}
+
+// A C++ program's site reads as C++ names it: demangled, without
+// parameter lists (a label stays short); the profile keeps the full names.
+TEST_F(SitesTest, CxxFunctionsAreDemangledWithoutParameters) {
+  SpawnOptions o;
+  o.stdout_path = out_;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process holder({WorkloadBin("cxx_site_holder"), trigger_}, o);
+  ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder.running(); }, 30s));
+  ASSERT_TRUE(holder.running());
+  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
+              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
+  WriteFile(trigger_, "");
+  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
+  const double ready_at = NowSeconds();
+  ServedSites sites;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sites = ReadServedSites(m);
+        return sites.read_seconds > ready_at + 0.1;
+      },
+      30s))
+      << m.log();
+  ASSERT_FALSE(sites.rows.empty());
+  // 64 blocks of 1 MiB: an error of about 5 % at the default period.
+  EXPECT_EQ(sites.rows[0].name, "holder::Pool<int>::grow < holder::fill < main");
+  EXPECT_NEAR(sites.rows[0].live / kMiB, 64.0, 16.0);
+  for (const ServedSite& row : sites.rows) {
+    EXPECT_EQ(row.name.find("_Z"), std::string::npos) << row.name;
+  }
+
+  HttpResponse profile = Curl(m.url("/debug/pprof/heap"));
+  ASSERT_EQ(profile.status, 200);
+  WriteFile(dir_ / "heap.pb.gz", profile.body);
+  SpawnOptions env;
+  env.env = {"HOME=" + dir_.path(), "PPROF_TMPDIR=" + dir_.path()};
+  RunResult raw = RunCommand({GO_BIN, "tool", "pprof", "-raw", dir_ / "heap.pb.gz"}, env);
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  // -raw prints each location's function name as the profile gives it.
+  EXPECT_NE(raw.out.find("holder::fill(holder::Pool<int>&, unsigned long)"), std::string::npos)
+      << raw.out;
+  RunResult top = RunCommand({GO_BIN, "tool", "pprof", "-top", dir_ / "heap.pb.gz"}, env);
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  EXPECT_NE(top.out.find("File: cxx_site_holder\n"), std::string::npos) << top.out;
 }
 
 // The agent's "ping": whether its sampler is on (nullopt: no answer, or

@@ -99,10 +99,10 @@ HeapProfile TwoSites() {
   p.period = 512 * 1024;
   p.time_nanos = 1'700'000'000'000'000'000;
   p.mappings.push_back(PprofMapping{0x400000, 0x401000, 0x1000, "/usr/bin/app", "abcd", true});
-  p.locations.push_back(PprofLocation{0x400123, 1, "hold_200"});
-  p.locations.push_back(PprofLocation{0x400456, 1, "main"});
-  p.locations.push_back(PprofLocation{0x7f0000001000, 0, "[anon]"});
-  p.locations.push_back(PprofLocation{0x400789, 1, "main"});  // main again: one function
+  p.locations.push_back(PprofLocation{0x400123, 1, "hold_200", ""});
+  p.locations.push_back(PprofLocation{0x400456, 1, "main", ""});
+  p.locations.push_back(PprofLocation{0x7f0000001000, 0, "[anon]", ""});
+  p.locations.push_back(PprofLocation{0x400789, 1, "main", ""});  // main again: one function
   p.samples.push_back(PprofSample{{1, 2}, HeapValues{3, 300 << 20, 2, 200 << 20}});
   p.samples.push_back(PprofSample{{3, 4}, HeapValues{1, 10, 1, 10}});
   return p;
@@ -239,6 +239,25 @@ TEST(PprofProfile, HeapProfileOfSymbolizedSites) {
   ASSERT_EQ(p.samples.size(), 2u);
   EXPECT_EQ(p.samples[1].locations, (std::vector<uint64_t>{3, 2}));  // main shared
   EXPECT_EQ(p.samples[1].values.inuse_space, 50);
+}
+
+// A function's name is what pprof prints; its system_name the symbol as
+// the file has it (pprof demangles neither when both are given).
+TEST(PprofProfile, FunctionsKeepTheirSymbolAsSystemName) {
+  HeapProfile p;
+  p.locations.push_back(PprofLocation{0x1000, 0, "std::vector<int>::push_back(int const&)",
+                                      "_ZNSt6vectorIiSaIiEE9push_backERKi"});
+  p.locations.push_back(PprofLocation{0x2000, 0, "main", ""});
+  auto top = Decode(EncodeProfile(p));
+  std::vector<std::string> strings;
+  for (const Field& f : All(top, 6)) strings.push_back(f.bytes);
+  auto functions = All(top, 5);
+  ASSERT_EQ(functions.size(), 2u);
+  auto f0 = Decode(functions[0].bytes), f1 = Decode(functions[1].bytes);
+  EXPECT_EQ(strings.at(Varint(f0, 2)), "std::vector<int>::push_back(int const&)");
+  EXPECT_EQ(strings.at(Varint(f0, 3)), "_ZNSt6vectorIiSaIiEE9push_backERKi");
+  EXPECT_EQ(strings.at(Varint(f1, 2)), "main");
+  EXPECT_EQ(strings.at(Varint(f1, 3)), "main");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -80,7 +81,9 @@ class InCodeSource : public symbols::ElfSource {
     return it->second;
   }
   std::map<uint64_t, std::shared_ptr<const ElfFunctions>> files_ = {
-      {1, agent::Functions({"main", "hold_200"})},
+      {1, agent::Functions(
+              {"main", "hold_200", "_ZNSt6vectorIiSaIiEE9push_backERKi",
+               "_ZN3app5cache3putERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEm"})},
       {2, agent::Functions({"os::malloc", "Unsafe_AllocateMemory0", "SymbolTable::add",
                             "Java_java_util_zip_Inflater_init"})},
       {3, agent::Functions({"strdup", "__libc_calloc_wrapper", "posix_memalign_helper"})},
@@ -104,13 +107,13 @@ const NamedSite* Find(const SiteProfile& p, const std::string& name) {
   return nullptr;
 }
 
-SiteProfile Build(std::vector<AgentStack> stacks) {
+SiteProfile Build(std::vector<AgentStack> stacks, uint64_t main_code = 0) {
   AgentSites raw;
   raw.stacks = std::move(stacks);
   InCodeSource source;
   std::vector<MapsEntry> maps = Maps();
   return BuildSiteProfile(std::move(raw), maps, source, 64, 0,
-                          std::chrono::system_clock::time_point{});
+                          std::chrono::system_clock::time_point{}, main_code);
 }
 
 TEST(SiteProfileNmt, StacksFromLibjvmAreNmtsOthersAreNot) {
@@ -193,6 +196,54 @@ TEST(SiteProfileNmt, OnlyAFileNamedLibjvmCounts) {
   EXPECT_TRUE(NmtTrackedStack(first, p));
   EXPECT_FALSE(NmtTrackedStack(second, p));
   EXPECT_FALSE(NmtTrackedStack({}, p));
+}
+
+// C++ functions are named as their source names them, without parameters
+// (a label stays short); the frames keep the whole demangled name and the
+// symbol for the profile.
+TEST(SiteProfileNames, CxxFunctionsAreDemangledWithoutParameters) {
+  SiteProfile p = Build({Stack(kMiB, {In(kProg, 2), In(kProg, 3), In(kProg, 0)})});
+  ASSERT_EQ(p.sites.size(), 1u);
+  EXPECT_EQ(p.sites[0].name,
+            "std::vector<int, std::allocator<int> >::push_back < app::cache::put < main");
+  const auto frame = [&](uint64_t pc) {
+    auto it = std::lower_bound(p.addresses.begin(), p.addresses.end(), pc - 1);
+    return p.symbols.frames.at(static_cast<std::size_t>(it - p.addresses.begin()));
+  };
+  const symbols::Frame put = frame(In(kProg, 3));
+  EXPECT_EQ(put.function,
+            "app::cache::put(std::__cxx11::basic_string<char, std::char_traits<char>, "
+            "std::allocator<char> > const&, unsigned long)");
+  EXPECT_EQ(put.system_name,
+            "_ZN3app5cache3putERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEm");
+  EXPECT_EQ(put.short_name, "app::cache::put");
+  // A C name is one string for all three.
+  const symbols::Frame main = frame(In(kProg, 0));
+  EXPECT_EQ(main.function, "main");
+  EXPECT_EQ(main.system_name.data(), main.function.data());
+  EXPECT_EQ(main.short_name.data(), main.function.data());
+}
+
+// The program's own mapping leads the files (pprof's "File:") when its
+// start_code is given, even when no frame lies in it; else the files are
+// in the order frames met them.
+TEST(SiteProfileNames, TheProgramsMappingComesFirst) {
+  const std::vector<AgentStack> stacks = {Stack(kMiB, {In(kZlib, 0), In(kJvm, 3)})};
+  SiteProfile without = Build(stacks);
+  ASSERT_EQ(without.symbols.files.size(), 2u);
+  EXPECT_EQ(without.symbols.files[0].path, "/usr/lib/jvm/java-17/lib/server/libjvm.so");
+  SiteProfile with = Build(stacks, kProg + 0x1000);
+  ASSERT_EQ(with.symbols.files.size(), 3u);
+  EXPECT_EQ(with.symbols.files[0].path, "/app/prog");
+  EXPECT_EQ(with.sites.at(0).name, without.sites.at(0).name);
+  // Frames point at their own files still.
+  for (const symbols::Frame& f : with.symbols.frames) {
+    ASSERT_GE(f.file, 1);
+    EXPECT_NE(with.symbols.files[static_cast<std::size_t>(f.file)].path, "/app/prog");
+  }
+  // A start_code in no file mapping (anonymous, or none) changes nothing.
+  EXPECT_EQ(Build(stacks, kJit + 0x10).symbols.files.size(), 2u);
+  EXPECT_EQ(Build(stacks, 0x10).symbols.files.size(), 2u);
 }
 
 }  // namespace

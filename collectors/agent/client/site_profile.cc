@@ -15,7 +15,7 @@ namespace {
 std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) {
   switch (f.kind) {
     case symbols::FrameKind::kFunction:
-      return std::string(f.function);
+      return std::string(f.short_name);  // a label: no parameter list
     case symbols::FrameKind::kAnon:
       return "[java]";
     case symbols::FrameKind::kUnknown:
@@ -113,7 +113,8 @@ std::size_t SiteProfile::MemoryBytes() const {
 
 SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
-                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now) {
+                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now,
+                             uint64_t main_code) {
   SiteProfile p;
   p.read_at = now;
   const uint64_t age_ns = monotonic_now_ns > raw.started_ns ? monotonic_now_ns - raw.started_ns : 0;
@@ -171,7 +172,7 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   }
   std::sort(p.addresses.begin(), p.addresses.end());
   p.addresses.erase(std::unique(p.addresses.begin(), p.addresses.end()), p.addresses.end());
-  p.symbols = symbols::Symbolize(p.addresses, maps, source);
+  p.symbols = symbols::Symbolize(p.addresses, maps, source, main_code);
 
   std::map<std::string, std::size_t> by_name;
   for (SiteStack& s : p.stacks) {

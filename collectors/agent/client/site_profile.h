@@ -97,10 +97,13 @@ inline constexpr std::size_t kSiteNameFrames = 3;
 // The kept stacks and the rest, their addresses symbolised through `source`
 // against `maps` (the target's, read right after the answer), and the
 // sites named. Pure over its inputs. `monotonic_now_ns` and `now` are the
-// same instant on the two clocks (for started_at).
+// same instant on the two clocks (for started_at); `main_code`, the
+// target's start_code (0: unknown), puts its program's mapping first
+// (symbols::Symbolize).
 SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::MapsEntry> maps,
                              symbols::ElfSource& source, std::size_t max_stacks,
-                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now);
+                             uint64_t monotonic_now_ns, std::chrono::system_clock::time_point now,
+                             uint64_t main_code = 0);
 
 // The short name of a stack: its innermost kSiteNameFrames functions (a
 // function repeated by recursion once), innermost first, joined by " < ".

@@ -10,6 +10,7 @@
 #include "collectors/agent/client/agent_sites.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/procfs/maps.h"
+#include "collectors/procfs/proc_stat.h"
 #include "collectors/sample.h"
 
 namespace memtrimd::agent {
@@ -96,10 +97,10 @@ std::shared_ptr<const SiteProfile> SitesCollector::Fit(const Target& target,
                                                        std::span<const procfs::MapsEntry> maps,
                                                        symbols::ElfSource& source, uint64_t mono,
                                                        std::chrono::system_clock::time_point now,
-                                                       std::string& why) {
+                                                       uint64_t main_code, std::string& why) {
   auto build = [&](std::size_t max_stacks) {
-    auto p =
-        std::make_shared<SiteProfile>(BuildSiteProfile(sites, maps, source, max_stacks, mono, now));
+    auto p = std::make_shared<SiteProfile>(
+        BuildSiteProfile(sites, maps, source, max_stacks, mono, now, main_code));
     if (target.allocator_source.ends_with(" linked into the executable")) {
       p->linked_allocator = target.allocator_source;
     }
@@ -230,8 +231,16 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
   if (!maps.ok()) return maps.status();
   if (!options_.symbol_cache) return Status(ErrorCode::kInternal, "sites: no symbol cache");
   symbols::TargetElfSource source(target, *options_.symbol_cache);
+  // Where the program's own code starts: its mapping leads the profile.
+  // Without it (not readable) the profile is only ordered otherwise.
+  uint64_t main_code = 0;
+  Result<std::string> stat_text = ReadSmallFile(target.proc_dir + "/stat");
+  if (stat_text.ok()) {
+    Result<procfs::ProcStat> stat = procfs::ParseProcStat(*stat_text);
+    if (stat.ok()) main_code = stat->start_code;
+  }
   std::string why;
-  out.sites = Fit(target, *sites, *maps, source, mono, now, why);
+  out.sites = Fit(target, *sites, *maps, source, mono, now, main_code, why);
   out.sites_missing = std::move(why);
   return Status::Ok();
 }

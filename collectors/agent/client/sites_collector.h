@@ -80,7 +80,7 @@ class SitesCollector : public Collector {
                                          std::span<const procfs::MapsEntry> maps,
                                          symbols::ElfSource& source, uint64_t mono,
                                          std::chrono::system_clock::time_point now,
-                                         std::string& why);
+                                         uint64_t main_code, std::string& why);
 
   SitesOptions options_;
   AgentCommander command_;
