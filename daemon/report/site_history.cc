@@ -27,6 +27,8 @@ std::string_view Fitting(std::string_view name, std::size_t max) {
 
 }  // namespace
 
+uint64_t GrowthBytes(const agent::SiteValues& v) { return v.live_bytes; }
+
 const std::size_t SiteHistory::kStoredPointBytes = sizeof(StoredPoint);
 const std::size_t SiteHistory::kTargetBytes = sizeof(PerTarget);
 
@@ -101,7 +103,7 @@ void SiteHistory::Add(PerTarget& pt, const agent::SiteProfile& p, uint64_t seque
       ForTopSites(p, kTopSites, EmptySites::kStop, [&](std::size_t n, const agent::NamedSite& s) {
         const uint8_t slot = NameSlot(pt, s.name, s.nmt_tracked, now, point);
         point.name[n] = slot;
-        point.kib[n] = ToKib(s.values.live_bytes);
+        point.kib[n] = ToKib(GrowthBytes(s.values));
       });
   point.rest_kib = ToKib(rest);
   if (pt.count == pt.ring.size()) {

@@ -38,6 +38,12 @@
 
 namespace memtrimd {
 
+// The one figure of a site the history keeps, and so the one the chart
+// draws and the leak finding (site_growth.h) follows: its live bytes.
+// kGrowthMeasure names it in their words.
+uint64_t GrowthBytes(const agent::SiteValues& v);
+inline constexpr std::string_view kGrowthMeasure = "live";
+
 struct SiteHistoryPoint {
   int64_t t_ms = 0;  // when the sites were read, Unix milliseconds
   uint64_t bytes = 0;
