@@ -9,9 +9,9 @@ namespace {
 
 constexpr double kMsPerHour = 3600.0 * 1000.0;
 
-// Candidate starts of a run: at most this many, evenly spread. With the
-// full test run on the steadiest few, a site of 120 reads takes about
-// 0.15 ms (0.06 ms when nothing rises).
+// Candidate starts of a run: at most this many, evenly spread. Each costs
+// one pass over its pairs (Kendall); the slopes, a sort of every pair's,
+// are taken only for the steadiest few.
 constexpr std::size_t kMaxStarts = 24;
 
 // How much less steady than the steadiest a longer run may be and still
