@@ -15,6 +15,7 @@
 #include "daemon/report/section_account.h"
 #include "daemon/report/section_cgroup.h"
 #include "daemon/report/section_trims.h"
+#include "daemon/report/site_growth.h"
 #include "daemon/report/site_report.h"
 #include "daemon/report/svg_chart.h"
 
@@ -190,12 +191,34 @@ void RenderSitesChart(std::string& out, const TargetSnapshot& ts, const SampleHi
   for (const SiteHistoryPoint& p : h->rest) rest.points.push_back({p.t_ms, p.bytes});
   series.push_back(std::move(rest));
   out += "<div class=\"charts\" data-site-reads=\"" + std::to_string(h->rest.size()) + "\">\n";
-  out += RenderLineChart("Largest allocation sites, live", from, to, series, {},
-                         "One line per site while it is among the " +
-                             std::to_string(SiteHistory::kTopSites) +
-                             " largest at a read (every --sites.interval); the dashed line is "
-                             "everything else sampled.");
+  out += RenderLineChart(
+      "Largest allocation sites, " + std::string(kGrowthMeasure), from, to, series, {},
+      "One line per site while it is among the " + std::to_string(SiteHistory::kTopSites) +
+          " largest at a read (every --sites.interval); the dashed line is "
+          "everything else sampled.");
   out += "</div>\n";
+}
+
+// The leak finding: each site that grows steadily, or what the check
+// looked at. Nothing without the history (it is what the check reads).
+void RenderSiteGrowth(std::string& out, const TargetSnapshot& ts, const SampleHistory* history,
+                      uint64_t sequence) {
+  const std::optional<report::SiteGrowth> g = report::SiteGrowthOf(history, ts.target, sequence);
+  if (!g) return;
+  if (g->growing.empty()) {
+    out += "<p class=\"site-growth\" data-growing=\"0\">" +
+           HtmlEscape(report::NoGrowthSentence(*g)) + ".</p>\n";
+    return;
+  }
+  out += "<p class=\"site-growth\" data-growing=\"" + std::to_string(g->growing.size()) +
+         "\">Growing steadily, a leak until shown otherwise:</p>\n<ul class=\"site-growth\">\n";
+  for (const report::GrowingSite& site : g->growing) {
+    char rate[32];
+    std::snprintf(rate, sizeof(rate), "%.0f", site.leak.bytes_per_hour);
+    out += "<li class=\"risk\" data-site=\"" + HtmlEscape(site.site) + "\" data-bytes-per-hour=\"" +
+           rate + "\">" + HtmlEscape(report::GrowingSiteSentence(site)) + ".</li>\n";
+  }
+  out += "</ul>\n";
 }
 
 // "Who holds the native memory": the sampled allocation sites against the
@@ -358,6 +381,7 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
            " figure: the estimate has its error, and the two are read at different moments. "
            "Shown as 100 %.</p>\n";
   }
+  RenderSiteGrowth(out, ts, history, sequence);
   RenderSitesChart(out, ts, history, sequence, now_ms);
 }
 

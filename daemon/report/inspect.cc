@@ -62,8 +62,8 @@ std::string RenderInspectTable(const TargetSnapshot& ts) {
   return RenderInspectTable(ts, std::chrono::system_clock::now());
 }
 
-std::string RenderInspectTable(const TargetSnapshot& ts,
-                               std::chrono::system_clock::time_point now) {
+std::string RenderInspectTable(const TargetSnapshot& ts, std::chrono::system_clock::time_point now,
+                               const report::SiteGrowth* growth) {
   TextTable t;
   const AllocatorView alloc = ViewAllocator(ts.target, ts.sample);
   report::TargetHeadingText(t, ts, alloc, now);
@@ -76,11 +76,11 @@ std::string RenderInspectTable(const TargetSnapshot& ts,
   MissingText(t, ts.sample);
   report::TrimBackendText(t, ts, alloc);
   report::CgroupText(t, ts);
-  report::SitesSectionText(t, ts, now);
+  report::SitesSectionText(t, ts, now, growth);
   return t.Take();
 }
 
-std::string RenderInspectJson(const TargetSnapshot& ts) {
+std::string RenderInspectJson(const TargetSnapshot& ts, const report::SiteGrowth* growth) {
   JsonWriter w;
   const Target& tg = ts.target;
   w.BeginObject();
@@ -103,7 +103,7 @@ std::string RenderInspectJson(const TargetSnapshot& ts) {
   report::CgroupJson(w, ts.sample);
   report::BreakdownJson(w, ts.sample);
   report::JvmJson(w, ts.sample);
-  report::SitesSectionJson(w, ts.sample);
+  report::SitesSectionJson(w, ts.sample, growth);
   MissingJson(w, ts.sample);
   CollectorsJson(w, ts);
   w.EndObject();

@@ -11,7 +11,8 @@ namespace memtrimd {
 using report::TrimsOf;
 using report::TrimStatsJson;
 
-std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>* trims) {
+std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>* trims,
+                             const SampleHistory* history) {
   std::string out;
   if (snap == nullptr) {
     out = "no sample yet\n";
@@ -41,7 +42,9 @@ std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>*
                std::to_string(static_cast<long long>(ts.read_stalled_seconds)) +
                " s without ending)\n";
       }
-      out += RenderInspectTable(ts);
+      const std::optional<report::SiteGrowth> growth =
+          report::SiteGrowthOf(history, ts.target, snap->sequence);
+      out += RenderInspectTable(ts, std::chrono::system_clock::now(), growth ? &*growth : nullptr);
       if (const TrimStats* st = TrimsOf(trims, ts.target)) {
         report::TextTable t;
         report::TrimStatsText(t, *st);
@@ -52,11 +55,14 @@ std::string RenderReportText(const Snapshot* snap, const std::vector<TrimStats>*
   return text::ToValidUtf8(out);
 }
 
-std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>* trims) {
+std::string RenderReportJson(const Snapshot* snap, const std::vector<TrimStats>* trims,
+                             const SampleHistory* history) {
   std::string out = "{\"targets\":[";
   if (snap != nullptr) {
     for (std::size_t i = 0; i < snap->targets.size(); ++i) {
-      std::string one = RenderInspectJson(snap->targets[i]);
+      const std::optional<report::SiteGrowth> growth =
+          report::SiteGrowthOf(history, snap->targets[i].target, snap->sequence);
+      std::string one = RenderInspectJson(snap->targets[i], growth ? &*growth : nullptr);
       if (!one.empty() && one.back() == '\n') one.pop_back();
       out += (i ? "," : "") + one;
     }

@@ -8,12 +8,13 @@
 namespace memtrimd::report {
 
 void SitesSectionText(TextTable& t, const TargetSnapshot& ts,
-                      std::chrono::system_clock::time_point now) {
+                      std::chrono::system_clock::time_point now, const SiteGrowth* growth) {
   const std::optional<agent::SamplerState>& sampler = ts.sample.sampler;
   if (ts.sample.sites) {
     std::string sites = SitesText(*ts.sample.sites, kReportSites, now);
     if (!sites.empty() && sites.back() == '\n') sites.pop_back();
     t.Heading(sites);
+    if (growth != nullptr) SiteGrowthText(t, *growth);
     if (sampler) t.Say(SamplerText(*sampler));
   } else if (OutcomeOf(ts, "sites") != nullptr) {
     // Only when it ran: the collector is off unless asked for.
@@ -27,11 +28,12 @@ void SitesSectionText(TextTable& t, const TargetSnapshot& ts,
   }
 }
 
-void SitesSectionJson(JsonWriter& w, const TargetSample& s) {
+void SitesSectionJson(JsonWriter& w, const TargetSample& s, const SiteGrowth* growth) {
   if (s.sampler) SamplerJson(w, *s.sampler);
   if (s.sites) {
     w.Key("sites");
     SitesJson(w, *s.sites, kReportSites);
+    if (growth != nullptr) SiteGrowthJson(w, *growth);
   } else if (!s.sites_missing.empty()) {
     w.Key("sites_missing").String(s.sites_missing);
   }

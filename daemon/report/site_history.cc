@@ -27,6 +27,10 @@ std::string_view Fitting(std::string_view name, std::size_t max) {
 
 }  // namespace
 
+uint64_t GrowthBytes(const agent::SiteProfile& p, const agent::SiteValues& v) {
+  return p.resident.known ? v.resident_bytes : v.live_bytes;
+}
+
 const std::size_t SiteHistory::kStoredPointBytes = sizeof(StoredPoint);
 const std::size_t SiteHistory::kTargetBytes = sizeof(PerTarget);
 
@@ -97,13 +101,18 @@ void SiteHistory::Add(PerTarget& pt, const agent::SiteProfile& p, uint64_t seque
   point.t_ms = now;
   point.sequence = sequence;
   point.name.fill(kNoName);
-  const uint64_t rest =
+  uint64_t shown = 0;
+  const uint64_t rest_live =
       ForTopSites(p, kTopSites, EmptySites::kStop, [&](std::size_t n, const agent::NamedSite& s) {
         const uint8_t slot = NameSlot(pt, s.name, s.nmt_tracked, now, point);
         point.name[n] = slot;
-        point.kib[n] = ToKib(s.values.live_bytes);
+        const uint64_t bytes = GrowthBytes(p, s.values);
+        shown += bytes;
+        point.kib[n] = ToKib(bytes);
       });
-  point.rest_kib = ToKib(rest);
+  // The rest in the same measure as the sites drawn.
+  const uint64_t all = GrowthBytes(p, p.total);
+  point.rest_kib = ToKib(p.resident.known ? (all > shown ? all - shown : 0) : rest_live);
   if (pt.count == pt.ring.size()) {
     // Every other point goes, the oldest stays: half the points over the
     // same span, in place.

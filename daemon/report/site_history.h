@@ -38,6 +38,15 @@
 
 namespace memtrimd {
 
+// The one figure of a site the history keeps, and so the one the chart
+// draws and the leak finding (site_growth.h) follows: its resident bytes,
+// as the OOM killer counts RSS, not what was allocated (calloc'd memory never
+// touched holds none). A profile whose resident pass did not run (an agent of
+// protocol 5 or older, a failed pagemap read) gives its live bytes instead.
+// kGrowthMeasure names it in their words.
+uint64_t GrowthBytes(const agent::SiteProfile& p, const agent::SiteValues& v);
+inline constexpr std::string_view kGrowthMeasure = "resident";
+
 struct SiteHistoryPoint {
   int64_t t_ms = 0;  // when the sites were read, Unix milliseconds
   uint64_t bytes = 0;

@@ -591,7 +591,8 @@ int HttpServer::Serve(mg_connection* conn) {
     std::optional<std::vector<TrimStats>> stats;
     if (trims_ != nullptr) stats = trims_->Stats();
     const std::vector<TrimStats>* sp = stats ? &*stats : nullptr;
-    std::string body = json ? RenderReportJson(snap.get(), sp) : RenderReportText(snap.get(), sp);
+    std::string body = json ? RenderReportJson(snap.get(), sp, options_.history)
+                            : RenderReportText(snap.get(), sp, options_.history);
     Reply(conn, 200, "OK", json ? "application/json" : "text/plain; charset=utf-8", body, h);
     return 200;
   }

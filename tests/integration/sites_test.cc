@@ -152,6 +152,22 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
   EXPECT_GT(*sampler, 0);
   EXPECT_LE(*sampler, 4 * kMiB);
 
+  // /report judges which sites grow from the daemon's history of reads: a
+  // few seconds of them are too few to call anything a leak, and it says so.
+  HttpResponse report = Curl(m.url("/report?format=json"));
+  ASSERT_EQ(report.status, 200);
+  std::optional<JsonValue> doc = ParseJson(report.body);
+  ASSERT_TRUE(doc.has_value());
+  const JsonValue* targets = doc->Get("targets");
+  ASSERT_TRUE(targets != nullptr && !targets->items.empty());
+  const JsonValue* reads = targets->items[0].Path({"site_growth", "reads"});
+  ASSERT_TRUE(reads != nullptr) << report.body;
+  EXPECT_GE(reads->Number(), 2);
+  const JsonValue* growing = targets->items[0].Path({"site_growth", "growing"});
+  ASSERT_TRUE(growing != nullptr);
+  EXPECT_TRUE(growing->items.empty()) << report.body;
+  EXPECT_NE(Curl(m.url("/report")).body.find("Steady growth: not judged yet"), std::string::npos);
+
   // Go's pprof reads the served profile: hold_200's stack holds ~200 MB.
   HttpResponse profile = Curl(m.url("/debug/pprof/heap"));
   ASSERT_EQ(profile.status, 200);
