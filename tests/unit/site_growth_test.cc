@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "daemon/report/incident_page.h"
 #include "daemon/report/report_page.h"
@@ -30,17 +31,26 @@ struct Fixture {
       p->read_at = kT0 + i * 30s;
       p->started_at = kT0;
       p->period = 512 * 1024;
-      const std::pair<const char*, double> sites[] = {
-          {"leaky < main", 40 * kMiB + 12 * kMiB * minutes / 60},
-          {"cache < main", std::min(minutes, 10.0) * 3 * kMiB},
-          {"batch < main", std::fmod(minutes, 10.0) * 2 * kMiB + kMiB}};
-      for (const auto& [name, bytes] : sites) {
+      p->resident.known = true;
+      // Resident bytes are what the finding follows; "untouched" allocates
+      // steadily more (calloc'd, never written) while its resident bytes
+      // stay flat, so it is no leak of RSS.
+      const std::tuple<const char*, double, double> sites[] = {
+          {"leaky < main", 2 * (40 * kMiB + 12 * kMiB * minutes / 60),
+           40 * kMiB + 12 * kMiB * minutes / 60},
+          {"cache < main", std::min(minutes, 10.0) * 3 * kMiB, std::min(minutes, 10.0) * 3 * kMiB},
+          {"batch < main", std::fmod(minutes, 10.0) * 2 * kMiB + kMiB,
+           std::fmod(minutes, 10.0) * 2 * kMiB + kMiB},
+          {"untouched < main", 10 * kMiB + 30 * kMiB * minutes / 60, kMiB}};
+      for (const auto& [name, live, resident] : sites) {
         agent::NamedSite s;
         s.name = name;
-        s.values.live_bytes = static_cast<uint64_t>(bytes);
+        s.values.live_bytes = static_cast<uint64_t>(live);
+        s.values.resident_bytes = static_cast<uint64_t>(resident);
         s.values.live_samples = 10;
         s.stacks = 1;
         p->total.live_bytes += s.values.live_bytes;
+        p->total.resident_bytes += s.values.resident_bytes;
         p->sites.push_back(std::move(s));
       }
       std::stable_sort(p->sites.begin(), p->sites.end(), [](const auto& a, const auto& b) {
@@ -70,9 +80,10 @@ TEST(SiteGrowth, OnlyTheLeakingSiteIsFound) {
   const report::GrowingSite& s = g->growing[0];
   EXPECT_EQ(s.site, "leaky < main");
   EXPECT_NEAR(s.leak.bytes_per_hour / kMiB, 12, 0.1);
-  EXPECT_EQ(report::GrowingSiteSentence(s),
-            "leaky < main: live bytes grew 12.0 MiB/h since 08:00:00 UTC, steady for 59m (as far "
-            "back as the history goes), Kendall tau 1.00 over 120 reads");
+  EXPECT_EQ(
+      report::GrowingSiteSentence(s),
+      "leaky < main: resident bytes grew 12.0 MiB/h since 08:00:00 UTC, steady for 59m (as far "
+      "back as the history goes), Kendall tau 1.00 over 120 reads");
   // Not judged from a sample older than the history's newest read.
   EXPECT_FALSE(report::SiteGrowthOf(nullptr, f.last.targets[0].target, f.last.sequence));
 }
@@ -81,15 +92,17 @@ TEST(SiteGrowth, ShownInReportTextJsonAndThePage) {
   Fixture f(120);
   const std::string text = RenderReportText(&f.last, nullptr, &f.history);
   EXPECT_NE(text.find("Growing steadily, a leak until shown otherwise:\n"
-                      "    leaky < main: live bytes grew 12.0 MiB/h"),
+                      "    leaky < main: resident bytes grew 12.0 MiB/h"),
             std::string::npos)
       << text;
-  EXPECT_EQ(text.find("cache < main: live bytes grew"), std::string::npos);
+  EXPECT_EQ(text.find("cache < main: resident bytes grew"), std::string::npos);
+  // Allocated more and more, resident flat: not a leak of RSS.
+  EXPECT_EQ(text.find("untouched < main: resident bytes grew"), std::string::npos) << text;
   // Without the history (a one-shot inspect), no word of growth.
   EXPECT_EQ(RenderReportText(&f.last, nullptr).find("Growing steadily"), std::string::npos);
 
   const std::string json = RenderReportJson(&f.last, nullptr, &f.history);
-  EXPECT_NE(json.find("\"site_growth\":{\"measure\":\"live\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"site_growth\":{\"measure\":\"resident\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"growing\":[{\"site\":\"leaky < main\",\"bytes_per_hour\":"),
             std::string::npos);
   EXPECT_EQ(RenderReportJson(&f.last, nullptr).find("site_growth"), std::string::npos);
