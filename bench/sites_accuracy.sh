@@ -67,24 +67,13 @@ one_run() { # BLOCK
     ((SECONDS < deadline)) || die "site_holder not armed"
     sleep 0.02
   done
-  python3 - "$tmp/agent.$pid.sock" "$tmp/go" "$tmp/out" "$max_rate" << 'PY'
+  BENCH_DIR=$here python3 - "$tmp/agent.$pid.sock" "$tmp/go" "$tmp/out" "$max_rate" << 'PY'
 import os, socket, sys, time
 sock, go, out, max_rate = sys.argv[1:5]
+sys.path.insert(0, os.environ["BENCH_DIR"])
+import agent_ask
 def ask(line):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(30)
-    s.connect(sock)
-    s.sendall(line.encode() + b"\n")
-    data = b""
-    while True:
-        b = s.recv(1 << 16)
-        if not b:
-            break
-        data += b
-    status, _, body = data.decode().partition("\n")
-    if status != "0":
-        sys.exit("agent refused %r: %s" % (line, body))
-    return body
+    return agent_ask.ask(sock, line)
 ask("sampling on 524288 max_rate=" + max_rate)
 open(go, "w").close()
 deadline = time.time() + 60

@@ -231,7 +231,7 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       const std::size_t live_at = head.find("\n" AGENT_SITES_LIVE " ");
       head = head.substr(0, std::min(head.find(AGENT_SITES_STACK " "),
                                      live_at == std::string_view::npos ? live_at : live_at + 1));
-      ExpectKeys(verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_LIVE},
+      ExpectKeys(verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS, AGENT_KEYS_SITES_LIVE},
                  {"on", "period", "generation", "stacks", "live_samples", AGENT_KEYS_SITES_LIVE});
       Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();

@@ -147,9 +147,10 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   out.lease_s = values[15].value_or(0);
   out.lease_left_ms = values[16].value_or(0);
   out.lease_ended = values[17].value_or(0);
+  // Both or neither: one count alone is no statement about the hooks.
   out.hooks_counted = values[18].has_value() && values[19].has_value();
-  out.hooked_entries = values[18].value_or(0);
-  out.unhooked_objects = values[19].value_or(0);
+  out.hooked_entries = out.hooks_counted ? *values[18] : 0;
+  out.unhooked_objects = out.hooks_counted ? *values[19] : 0;
   static constexpr std::array<std::string_view, 2> kLiveKeys = {AGENT_KEYS_SITES_LIVE};
   std::array<std::optional<uint64_t>, kLiveKeys.size()> live_values{};
   st = ParseKeyValues(head, kLiveKeys, live_values, 0, "agent sites");
