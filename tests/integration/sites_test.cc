@@ -71,6 +71,37 @@ class SitesTest : public ::testing::Test {
     return ReadFile(out_).find(word + "\n") != std::string::npos;
   }
 
+  // Sampling on (the first read of the sites came back), the holder told to
+  // take its memory, and the first read of the sites that began after it
+  // printed "ready". `why` says which step did not come.
+  struct Held {
+    std::string why;
+    ServedSites sites;
+    double ready_at = 0;
+  };
+  Held HoldAndRead(Memtrimd& m) {
+    Held h;
+    if (!WaitFor([&] { return ReadServedSites(m).on; }, 30s)) {
+      h.why = "sampling never on";
+      return h;
+    }
+    WriteFile(trigger_, "");
+    if (!WaitFor([&] { return Printed("ready"); }, 30s)) {
+      h.why = "the holder never printed ready";
+      return h;
+    }
+    h.ready_at = NowSeconds();
+    if (!WaitFor(
+            [&] {
+              h.sites = ReadServedSites(m);
+              return h.sites.read_seconds > h.ready_at + 0.1;
+            },
+            30s)) {
+      h.why = "no read of the sites after ready";
+    }
+    return h;
+  }
+
   TempDir dir_;
   std::string out_ = dir_ / "holder.out";
   std::string trigger_ = dir_ / "hold";
@@ -92,20 +123,10 @@ TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
               "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
   // Sampling is on once the first read of the sites comes back (empty).
-  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
-  WriteFile(trigger_, "");
-  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
-  const double ready_at = NowSeconds();
-
-  // A read of the sites that began after everything was held.
-  ServedSites sites;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sites = ReadServedSites(m);
-        return sites.read_seconds > ready_at + 0.1;
-      },
-      30s))
-      << m.log();
+  const Held held = HoldAndRead(m);
+  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
+  ServedSites sites = held.sites;
+  const double ready_at = held.ready_at;
   ASSERT_GE(sites.rows.size(), 3u);
   // Largest first, each named by its innermost functions.
   EXPECT_EQ(sites.rows[0].name.rfind("hold < hold_200 < main", 0), 0u) << sites.rows[0].name;
@@ -230,18 +251,9 @@ TEST_F(SitesTest, ResidentBytesPerSiteNearTheirTruthEverywhere) {
               "--sites.max-rate=0", "--sample.interval=300ms", "--smaps.interval=300ms",
               "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
-  WriteFile(trigger_, "");
-  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
-  const double ready_at = NowSeconds();
-  ServedSites sites;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sites = ReadServedSites(m);
-        return sites.read_seconds > ready_at + 0.1;
-      },
-      30s))
-      << m.log();
+  const Held held = HoldAndRead(m);
+  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
+  ServedSites sites = held.sites;
   ASSERT_TRUE(sites.resident_missing.empty()) << sites.resident_missing;
   const ServedSite* quarter = RowOf(sites, "quarter_200");
   const ServedSite* full = RowOf(sites, "full_60");
@@ -318,18 +330,9 @@ TEST_F(SitesTest, CxxFunctionsAreDemangledWithoutParameters) {
   Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
               "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
-  WriteFile(trigger_, "");
-  ASSERT_TRUE(WaitFor([&] { return Printed("ready"); }, 30s));
-  const double ready_at = NowSeconds();
-  ServedSites sites;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sites = ReadServedSites(m);
-        return sites.read_seconds > ready_at + 0.1;
-      },
-      30s))
-      << m.log();
+  const Held held = HoldAndRead(m);
+  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
+  ServedSites sites = held.sites;
   ASSERT_FALSE(sites.rows.empty());
   // 64 blocks of 1 MiB: an error of about 5 % at the default period.
   EXPECT_EQ(sites.rows[0].name, "holder::Pool<int>::grow < holder::fill < main");
