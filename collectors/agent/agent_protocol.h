@@ -87,8 +87,10 @@
  *                      "allocator"), refused (connections refused),
  *                      sampling (0/1: the sampler is on), period (the
  *                      period in force; 0 before the first "on"),
- *                      lease_left_ms (0 while off); "ping" never renews
- *                      the lease
+ *                      lease_left_ms (0 while off), hooked_now (GOT
+ *                      entries holding a hook now: 0 after "off" or the
+ *                      lease's end put them back; agents since 6 that
+ *                      unpatch); "ping" never renews the lease
  *          sampling on <T>[ lease=<s>][ max_rate=<n>]
  *                      the allocation sampler (sampler_hooks.c) on, at a
  *                      mean of one sample every T bytes (decimal,
@@ -119,7 +121,8 @@
  *                      no malloc found at load, mmap failed, an mprotect
  *                      refused (the object named)
  *          sampling off
- *                      every hook a pass-through; was_on (0 or 1)
+ *                      every hook a pass-through, then every GOT entry
+ *                      put back as the loader wrote it; was_on (0 or 1)
  *          sites       renews the lease. on (0/1), period (in force),
  *                      base_period (the T asked), max_rate, raised (times
  *                      the budget raised the period since "on"), lease_s,
@@ -266,7 +269,8 @@
   "direct_count", "direct_capacity", "direct_used", "mapped_count", "mapped_capacity", \
       "mapped_used", "temp_cache_bytes", "temp_cache_buffers"
 /* The first three always; the sampler's from version 5. */
-#define AGENT_KEYS_PING "pid", "version", "refused", "sampling", "period", "lease_left_ms"
+#define AGENT_KEYS_PING \
+  "pid", "version", "refused", "sampling", "period", "lease_left_ms", "hooked_now"
 /* The first four always; lease_s and max_rate from version 5;
  * unhooked_objects from agents that count it. */
 #define AGENT_KEYS_SAMPLING_ON                                                       \

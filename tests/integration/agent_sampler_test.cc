@@ -8,6 +8,7 @@
 // jemalloc and tcmalloc; and the agent loaded into a running JVM, on every
 // JDK found.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,11 +16,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "collectors/agent/client/agent_client.h"
+#include "collectors/common/unique_fd.h"
 #include "collectors/jvm/agent_load.h"
 #include "collectors/jvm/attach_client.h"
 #include "collectors/procfs/target_reader.h"
@@ -295,8 +298,71 @@ TEST_F(AgentSamplerTest, ChurnKeepsLiveSmallWhileAllocatedGrows) {
   EXPECT_NE(ReadFile(out).find(" errors=0\n"), std::string::npos) << ReadFile(out);
 }
 
+// The value the executable's GOT entry for malloc holds now, read from
+// outside the program: the entry's offset from `readelf -rW` of the file, the
+// executable's load address from /proc/<pid>/maps, 8 bytes of
+// /proc/<pid>/mem. nullopt when any of those cannot be read.
+std::optional<uint64_t> ExeMallocEntry(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink(proc + "/exe", ec);
+  if (ec) return std::nullopt;
+  RunResult r = RunCommand({"readelf", "-rW", exe.string()});
+  std::optional<uint64_t> offset;
+  std::istringstream rel(r.out);
+  for (std::string line; std::getline(rel, line);) {
+    std::istringstream words(line);
+    std::string at, info, type, value, name;
+    if (!(words >> at >> info >> type >> value >> name)) continue;
+    if ((type == "R_X86_64_JUMP_SLOT" || type == "R_X86_64_GLOB_DAT") &&
+        name.rfind("malloc@", 0) == 0) {
+      offset = std::stoull(at, nullptr, 16);
+    }
+  }
+  if (!offset) return std::nullopt;
+  // The mapping of the file's offset 0 starts at its load address (PIE).
+  std::optional<uint64_t> base;
+  std::istringstream maps(ReadFile(proc + "/maps"));
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream words(line);
+    std::string range, perms, off, dev, inode, path;
+    if (!(words >> range >> perms >> off >> dev >> inode >> path)) continue;
+    if (path == exe.string() && std::stoull(off, nullptr, 16) == 0) {
+      base = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+      break;
+    }
+  }
+  if (!base) return std::nullopt;
+  uint64_t value = 0;
+  UniqueFd mem(open((proc + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+  if (mem.get() < 0 ||
+      pread(mem.get(), &value, sizeof value, static_cast<off_t>(*base + *offset)) != sizeof value) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The file of the mapping of `pid` that holds `addr`, or "".
+std::string FileHolding(pid_t pid, uint64_t addr) {
+  std::istringstream maps(ReadFile("/proc/" + std::to_string(pid) + "/maps"));
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream words(line);
+    std::string range, perms, off, dev, inode, path;
+    if (!(words >> range >> perms >> off >> dev >> inode)) continue;
+    words >> path;
+    const std::size_t dash = range.find('-');
+    const uint64_t lo = std::stoull(range.substr(0, dash), nullptr, 16);
+    const uint64_t hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (addr >= lo && addr < hi) return path;
+  }
+  return "";
+}
+
 // The lease: a sampler nobody reads turns itself off (as after memtrimd is
-// SIGKILLed), and "ping", which renews nothing, sees it happen.
+// SIGKILLed), and "ping", which renews nothing, sees it happen. Off, it
+// leaves nothing on the program's path: the executable's GOT entry for
+// malloc, read from outside, points into the agent while on and back into
+// libc after.
 TEST_F(AgentSamplerTest, AnUnreadSamplerTurnsItselfOffAtTheEndOfItsLease) {
   std::string out, trigger;
   Process holder = StartHolder(AGENT_LIB, &out, &trigger);
@@ -309,13 +375,24 @@ TEST_F(AgentSamplerTest, AnUnreadSamplerTurnsItselfOffAtTheEndOfItsLease) {
     Result<std::string> body = Ask(t, "ping");
     return body.ok() ? ParseSites(*body).keys : std::map<std::string, uint64_t>{};
   };
-  EXPECT_EQ(ping()["sampling"], 1u);
+  std::map<std::string, uint64_t> on_ping = ping();
+  EXPECT_EQ(on_ping["sampling"], 1u);
+  EXPECT_GT(on_ping["hooked_now"], 0u);
+  std::optional<uint64_t> hooked = ExeMallocEntry(holder.pid());
+  ASSERT_TRUE(hooked.has_value()) << "the executable's malloc entry could not be read";
+  EXPECT_NE(FileHolding(holder.pid(), *hooked).find("libmemtrimd_agent"), std::string::npos)
+      << FileHolding(holder.pid(), *hooked);
   const auto asked = std::chrono::steady_clock::now();
   ASSERT_TRUE(WaitFor([&] { return ping()["sampling"] == 0; }, 10s));
   EXPECT_GE(std::chrono::steady_clock::now() - asked, 900ms);
   Sites s = AskSites(t);
   EXPECT_EQ(s.keys["on"], 0u);
   EXPECT_EQ(s.keys["lease_ended"], 1u);
+  EXPECT_EQ(ping()["hooked_now"], 0u);
+  std::optional<uint64_t> restored = ExeMallocEntry(holder.pid());
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_NE(FileHolding(holder.pid(), *restored).find("libc.so"), std::string::npos)
+      << FileHolding(holder.pid(), *restored);
   EXPECT_TRUE(holder.running());
 }
 

@@ -9,7 +9,7 @@
 namespace memtrimd::agent {
 
 Result<AgentPing> ParseAgentPing(std::string_view body) {
-  static constexpr std::array<std::string_view, 6> kKeys = {AGENT_KEYS_PING};
+  static constexpr std::array<std::string_view, 7> kKeys = {AGENT_KEYS_PING};
   std::array<std::optional<uint64_t>, kKeys.size()> values{};
   Status st = ParseKeyValues(body, kKeys, values, 3, "agent ping");
   if (!st.ok()) return st;
@@ -23,6 +23,7 @@ Result<AgentPing> ParseAgentPing(std::string_view body) {
   }
   out.period = values[4].value_or(0);
   out.lease_left_ms = values[5].value_or(0);
+  out.hooked_now = values[6];
   return out;
 }
 

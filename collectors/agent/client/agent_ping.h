@@ -22,6 +22,9 @@ struct AgentPing {
   std::optional<bool> sampling;
   uint64_t period = 0;         // the sampler's period in force
   uint64_t lease_left_ms = 0;  // until the agent turns it off by itself
+  // GOT entries holding a hook now (0 once "off" put them back); left out
+  // by agents that never unpatch.
+  std::optional<uint64_t> hooked_now;
 };
 
 // The allocation sampler as "ping" saw it (the agent collector asks, every

@@ -51,9 +51,19 @@
  * the agent, a program's dlopen("libplugin.so") relying on its own RUNPATH
  * would fail. So the hook is four instructions: count the call, jump to the
  * real dlopen, which returns straight to the caller. The sampler then runs a
- * pass after a dlopen, from a sampled allocation (sampler_hooks.c). Never
- * unpatched: "off" makes every hook a pass-through; an object unloaded takes
- * its patched GOT with it.
+ * pass after a dlopen, from a sampled allocation (sampler_hooks.c). An
+ * object unloaded takes its patched GOT with it.
+ *
+ * "off" (and the end of a lease) puts every entry back (agent_got_unpatch):
+ * the program's calls go straight to its allocator again, so nothing of the
+ * sampler stays on its path once memtrimd stops asking. The same walk under
+ * the same locks, each entry holding a hook given the value the loader gave
+ * it: the definition, or for a GLOB_DAT entry where the executable has a
+ * canonical PLT stub, that stub (pointer equality with the executable's
+ * `&malloc`, as before the patch). A thread already inside a hook finishes
+ * there: the hooks stay mapped (the library is never unloaded). A pass from
+ * an allocating thread that began before "off" must not patch again after
+ * it: only the agent thread's pass ("on") arms them.
  *
  * One pass at a time (two passes making the same RELRO page read-only would
  * fault the slower one's write). The lock is a word holding the holder's
@@ -182,6 +192,10 @@ static int lock_pass(int wait) {
 
 static void unlock_pass(void) { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
 
+/* Set by a pass that may patch anything (the agent thread's, "on"), cleared
+ * by agent_got_unpatch; both under the pass lock. */
+static int g_armed;
+
 struct pass {
   const struct got_hook* hooks;
   size_t n;
@@ -189,6 +203,7 @@ struct pass {
   uintptr_t loader; /* an address inside the dynamic loader */
   uintptr_t vdso;
   unsigned seen; /* objects visited: the first is the executable */
+  int restore;   /* agent_got_unpatch: hooks back to what the loader wrote */
 };
 
 /* d_ptr as an address in this process. */
@@ -483,6 +498,17 @@ static void patch_relocs(struct pass* s, struct object* o, uintptr_t rela, size_
     }
     const uintptr_t slot = o->info->dlpi_addr + r[i].r_offset;
     void* now = __atomic_load_n((void**)slot, __ATOMIC_ACQUIRE);
+    if (s->restore) {
+      if (now == h->hook) {
+        void* was = type == RELOC_GLOB_DAT && h->canonical != NULL ? h->canonical : h->real;
+        if (write_entry(o, slot, was) != 0) {
+          o->entries++; /* still hooked: said in the result */
+          o->failed = 1;
+          return;
+        }
+      }
+      continue;
+    }
     if (now == h->hook) {
       o->entries++;
       continue;
@@ -553,7 +579,7 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
     out->objects++;
     out->entries += o.entries;
   }
-  if (o.unhooked > 0 || own_allocator(s, &o, is_exe)) {
+  if (!s->restore && (o.unhooked > 0 || own_allocator(s, &o, is_exe))) {
     out->unhooked_objects++;
   }
   if (o.failed) {
@@ -570,11 +596,7 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
   return 0;
 }
 
-int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got_result* out) {
-  memset(out, 0, sizeof *out);
-  if (!lock_pass(wait)) {
-    return -1;
-  }
+static void walk(const struct got_hook* hooks, size_t n, int restore, struct got_result* out) {
   struct pass s = {
       .hooks = hooks,
       .n = n,
@@ -582,8 +604,32 @@ int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got
       .loader = loader_address(),
       .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
       .seen = 0,
+      .restore = restore,
   };
   dl_iterate_phdr(patch_one, &s);
+}
+
+int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got_result* out) {
+  memset(out, 0, sizeof *out);
+  if (!lock_pass(wait)) {
+    return -1;
+  }
+  if (wait) {
+    g_armed = 1;
+  } else if (!g_armed) {
+    unlock_pass(); /* unpatched since this thread's sample began */
+    return -1;
+  }
+  walk(hooks, n, 0, out);
   unlock_pass();
   return 0;
+}
+
+int agent_got_unpatch(const struct got_hook* hooks, size_t n, struct got_result* out) {
+  memset(out, 0, sizeof *out);
+  lock_pass(1);
+  g_armed = 0;
+  walk(hooks, n, 1, out);
+  unlock_pass();
+  return out->failed ? -1 : 0;
 }

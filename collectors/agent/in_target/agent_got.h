@@ -62,6 +62,13 @@ void* agent_got_real_dlopen(void);
  * pass waits for). 0 when a pass ran, -1 when it gave up. Never mallocs. */
 int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got_result* out);
 
+/* Puts back what the loader wrote into every entry holding one of `hooks`,
+ * in every loaded object, and disarms passes that do not wait (an
+ * allocating thread's) until the next waiting one. The agent thread only:
+ * waits for a running pass. `out->entries` counts entries left holding a
+ * hook (an mprotect refused: -1, `why` names the object). Never mallocs. */
+int agent_got_unpatch(const struct got_hook* hooks, size_t n, struct got_result* out);
+
 /* How many times the dlopen hook ran: a change means objects may have been
  * loaded since the last pass. */
 uint64_t agent_got_dlopen_calls(void);

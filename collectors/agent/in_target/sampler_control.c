@@ -51,6 +51,7 @@ size_t g_map_bytes;
 struct stack_row* g_rows;
 uint64_t g_seen_dlopens, g_repatch_until, g_repatch_next;
 int g_on_pid;
+unsigned g_hooked_now; /* entries still holding a hook after the last unpatch */
 struct got_hook g_hooks[11];
 size_t g_nhooks;
 
@@ -150,6 +151,16 @@ static int parse_on(const char* text, struct on_request* r) {
   return 0;
 }
 
+/* Off: every hook a pass-through at once, then the GOT entries put back
+ * (agent_got_unpatch), so the program's calls no longer pass through the
+ * agent at all. The counts of the last pass while on stay for "sites". */
+static void turn_off(void) {
+  STORE(g_lease_until, 0);
+  struct got_result r;
+  agent_got_unpatch(g_hooks, g_nhooks, &r);
+  STORE(g_hooked_now, r.entries);
+}
+
 void agent_sampler_renew(void) {
   if (LOAD(g_on)) {
     STORE(g_lease_until, sampler_now_ns() + g_lease_ns);
@@ -217,7 +228,8 @@ void agent_sampler_on(const char* request, struct out* o) {
   agent_got_patch(g_hooks, g_nhooks, 1, &r);
   sampler_store_pass(&r);
   if (r.failed) {
-    /* What is hooked already stays a pass-through. */
+    /* What was hooked already is put back. */
+    turn_off();
     answer_error(o, "sampling unavailable: mprotect refused in ", r.why);
     return;
   }
@@ -231,7 +243,7 @@ void agent_sampler_on(const char* request, struct out* o) {
 
 void agent_sampler_off(struct out* o) {
   const int was = __atomic_exchange_n(&g_on, 0, __ATOMIC_ACQ_REL);
-  STORE(g_lease_until, 0);
+  turn_off();
   put_str(o, "0\n");
   put_kv(o, "was_on", (uint64_t)(was != 0));
 }
@@ -241,6 +253,7 @@ void agent_sampler_ping(struct out* o) {
   put_kv(o, "period", LOAD(g_period));
   const uint64_t until = LOAD(g_lease_until), now = sampler_now_ns();
   put_kv(o, "lease_left_ms", LOAD(g_on) && until > now ? (until - now) / 1000000u : 0);
+  put_kv(o, "hooked_now", LOAD(g_on) ? LOAD(g_hooked_entries) : LOAD(g_hooked_now));
 }
 
 /* One tick of the budget: the rate since the last tick moves the period. */
@@ -290,7 +303,7 @@ int64_t agent_sampler_tick(int64_t now_ms) {
     if (__atomic_exchange_n(&g_on, 0, __ATOMIC_ACQ_REL)) {
       ADD(g_lease_ended, 1);
     }
-    STORE(g_lease_until, 0);
+    turn_off();
     return -1;
   }
   adapt(now);

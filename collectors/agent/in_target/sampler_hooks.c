@@ -5,8 +5,10 @@
  * On "sampling on <T>" every loaded object's malloc-family GOT entries are
  * pointed at the hooks below (agent_got.c: how, and why GOT patching rather
  * than interposition). Before the first "on" nothing in the program changes;
- * after "off" every hook is a pass-through (one relaxed load and a branch
- * before the real call). Allocations made before "on" are not seen, nor
+ * on "off" every hook becomes a pass-through (one relaxed load and a branch
+ * before the real call) and the entries are then put back as the loader
+ * wrote them (agent_got_unpatch), so the program's calls go straight to its
+ * allocator again. Allocations made before "on" are not seen, nor
  * calls from objects that bind malloc elsewhere (another interposer's
  * choice, DEEPBIND), nor anything in a static executable (no GOT).
  *

@@ -62,6 +62,7 @@ extern uint64_t g_started_ns;
 extern uint64_t g_samples, g_dropped_live, g_dropped_stacks;
 extern int64_t g_live;
 extern unsigned g_hooked_objects, g_hooked_entries;
+extern unsigned g_hooked_now;       /* entries still hooked after the last "off" */
 extern unsigned g_unhooked_objects; /* got_result.unhooked_objects of the last pass */
 extern int g_opted_out;
 extern size_t g_map_bytes;
