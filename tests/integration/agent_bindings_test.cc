@@ -408,5 +408,35 @@ TEST_F(AgentBindingsTest, AnAllocatorLinkedIntoTheExecutableIsReported) {
   EXPECT_NE(r.inspect.find("not sampled: "), std::string::npos) << r.inspect;
 }
 
+// A static executable: no dynamic loader reads LD_PRELOAD, so the agent is
+// never in it, and it calls its allocator without a GOT. Sampling cannot see
+// it and says so in one line, never "0 B in 0 samples".
+TEST_F(AgentBindingsTest, AStaticExecutableIsSaidNotSampled) {
+  const std::string binary = WorkloadBin("bindings_probe_static");
+  StdinPipe in(dir_ / "static.in");
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.stdin_path = in.path();
+  o.stdout_path = dir_ / "static.out";
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process p({binary, std::to_string(kBlocks), std::to_string(kBlockBytes)}, o);
+  started_.push_back(p.pid());
+  const std::string out = o.stdout_path;
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(out).find("ready\n") != std::string::npos; }, 20s));
+  ASSERT_TRUE(in.Write("go\n"));
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(out).find("held ") != std::string::npos; }, 20s));
+  // No agent came in with the program: the preload was never read.
+  EXPECT_EQ(ReadFile("/proc/" + std::to_string(p.pid()) + "/maps").find("libmemtrimd_agent"),
+            std::string::npos);
+  RunResult r = RunCommand({MemtrimdBin(), "inspect", "--pid", std::to_string(p.pid()), "--sites"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not sampled: a static executable"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" in 0 samples"), std::string::npos) << r.out;
+  RunResult j =
+      RunCommand({MemtrimdBin(), "inspect", "--pid", std::to_string(p.pid()), "--sites", "--json"});
+  EXPECT_NE(j.out.find("not sampled: a static executable"), std::string::npos) << j.out;
+  in.Close();
+}
+
 }  // namespace
 }  // namespace memtrimd::testing

@@ -2,7 +2,7 @@
  * bindings_probe: one program built in the shapes a distribution ships
  * (tests/workloads/CMakeLists.txt: PIE with lazy binding, non-PIE taking
  * malloc's address, -fno-plt, full RELRO, linked with tcmalloc, with
- * jemalloc linked in statically), for the allocation sampler's binding
+ * jemalloc linked in statically, a static executable), for the allocation sampler's binding
  * tests (tests/integration/agent_bindings_test.cc).
  *
  *   bindings_probe <blocks> <block_bytes> [<plugin.so> [deepbind]]
@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
   }
   size_t (*plugin_hold)(size_t, size_t) = NULL;
   if (argc > 3) {
+#ifdef BINDINGS_NO_DLOPEN /* the static build: dlopen there needs the shared libc */
+    fprintf(stderr, "this build loads no plugin\n");
+    return 2;
+#else
     const int deep = argc > 4 && strcmp(argv[4], "deepbind") == 0;
     void* lib = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL | (deep ? RTLD_DEEPBIND : 0));
     if (lib == NULL) {
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "dlsym: %s\n", dlerror());
       return 1;
     }
+#endif
   }
   void** held = call_alloc(malloc, blocks * sizeof *held);
   if (held == NULL) {
