@@ -5,15 +5,18 @@
  * into one mapping.
  *
  * Usage: java ZlibHolder --count N --threads T --ready-file PATH [--hold-on-stdin]
+ *                        [--input-bytes B] [--level L]
  *
  * Once started and idle it writes PATH.base (its pid) and waits until
  * PATH.go exists (with --hold-on-stdin: until a line "hold" on stdin, so a
  * sampler can be turned on before zlib's memory is taken; it exits 0 if
  * stdin closes first); then each of T threads (default 1) makes N/T Deflaters
- * (level 6) and as many Inflaters, each having processed 64 KiB (the
- * Deflater compresses it with a sync flush, the Inflater inflates that
- * stream), so zlib's buffers are written; all are kept reachable and none is
- * ended. Then it writes PATH (its pid) and idles. It allocates nothing while
+ * (level L, default 6) and as many Inflaters, each having processed B bytes
+ * (default 64 KiB: the Deflater compresses them with a sync flush, the
+ * Inflater inflates that stream), so zlib's buffers are written as far as
+ * B bytes reach (with 1 KiB, most of the windows and hash chains zlib
+ * allocates stay untouched: allocated, not resident); all are kept
+ * reachable and none is ended. Then it writes PATH (its pid) and idles. It allocates nothing while
  * it waits or idles, so readings taken then compare.
  */
 
@@ -39,23 +42,28 @@ public final class ZlibHolder {
         int threads = 1;
         String ready = null;
         boolean holdOnStdin = false;
+        int inputBytes = 64 * 1024;
+        int level = 6;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--count": count = Integer.parseInt(args[++i]); break;
                 case "--threads": threads = Integer.parseInt(args[++i]); break;
                 case "--ready-file": ready = args[++i]; break;
                 case "--hold-on-stdin": holdOnStdin = true; break;
+                case "--input-bytes": inputBytes = Integer.parseInt(args[++i]); break;
+                case "--level": level = Integer.parseInt(args[++i]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         if (ready == null) throw new IllegalArgumentException("--ready-file is required");
 
         // Half-compressible input, and one compressed stream of it to inflate.
-        byte[] input = new byte[64 * 1024];
+        byte[] input = new byte[inputBytes];
         Random random = new Random(42);
         for (int i = 0; i < input.length; i += 2) input[i] = (byte) random.nextInt(256);
         final byte[] data = input;
         final byte[] compressed = compress(data);
+        final int deflateLevel = level;
 
         String pid = Long.toString(ProcessHandle.current().pid());
         writeAtomically(ready + ".base", pid);
@@ -73,7 +81,7 @@ public final class ZlibHolder {
                 List<Object> mine = new ArrayList<>();
                 byte[] out = new byte[128 * 1024];
                 for (int i = 0; i < each; ++i) {
-                    Deflater d = new Deflater(6);
+                    Deflater d = new Deflater(deflateLevel);
                     d.setInput(data);
                     d.deflate(out, 0, out.length, Deflater.SYNC_FLUSH);
                     Inflater inf = new Inflater();
