@@ -50,6 +50,17 @@ struct Target {
   // MEMTRIMD_TRIM in the environment it started with: true to opt in to
   // trims, false to opt out, nullopt when unset (or not readable).
   std::optional<bool> trim_opt_in;
+  // The preload agent's settings in the environment it started with
+  // (MEMTRIMD_AGENT_DISABLE, MEMTRIMD_AGENT_SOCKET), read once with the
+  // first look at the process. /proc/<pid>/environ waits while the
+  // process's mmap lock is held (for good when it holds it on a read no one
+  // answers), so agent commands do not read it again each time; nullopt:
+  // not read yet (each command reads it then).
+  struct AgentEnviron {
+    bool disabled = false;
+    std::string socket;  // empty: the default name
+  };
+  std::optional<AgentEnviron> agent_environ;
 
   // Which process instance it is: what every per-process record is kept by.
   ProcessKey Key() const { return {pid, start_ticks}; }

@@ -5,9 +5,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <vector>
 
 #include "collectors/common/file_reader.h"
 #include "collectors/common/target_open.h"
@@ -77,7 +79,23 @@ Result<UniqueFd> ReopenForReading(const UniqueFd& path_fd, const std::string& pa
 
 }  // namespace
 
+void TargetElfSource::OpenAhead(std::span<const uint64_t> addresses,
+                                std::span<const procfs::MapsEntry> maps) {
+  std::vector<uint64_t> sorted(addresses.begin(), addresses.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const procfs::MapsEntry& m : maps) {
+    if (!m.IsFile() || m.deleted || ahead_.count(m.start) > 0) continue;
+    auto first = std::lower_bound(sorted.begin(), sorted.end(), m.start);
+    if (first != sorted.end() && *first < m.end) ahead_.emplace(m.start, OpenMapped(m));
+  }
+}
+
 Result<UniqueFd> TargetElfSource::OpenMapped(const procfs::MapsEntry& m) {
+  if (auto it = ahead_.find(m.start); it != ahead_.end()) {
+    Result<UniqueFd> fd = std::move(it->second);
+    ahead_.erase(it);
+    return fd;
+  }
   // The mapping's own file: /proc/<pid>/map_files/<start>-<end> opens what
   // the kernel holds for the mapping, whatever its name names now (a file
   // renamed over, a bind mount, a symlink planted at a name maps prints).

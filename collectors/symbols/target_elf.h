@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -85,6 +86,13 @@ class TargetElfSource : public ElfSource {
   // of a deleted (replaced) file is not read at all (kNotFound).
   Result<std::shared_ptr<const elf::ElfFunctions>> Functions(const procfs::MapsEntry& m) override;
 
+  // Opens now the files of the mappings that hold any of `addresses`, for
+  // Functions to use later: /proc/<pid>/map_files waits while the target's
+  // mmap lock is held (for good when the target holds it on a read no one
+  // answers), so a caller that then holds what others wait for (the node's
+  // one sites build at a time) opens them first, without it.
+  void OpenAhead(std::span<const uint64_t> addresses, std::span<const procfs::MapsEntry> maps);
+
  private:
   // The mapping's file: through /proc/<pid>/map_files when memtrimd may
   // follow it, else by maps' name (as the target's ids where memtrimd can
@@ -101,6 +109,7 @@ class TargetElfSource : public ElfSource {
   TargetElfOptions options_;
   bool ids_read_ = false;
   std::optional<FsIds> ids_;
+  std::map<uint64_t, Result<UniqueFd>> ahead_;  // OpenAhead's, by mapping start
 };
 
 }  // namespace memtrimd::symbols

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "collectors/agent/client/agent_client.h"
 #include "collectors/common/access.h"
 #include "collectors/common/file_reader.h"
 #include "collectors/common/text.h"
@@ -48,10 +49,11 @@ std::optional<bool> TrimOptIn(std::string_view environ) {
   return std::nullopt;
 }
 
-std::optional<bool> ReadTrimOptIn(const std::string& proc_dir) {
-  Result<std::string> env = ReadSmallFile(proc_dir + "/environ", 1u << 20);
-  if (!env.ok()) return std::nullopt;
-  return TrimOptIn(*env);
+void ReadEnvironSettings(Target& t) {
+  Result<std::string> env = ReadSmallFile(t.proc_dir + "/environ", 1u << 20);
+  if (!env.ok()) return;
+  t.trim_opt_in = TrimOptIn(*env);
+  t.agent_environ = agent::AgentEnvironOf(*env);
 }
 
 ProcessFilter::ProcessFilter(const NodeSelectors& selectors) {
@@ -233,6 +235,7 @@ Discovery NodeDiscovery::Discover() {
           std::optional<std::string_view> watch = EnvironValue(*env, "MEMTRIMD_WATCH");
           k.candidate.watch_opt_out = watch && (*watch == "0" || *watch == "false");
           k.candidate.target.trim_opt_in = TrimOptIn(*env);
+          k.candidate.target.agent_environ = agent::AgentEnvironOf(*env);
         } else {
           // Whether it opted out of trims cannot be known: never trimmed.
           k.environ_unreadable = true;

@@ -86,9 +86,10 @@ std::optional<std::string_view> EnvironValue(std::string_view environ, std::stri
 // 0/false/no, nullopt when unset or anything else.
 std::optional<bool> TrimOptIn(std::string_view environ);
 
-// MEMTRIMD_TRIM of the process at `proc_dir` (its environ, read once);
-// nullopt when unset or unreadable.
-std::optional<bool> ReadTrimOptIn(const std::string& proc_dir);
+// The settings the process at t.proc_dir started with, from its environ
+// read once: t.trim_opt_in (MEMTRIMD_TRIM) and t.agent_environ; both left
+// unset when environ cannot be read.
+void ReadEnvironSettings(Target& t);
 
 // memtrimd's own processes (the launcher's and the daemon's comm).
 bool IsMemtrimdComm(std::string_view comm);

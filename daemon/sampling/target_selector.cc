@@ -183,7 +183,7 @@ Result<Target> TargetSelector::Select() {
                       " is starting: the dynamic loader has not mapped its C library yet");
   }
   // The sidecar's target too may opt out of trims (MEMTRIMD_TRIM=0).
-  if (t.ok()) t->trim_opt_in = ReadTrimOptIn(t->proc_dir);
+  if (t.ok()) ReadEnvironSettings(*t);
   return t;
 }
 

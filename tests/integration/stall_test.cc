@@ -568,20 +568,28 @@ class FuseMappingTest : public StallTest {
   }
   // `touch_args`: fuse_fault's options for how and when it reads the page.
   // memtrimd is started too unless `start_memtrimd` is false
-  // (StartMemtrimd then).
-  void StartScene(const std::vector<std::string>& touch_args, bool start_memtrimd = true) {
+  // (StartMemtrimd then). `sites`: both programs run with the agent
+  // preloaded and memtrimd samples their allocation sites.
+  void StartScene(const std::vector<std::string>& touch_args, bool start_memtrimd = true,
+                  bool sites = false) {
+    sites_ = sites;
     fuse_ = std::make_unique<StuckFilesystem>(dir_, -1, std::vector<std::string>{"4", reads_});
     ASSERT_TRUE(fuse_->ok()) << ReadFile(dir_ / "stuck.err");
     const std::string ready = dir_ / "fault.ready";
     std::vector<std::string> argv = {WorkloadBin("fuse_fault"), "--file", fuse_->path() + "/data",
                                      "--ready-file", ready};
     argv.insert(argv.end(), touch_args.begin(), touch_args.end());
-    target_ = Process(argv, ErrTo(dir_ / "fault.err"));
+    SpawnOptions o = ErrTo(dir_ / "fault.err");
+    if (sites) o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+    target_ = Process(argv, o);
     ASSERT_TRUE(WaitFor([&] { return fs::exists(ready) || !target_.running(); }, 20s) &&
                 target_.running())
         << ReadFile(dir_ / "fault.err");
+    SpawnOptions io;
+    if (sites) io.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
     innocent_ = StartFragmenter(
-        dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"});
+        dir_, {"--threads", "2", "--rounds", "1", "--burst-mib", "8", "--keep-permille", "1000"},
+        "", io);
     ASSERT_TRUE(innocent_.running());
     if (start_memtrimd) StartMemtrimd();
   }
@@ -592,6 +600,7 @@ class FuseMappingTest : public StallTest {
                                      "--targets.min-rss=0", "--discovery.interval=500ms"};
     if (!rule.empty()) mode = {rule};
     mode.insert(mode.end(), {"--sample.interval=1s", "--smaps.interval=1s", "--trim.interval=0"});
+    if (sites_) mode.insert(mode.end(), {"--collector.sites", "--sites.interval=500ms"});
     m_ = std::make_unique<Memtrimd>(mode);
     ASSERT_TRUE(m_->started()) << m_->log();
   }
@@ -661,6 +670,7 @@ class FuseMappingTest : public StallTest {
   }
 
   const std::string reads_ = dir_ / "reads.log";
+  bool sites_ = false;
   std::vector<pid_t> reads_before_;  // StartAfterTheProcessIsStuck
   // Declared before the filesystem, so destroyed after it: a process with a
   // thread held by the FUSE server can be reaped only once that server is gone.
@@ -754,6 +764,78 @@ TEST_F(FuseMappingTest, TargetHoldingItsMmapLockOnAFuseReadHoldsOnlyItsOwnRead) 
   EXPECT_EQ(Find(m.Scrape(), "memtrimd_targets_read_stalled"), 1.0);
   EXPECT_EQ(ReadRequesters(reads_), before);
   ExpectExitsOnSigterm(m, "beside a target whose mmap lock a FUSE read holds");
+}
+
+// Each thread of `pid` by name and its kernel stack (root reads them): where
+// memtrimd's threads wait, printed when a wait test fails.
+std::string KernelStacks(pid_t pid) {
+  std::string out;
+  std::error_code ec;
+  for (const fs::directory_entry& task :
+       fs::directory_iterator("/proc/" + Str(pid) + "/task", ec)) {
+    out += ReadFile(task.path() / "comm") + ReadFile(task.path() / "stack") + "\n";
+  }
+  return out;
+}
+
+// When memtrimd reads /report's sites of target `pid` (their read_seconds),
+// 0 while it has none.
+double SitesReadSeconds(const Memtrimd& m, pid_t pid) {
+  std::optional<JsonValue> r = ParseJson(Curl(m.url("/report?format=json")).body);
+  if (!r || !r->Get("targets")) return 0;
+  for (const JsonValue& t : r->Get("targets")->items) {
+    const JsonValue* p = t.Get("pid");
+    if (!p || p->Int() != pid) continue;
+    const JsonValue* at = t.Path({"sites", "read_seconds"});
+    return at ? at->Number() : 0;
+  }
+  return 0;
+}
+
+// The same stuck target, with the agent preloaded into it and into the
+// innocent fragmenter, and memtrimd sampling both one's allocation sites
+// (--collector.sites, node mode: one sites read builds at a time on the
+// node). The stuck target's sites read waits in its pagemap and maps reads
+// for good; it must not hold the node's builder while it does: the
+// innocent's sites are read again and again.
+TEST_F(FuseMappingTest, TargetHoldingItsMmapLockHoldsNoOtherTargetsSites) {
+  const std::string go = dir_ / "go";
+  StartScene({"--through-proc-mem", "--go-file", go}, true, /*sites=*/true);
+  ASSERT_FALSE(HasFatalFailure());
+  Memtrimd& m = *m_;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return BothShown(m.Scrape()) && SitesReadSeconds(m, target_.pid()) > 0 &&
+               SitesReadSeconds(m, innocent_.pid()) > 0;
+      },
+      60s))
+      << m.log();
+  { std::ofstream(go.c_str()) << "go\n"; }
+  ASSERT_TRUE(TargetWaitsOnItsRead()) << ReadFile(dir_ / "stuck.err");
+  ASSERT_TRUE(
+      WaitFor([&] { return Find(m.Scrape(), "memtrimd_targets_read_stalled") == 1.0; }, 30s))
+      << m.log();
+  const double stuck_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Reads of the innocent's sites that began after the target was stuck,
+  // three of them: no one-time luck.
+  double last = SitesReadSeconds(m, innocent_.pid());
+  int fresh = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const double at = SitesReadSeconds(m, innocent_.pid());
+        if (at > stuck_at && at > last) {
+          ++fresh;
+          last = at;
+        }
+        return fresh >= 3;
+      },
+      60s))
+      << "the innocent's sites stopped at " << last << " (stuck at " << stuck_at << ")\n"
+      << m.log() << KernelStacks(m.process().pid());
+  EXPECT_EQ(Curl(m.url("/healthz")).status, 200);
+  EXPECT_EQ(ReadRequesters(reads_).size(), 1u) << "memtrimd caused no READ";
+  ExpectExitsOnSigterm(m, "beside a target whose sites read waits on its mmap lock");
 }
 
 // The same process already stuck when memtrimd starts: node discovery's first

@@ -113,21 +113,39 @@ Result<std::string> AgentSocketPath(const Target& t) {
   return std::move(s->path);
 }
 
-Result<AgentSocket> FindAgentSocket(const Target& t) {
-  const std::string environ_path = t.proc_dir + "/environ";
+Target::AgentEnviron AgentEnvironOf(std::string_view environ) {
+  Target::AgentEnviron out;
+  out.disabled = EnvValue(environ, AGENT_ENV_DISABLE) == std::optional<std::string_view>("1");
+  out.socket = std::string(EnvValue(environ, AGENT_ENV_SOCKET).value_or(""));
+  return out;
+}
+
+Result<Target::AgentEnviron> ReadAgentEnviron(const std::string& proc_dir) {
+  const std::string environ_path = proc_dir + "/environ";
   Result<std::string> environ = ReadSmallFile(environ_path, 1u << 20);
   // environ is mode 0400: another user's needs CAP_DAC_OVERRIDE as well as
   // CAP_SYS_PTRACE.
   if (!environ.ok()) {
     return ExplainDenied(environ.status(), "agent: open " + environ_path, environ_path);
   }
-  if (EnvValue(*environ, AGENT_ENV_DISABLE) == std::optional<std::string_view>("1")) {
+  return AgentEnvironOf(*environ);
+}
+
+Result<AgentSocket> FindAgentSocket(const Target& t) {
+  Result<Target::AgentEnviron> read = Status(ErrorCode::kUnavailable, "");
+  if (!t.agent_environ) {
+    read = ReadAgentEnviron(t.proc_dir);
+    if (!read.ok()) return read.status();
+  }
+  const Target::AgentEnviron& env = t.agent_environ ? *t.agent_environ : *read;
+  if (env.disabled) {
     return Status(ErrorCode::kUnavailable,
                   "agent: disabled in the target (MEMTRIMD_AGENT_DISABLE=1)");
   }
   const std::string pid = std::to_string(t.nspid);
   const std::string start = std::to_string(t.start_ticks);
-  std::optional<std::string_view> custom = EnvValue(*environ, AGENT_ENV_SOCKET);
+  std::optional<std::string_view> custom;
+  if (!env.socket.empty()) custom = env.socket;
   // The agent's default: the start time makes the name unique to one process
   // instance, so a file left by a killed process with the same pid is never
   // taken for this one's.

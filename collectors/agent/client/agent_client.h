@@ -79,6 +79,11 @@ struct AgentSocket {
 };
 Result<AgentSocket> FindAgentSocket(const Target& t);
 
+// The agent's settings in an environment block (NUL-separated, as
+// /proc/<pid>/environ), and read from a process's: for Target::agent_environ.
+Target::AgentEnviron AgentEnvironOf(std::string_view environ);
+Result<Target::AgentEnviron> ReadAgentEnviron(const std::string& proc_dir);
+
 // Where a failed AgentCommand stopped.
 enum class AgentFailure {
   kNone,

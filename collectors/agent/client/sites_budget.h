@@ -63,7 +63,10 @@ class SitesBudget : public std::enable_shared_from_this<SitesBudget> {
 
   // One target's sites read and built at a time on the node: what is
   // parsed of an answer (up to the agent client's response cap) is held
-  // only while its profile is built, so at most one such answer is.
+  // only while its profile is built, so at most one such answer is, beside
+  // those of targets whose own memory map cannot be read (the lock is let
+  // go for the pagemap and maps reads, which wait while the target holds
+  // its mmap lock): one each, on that target's own thread.
   std::timed_mutex& builder() { return builder_; }
 
  private:

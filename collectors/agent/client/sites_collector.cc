@@ -17,6 +17,9 @@ namespace memtrimd::agent {
 
 namespace {
 
+constexpr const char* kBuilderBusy =
+    "sites: other targets' sites reads held the node's reader too long";
+
 // A JVM with thousands of mappings has maps of about a megabyte.
 constexpr std::size_t kMaxMapsBytes = 16u << 20;
 
@@ -81,15 +84,14 @@ Status SitesCollector::Collect(const Target& target, TargetSample& out) {
     }
     return Status::Ok();
   }
-  if (!options_.budget) return ReadAndBuild(target, out);
+  if (!options_.budget) return ReadAndBuild(target, out, nullptr);
   // Each of the (at most three) commands has its own deadline: a target
   // that answers slowly holds the others' reads this long at most.
   std::unique_lock<std::timed_mutex> one_at_a_time(options_.budget->builder(), std::defer_lock);
   if (!one_at_a_time.try_lock_for(options_.agent.timeout * 4)) {
-    return Status(ErrorCode::kUnavailable,
-                  "sites: other targets' sites reads held the node's reader too long");
+    return Status(ErrorCode::kUnavailable, kBuilderBusy);
   }
-  return ReadAndBuild(target, out);
+  return ReadAndBuild(target, out, &one_at_a_time);
 }
 
 std::shared_ptr<const SiteProfile> SitesCollector::Fit(const Target& target,
@@ -164,7 +166,8 @@ void SitesCollector::AddResident(const Target& target, AgentSites& sites) {
   EstimateResident(sites, **pages, options_.resident);
 }
 
-Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
+Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out,
+                                    std::unique_lock<std::timed_mutex>* builder) {
   AgentFailure failure = AgentFailure::kNone;
   Result<std::string> body = ReadSites(target, failure);
   Result<AgentSites> sites = Status(ErrorCode::kUnavailable, "");
@@ -217,6 +220,13 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
     sites = ParseAgentSites(*body);
     if (!sites.ok()) return sites.status();
   }
+  body = Status(ErrorCode::kUnavailable, "");  // the text is parsed: let it go
+  // The reads of the target's memory map (pagemap, maps, stat) wait while
+  // its mmap lock is held, for good when the target holds it on a read no
+  // one answers (a FUSE file behind its own mapping). Not with the node's
+  // builder held: such a target then holds only its own read (this thread
+  // and its parsed answer), never every other target's sites.
+  if (builder != nullptr) builder->unlock();
   // The pages right after the answer, while the ranges are still those
   // allocations (the agent's answer is its own: a range it lies about only
   // reads the target's own pagemap).
@@ -230,7 +240,6 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
   Result<std::vector<procfs::MapsEntry>> maps = procfs::ParseMaps(*maps_text);
   if (!maps.ok()) return maps.status();
   if (!options_.symbol_cache) return Status(ErrorCode::kInternal, "sites: no symbol cache");
-  symbols::TargetElfSource source(target, *options_.symbol_cache);
   // Where the program's own code starts: its mapping leads the profile.
   // Without it (not readable) the profile is only ordered otherwise.
   uint64_t main_code = 0;
@@ -238,6 +247,22 @@ Status SitesCollector::ReadAndBuild(const Target& target, TargetSample& out) {
   if (stat_text.ok()) {
     Result<procfs::ProcStat> stat = procfs::ParseProcStat(*stat_text);
     if (stat.ok()) main_code = stat->start_code;
+  }
+  symbols::TargetElfSource source(target, *options_.symbol_cache);
+  // Every file the profile will name opened now: map_files waits on the
+  // mmap lock too. (A frame is looked up a byte before its return address.)
+  std::vector<uint64_t> addresses;
+  if (main_code != 0) addresses.push_back(main_code);
+  for (const AgentStack& stack : sites->stacks) {
+    for (uint64_t pc : stack.pcs) {
+      addresses.push_back(pc);
+      if (pc > 0) addresses.push_back(pc - 1);
+    }
+  }
+  source.OpenAhead(addresses, *maps);
+  addresses = {};
+  if (builder != nullptr && !builder->try_lock_for(options_.agent.timeout * 4)) {
+    return Status(ErrorCode::kUnavailable, kBuilderBusy);
   }
   std::string why;
   out.sites = Fit(target, *sites, *maps, source, mono, now, main_code, why);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -68,7 +69,10 @@ class SitesCollector : public Collector {
   // "sampling on <period> lease=<s> max_rate=<n>"; the reason in `why` when
   // the agent refuses.
   Status TurnOn(const Target& target, std::string& why);
-  Status ReadAndBuild(const Target& target, TargetSample& out);
+  // `builder`: the node's one-build-at-a-time lock, held on entry (null
+  // without a budget); let go while the target's own memory map is read.
+  Status ReadAndBuild(const Target& target, TargetSample& out,
+                      std::unique_lock<std::timed_mutex>* builder);
   // "sites live", or "sites" from an agent that does not know it (before
   // version 6: its answer then has no live lines).
   Result<std::string> ReadSites(const Target& target, AgentFailure& failure);
