@@ -203,7 +203,7 @@ TEST_P(AgentTest, MallocInfoAndMallinfo2) {
   ASSERT_TRUE(ping.ok()) << ping.status().message();
   EXPECT_EQ(*ping, "pid=" + std::to_string(frag.pid()) +
                        "\nversion=" + std::to_string(AGENT_PROTOCOL_VERSION) +
-                       "\nrefused=0\nsampling=0\nperiod=0\nlease_left_ms=0\n");
+                       "\nrefused=0\nsampling=0\nperiod=0\nlease_left_ms=0\nhooked_now=0\n");
 
   // The agent's two tasks are named, and are the only extra threads: the
   // agent thread and the socket task.
