@@ -174,8 +174,9 @@
  * 3: Agent_OnAttach: loadable into a running JVM (in_target/agent_attach.c).
  * 4: the allocation sampler ("sampling on|off", "sites").
  * 5: the sampler's lease and sample budget; "ping" says whether it is on.
- * 6: "sites live": the live sampled allocations' ranges and weights. */
-#define AGENT_PROTOCOL_VERSION 6
+ * 6: "sites live": the live sampled allocations' ranges and weights.
+ * 7: Java frames in a JVM's stacks, named by "java" lines. */
+#define AGENT_PROTOCOL_VERSION 7
 
 /* The library's file name: what memtrimd looks for in a target's maps and
  * the agent in its own process. */
@@ -198,6 +199,8 @@
 #define AGENT_ENV_DISABLE "MEMTRIMD_AGENT_DISABLE"   /* "1": loaded, not started */
 #define AGENT_ENV_JVM "MEMTRIMD_AGENT_JVM"           /* "0": no JNI reads */
 #define AGENT_ENV_SAMPLING "MEMTRIMD_AGENT_SAMPLING" /* "0": "sampling on" refused */
+/* "0": no Java frames in the sampled stacks (version 7). */
+#define AGENT_ENV_JAVA_FRAMES "MEMTRIMD_AGENT_JAVA_FRAMES"
 
 /* ---- Requests: one line each, ending in '\n' ---- */
 
@@ -216,6 +219,9 @@
 #define AGENT_VERB_SAMPLING_ON "sampling on "
 #define AGENT_SAMPLING_LEASE "lease="
 #define AGENT_SAMPLING_MAX_RATE "max_rate="
+/* Version 7: "java=0" leaves Java frames out of this "on"'s samples;
+ * "java=1", the default, walks them in a JVM. */
+#define AGENT_SAMPLING_JAVA "java="
 #define AGENT_VERB_SAMPLING_OFF "sampling off"
 #define AGENT_VERB_SITES "sites"
 #define AGENT_VERB_SITES_LIVE "sites live" /* version 6 */
@@ -291,6 +297,21 @@
  * "sites", and the word that starts each live line after the stack lines. */
 #define AGENT_KEYS_SITES_LIVE "live_seen", "live_listed"
 #define AGENT_SITES_LIVE "live"
+/* Version 7: the head's Java frame keys (java_names: how many "java" lines
+ * follow the live lines, or the stack lines without "live"), and the word
+ * that starts each of those lines. */
+#define AGENT_KEYS_SITES_JAVA \
+  "java_frames", "java_ids", "java_walks", "java_walks_empty", "java_names"
+#define AGENT_SITES_JAVA "java"
+
+/* A Java frame among a stack's pcs (version 7): bit 63 set (never a user
+ * address), the bytecode index in bits 47..62 (AGENT_JAVA_FRAME_NO_BCI and
+ * above: none, as for a native method), the jmethodID in bits 0..46 (0:
+ * a frame whose method the JVM did not know). */
+#define AGENT_JAVA_FRAME_TAG (1ull << 63)
+#define AGENT_JAVA_FRAME_BCI_SHIFT 47
+#define AGENT_JAVA_FRAME_METHOD_MASK ((1ull << 47) - 1)
+#define AGENT_JAVA_FRAME_NO_BCI 0xff00u
 
 /* ---- Agent_OnAttach (a load into a running JVM) ---- */
 
