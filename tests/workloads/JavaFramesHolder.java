@@ -7,7 +7,7 @@
  *
  * Usage: java JavaFramesHolder --ready-file PATH [--a N] [--b N] [--direct-mib N]
  *
- * Writes PATH.base (its pid) once started, then waits for a line "hold" on
+ * Loads zlib (one Deflater made and ended), writes PATH.base (its pid), then waits for a line "hold" on
  * stdin (so a sampler can be turned on first); then holdDeflatersA makes N
  * (default 240) Deflaters, holdDeflatersB N (default 120) and holdDirect N
  * (default 32) direct buffers of 1 MiB, all kept reachable, none ended.
@@ -57,6 +57,9 @@ public final class JavaFramesHolder {
             }
         }
         if (ready == null) throw new IllegalArgumentException("--ready-file is required");
+        // zlib's library loaded before a sampler is turned on: the test is of
+        // Java frames, not of a library loaded while sampling.
+        new Deflater(6).end();
         writeAtomically(ready + ".base", Long.toString(ProcessHandle.current().pid()));
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;

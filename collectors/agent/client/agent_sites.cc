@@ -296,9 +296,9 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
                                               " stack lines, stacks=" + std::to_string(expected));
   }
   if (out.java.size() != java_names) {
-    return Status(ErrorCode::kParseError, "agent sites: " + std::to_string(out.java.size()) +
-                                              " java lines, java_names=" +
-                                              std::to_string(java_names));
+    return Status(ErrorCode::kParseError,
+                  "agent sites: " + std::to_string(out.java.size()) +
+                      " java lines, java_names=" + std::to_string(java_names));
   }
   if (out.has_live && out.live.size() != out.live_listed) {
     return Status(ErrorCode::kParseError,
