@@ -6,8 +6,8 @@
 // site of its own in the served sites and in the served pprof profile, the
 // two Deflater paths' bytes must split 2:1 within the sampling error, and
 // the profile's Java frames must follow the JNI function with nothing
-// between. A JVM started with MEMTRIMD_AGENT_JAVA_FRAMES=0 samples native
-// frames only.
+// between. A JVM started with MEMTRIMD_AGENT_JAVA_FRAMES=0, or sampled by a
+// memtrimd with --no-sites.java-frames, shows native frames only.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -118,7 +118,7 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
  protected:
   // Starts JavaFramesHolder (extra environment `env`) and waits for its
   // start; memtrimd, loading the agent into it, until sampling is on.
-  void Start(std::vector<std::string> env = {}) {
+  void Start(std::vector<std::string> env = {}, std::vector<std::string> flags = {}) {
     in_ = std::make_unique<StdinPipe>(dir_ / "holder.in");
     ASSERT_TRUE(in_->ok());
     SpawnOptions o;
@@ -132,12 +132,14 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(WaitFor([&] { return fs::exists(ready_ + ".base") || !jvm_.running(); }, 60s) &&
                 jvm_.running())
         << ReadFile(dir_ / "holder.err");
-    m_ = std::make_unique<Memtrimd>(std::vector<std::string>{
+    std::vector<std::string> argv = {
         "--target.pid=" + std::to_string(jvm_.pid()), "--jvm.load-agent", "--collector.sites",
         // Each of zlib's 64 KiB blocks sampled with odds 1 - 1/e: the
         // split below is then within a few per cent.
         "--sites.period=64KiB", "--sites.interval=500ms", "--sample.interval=500ms",
-        "--jvm.interval=1s", "--smaps.interval=1s", "--trim.interval=0"});
+        "--jvm.interval=1s", "--smaps.interval=1s", "--trim.interval=0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    m_ = std::make_unique<Memtrimd>(argv);
     ASSERT_TRUE(m_->started()) << m_->log();
     ASSERT_TRUE(WaitFor([&] { return ReadSites(*m_).on; }, 60s))
         << m_->log() << ReadSites(*m_).missing;
@@ -246,6 +248,17 @@ TEST_P(JavaFramesTest, TheTargetsSwitchLeavesJavaFramesOut) {
   for (const auto& [name, live] : s.rows) names += name + "\n";
   EXPECT_EQ(names.find(kHolder), std::string::npos) << names;
   // Native frames still name the Deflaters' memory.
+  EXPECT_NE(names.find("deflate"), std::string::npos) << names;
+}
+
+TEST_P(JavaFramesTest, MemtrimdsFlagLeavesJavaFramesOut) {
+  ASSERT_NO_FATAL_FAILURE(Start({}, {"--no-sites.java-frames"}));
+  const JavaSites s = HoldAndRead();
+  ASSERT_TRUE(s.java_counted);
+  EXPECT_FALSE(s.java_on);
+  std::string names;
+  for (const auto& [name, live] : s.rows) names += name + "\n";
+  EXPECT_EQ(names.find(kHolder), std::string::npos) << names;
   EXPECT_NE(names.find("deflate"), std::string::npos) << names;
 }
 

@@ -34,6 +34,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectors/agent/agent_protocol.h"
 #include "sampler_state.h"
@@ -104,6 +105,9 @@ static asgct_fn g_asgct;
 static int g_want;   /* the last "sampling on"'s java= option */
 static int g_failed; /* the setup failed for good in this JVM */
 static uint64_t g_ids, g_classes, g_capped, g_walks, g_walks_empty;
+/* The process the JVM runs in: a forked child's thread still looks like a
+ * Java thread to GetEnv (its TLS is the parent's), but has no JVM. */
+static int g_jvm_pid;
 
 /* ---- Method ids ---- */
 
@@ -187,6 +191,7 @@ static int set_up(JavaVM* vm, JNIEnv* env) {
   g_jvmti = jvmti;
   g_asgct = asgct;
   g_vm = vm;
+  g_jvm_pid = (int)getpid();
   return 0;
 }
 
@@ -229,7 +234,7 @@ static uintptr_t encode(jmethodID method, jint bci) {
 
 int agent_java_walk(uintptr_t* out, int room) {
   JavaVM* vm = g_vm;
-  if (room <= 0 || vm == NULL || g_asgct == NULL) {
+  if (room <= 0 || vm == NULL || g_asgct == NULL || (int)getpid() != g_jvm_pid) {
     return 0;
   }
   /* A thread the JVM does not know (a plain pthread, a GC worker) is
