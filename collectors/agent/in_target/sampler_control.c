@@ -196,9 +196,12 @@ void agent_sampler_on(const char* request, struct out* o) {
   }
   g_lease_ns = req.lease_s * 1000000000u;
   STORE(g_max_rate, req.max_rate);
-  /* Before the hooks go on: the setup's own allocations (JVMTI's, the
-   * method ids) are not the program's to be sampled. */
+  /* The setup's own allocations (JVMTI's, the method ids) are not the
+   * program's to be sampled, also when the hooks are on already. */
+  const uint32_t was_busy = t_state.busy;
+  t_state.busy = 1;
   agent_java_start((int)req.java);
+  t_state.busy = was_busy;
   if (LOAD(g_on) && period == g_base_period) {
     /* The same T: the lease renewed, the budget as asked, nothing reset. */
     agent_sampler_renew();
