@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
 
@@ -267,6 +269,45 @@ TEST_P(JavaFramesTest, MemtrimdsFlagLeavesJavaFramesOut) {
   for (const auto& [name, live] : s.rows) names += name + "\n";
   EXPECT_EQ(names.find(kHolder), std::string::npos) << names;
   EXPECT_NE(names.find("deflate"), std::string::npos) << names;
+}
+
+// An agent before version 7 refuses "java=0" as an option it does not know:
+// memtrimd asks again without it, and reads that agent's sites, which say
+// nothing of Java frames.
+TEST(JavaFramesOlderAgentTest, AskedAgainWithoutJavaAndReadAsBefore) {
+  TempDir dir;
+  const std::string socket = "/tmp/.memtrimd_fake_v6." + std::to_string(::getpid());
+  ScopedUnlink unlink_socket{socket};
+  const std::string requests = dir / "requests";
+  SpawnOptions o;
+  o.env = {"MEMTRIMD_AGENT_SOCKET=" + socket};
+  Process fake({WorkloadBin("fake_sites_agent"), "--stacks", "4", "--frames", "4", "--refuse-java",
+                "1", "--log-requests", requests},
+               o);
+  ASSERT_TRUE(fake.running());
+  ASSERT_TRUE(WaitFor([&] { return ::access(socket.c_str(), F_OK) == 0; }, 10s)) << socket;
+  Memtrimd m({"--target.pid=" + std::to_string(fake.pid()), "--collector.sites",
+              "--no-sites.java-frames", "--sites.interval=500ms", "--sample.interval=500ms",
+              "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  JavaSites s;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        s = ReadSites(m);
+        return s.on && !s.rows.empty();
+      },
+      30s))
+      << m.log() << s.missing;
+  EXPECT_FALSE(s.java_counted);
+  // Asked with java=0, refused, asked again without it.
+  const std::string asked = ReadFile(requests);
+  const std::size_t with = asked.find(" java=0\n");
+  ASSERT_NE(with, std::string::npos) << asked;
+  const std::size_t again = asked.find("sampling on ", with);
+  ASSERT_NE(again, std::string::npos) << asked;
+  const std::string line = asked.substr(again, asked.find('\n', again) - again);
+  EXPECT_EQ(line.find("java="), std::string::npos) << asked;
+  EXPECT_NE(line.find("max_rate="), std::string::npos) << asked;
 }
 
 INSTANTIATE_TEST_SUITE_P(Jdks, JavaFramesTest, ::testing::ValuesIn(FindJdkHomes()),
