@@ -31,7 +31,7 @@
  *          answer (counted, see "ping").
  *   ask    one line per connection: "trim", "allocator", "malloc_info",
  *          "mallinfo2", "jvm_buffers", "ping",
- *          "sampling on <T>[ lease=<s>][ max_rate=<n>]",
+ *          "sampling on <T>[ lease=<s>][ max_rate=<n>][ java=<0|1>]",
  *          "sampling off", "sites" or "sites live", ending in '\n'.
  *   answer "<status>\n<body>", then the agent closes. Status 0 = ok,
  *          1 = error (the body says why), 2 = the answer did not fit
@@ -81,7 +81,8 @@
  *                      made, temp_cache_bytes and temp_cache_buffers; status
  *                      1 with the reason in any other program, or with
  *                      MEMTRIMD_AGENT_JVM=0 (see agent_jvm.c)
- *          ping        pid, version (6; 5 before "sites live", 4
+ *          ping        pid, version (7; 6 before Java frames, 5 before
+ *                      "sites live", 4
  *                      before the lease and the budget, 3 before the
  *                      sampler, 2 before Agent_OnAttach, 1 before
  *                      "allocator"), refused (connections refused),
@@ -91,7 +92,7 @@
  *                      entries holding a hook now: 0 after "off" or the
  *                      lease's end put them back; agents since 6 that
  *                      unpatch); "ping" never renews the lease
- *          sampling on <T>[ lease=<s>][ max_rate=<n>]
+ *          sampling on <T>[ lease=<s>][ max_rate=<n>][ java=<0|1>]
  *                      the allocation sampler (sampler_hooks.c) on, at a
  *                      mean of one sample every T bytes (decimal,
  *                      4096 <= T <= 1 GiB), for a lease of s seconds
@@ -103,7 +104,13 @@
  *                      that the agent raises the period in force, and
  *                      lowers it back towards T when the rate falls
  *                      (sampler_control.c); each sample keeps the weight
- *                      of the period it was drawn at. Anything else is
+ *                      of the period it was drawn at. In a JVM, java=1
+ *                      (the default; version 7) walks the Java frames
+ *                      above each sampled allocation (in_target/agent_java.c,
+ *                      docs/java-frames.md), java=0 does not; the first "on"
+ *                      that wants them makes a JVMTI environment and the
+ *                      method ids (MEMTRIMD_AGENT_JAVA_FRAMES=0: never).
+ *                      Anything else is
  *                      status 1 "bad sampling period or option". The
  *                      malloc family's GOT entries of every loaded object
  *                      hooked (agent_got.c), empty tables. Already on with
@@ -145,7 +152,21 @@
  *                      decimal counts (bytes and objects unbiased
  *                      estimates, rounded), pcs lowercase hex without 0x,
  *                      pc1 the return address in malloc's caller (innermost
- *                      first); the "[stack table full]" row has no pcs
+ *                      first); the "[stack table full]" row has no pcs.
+ *                      In a JVM (version 7) the Java frames follow the
+ *                      native pcs, each one word with AGENT_JAVA_FRAME_TAG
+ *                      set. The head (version 7) adds java_frames (0/1:
+ *                      walked now), java_ids (method ids made), java_walks
+ *                      (walks on Java threads), java_walks_empty (of them
+ *                      without a Java frame) and java_names (how many java
+ *                      lines end the answer, after the live lines):
+ *                        java <frame> <line> <name> <file>
+ *                      frame the word as in the stack lines, line of its
+ *                      bytecode index (0 unknown), name
+ *                      "package.Class.method" ("[java: unknown method]"
+ *                      for an id the JVM refuses: its class unloaded),
+ *                      file the class's source file ("-" unknown); bytes
+ *                      at or below space, '%', and DEL and above as %XX
  *          sites live  "sites", and after its stack lines one line per
  *                      live sampled allocation of this generation whose
  *                      stack was listed (version 6):
@@ -164,6 +185,8 @@
  * MEMTRIMD_AGENT_JVM=0 keeps it out of a JVM's Java state (jvm_buffers then
  * answers status 1); malloc_info and trim still work.
  * MEMTRIMD_AGENT_SAMPLING=0 refuses "sampling on" (status 1 says why).
+ * MEMTRIMD_AGENT_JAVA_FRAMES=0 keeps Java frames out of a JVM's samples
+ * (no JVMTI environment; version 7).
  *
  */
 #ifndef MEMTRIMD_AGENT_PROTOCOL_H
@@ -174,8 +197,9 @@
  * 3: Agent_OnAttach: loadable into a running JVM (in_target/agent_attach.c).
  * 4: the allocation sampler ("sampling on|off", "sites").
  * 5: the sampler's lease and sample budget; "ping" says whether it is on.
- * 6: "sites live": the live sampled allocations' ranges and weights. */
-#define AGENT_PROTOCOL_VERSION 6
+ * 6: "sites live": the live sampled allocations' ranges and weights.
+ * 7: Java frames in a JVM's stacks, named by "java" lines. */
+#define AGENT_PROTOCOL_VERSION 7
 
 /* The library's file name: what memtrimd looks for in a target's maps and
  * the agent in its own process. */
@@ -198,6 +222,8 @@
 #define AGENT_ENV_DISABLE "MEMTRIMD_AGENT_DISABLE"   /* "1": loaded, not started */
 #define AGENT_ENV_JVM "MEMTRIMD_AGENT_JVM"           /* "0": no JNI reads */
 #define AGENT_ENV_SAMPLING "MEMTRIMD_AGENT_SAMPLING" /* "0": "sampling on" refused */
+/* "0": no Java frames in the sampled stacks (version 7). */
+#define AGENT_ENV_JAVA_FRAMES "MEMTRIMD_AGENT_JAVA_FRAMES"
 
 /* ---- Requests: one line each, ending in '\n' ---- */
 
@@ -216,6 +242,9 @@
 #define AGENT_VERB_SAMPLING_ON "sampling on "
 #define AGENT_SAMPLING_LEASE "lease="
 #define AGENT_SAMPLING_MAX_RATE "max_rate="
+/* Version 7: "java=0" leaves Java frames out of this "on"'s samples;
+ * "java=1", the default, walks them in a JVM. */
+#define AGENT_SAMPLING_JAVA "java="
 #define AGENT_VERB_SAMPLING_OFF "sampling off"
 #define AGENT_VERB_SITES "sites"
 #define AGENT_VERB_SITES_LIVE "sites live" /* version 6 */
@@ -291,6 +320,21 @@
  * "sites", and the word that starts each live line after the stack lines. */
 #define AGENT_KEYS_SITES_LIVE "live_seen", "live_listed"
 #define AGENT_SITES_LIVE "live"
+/* Version 7: the head's Java frame keys (java_names: how many "java" lines
+ * follow the live lines, or the stack lines without "live"), and the word
+ * that starts each of those lines. */
+#define AGENT_KEYS_SITES_JAVA \
+  "java_frames", "java_ids", "java_walks", "java_walks_empty", "java_names"
+#define AGENT_SITES_JAVA "java"
+
+/* A Java frame among a stack's pcs (version 7): bit 63 set (never a user
+ * address), the bytecode index in bits 47..62 (AGENT_JAVA_FRAME_NO_BCI and
+ * above: none, as for a native method), the jmethodID in bits 0..46 (0:
+ * a frame whose method the JVM did not know). */
+#define AGENT_JAVA_FRAME_TAG (1ull << 63)
+#define AGENT_JAVA_FRAME_BCI_SHIFT 47
+#define AGENT_JAVA_FRAME_METHOD_MASK ((1ull << 47) - 1)
+#define AGENT_JAVA_FRAME_NO_BCI 0xff00u
 
 /* ---- Agent_OnAttach (a load into a running JVM) ---- */
 

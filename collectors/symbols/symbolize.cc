@@ -2,6 +2,7 @@
 
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace memtrimd::symbols {
@@ -70,7 +71,7 @@ Names NamesOf(std::string_view symbol, std::deque<std::string>& names) {
 
 Symbolization Symbolize(std::span<const uint64_t> addresses,
                         std::span<const procfs::MapsEntry> maps, ElfSource& source,
-                        uint64_t main_code) {
+                        uint64_t main_code, std::span<const JavaFrameName> java) {
   Symbolization out;
   out.frames.reserve(addresses.size());
   std::map<FileKey, FileAnswer> seen;
@@ -109,9 +110,29 @@ Symbolization Symbolize(std::span<const uint64_t> addresses,
     const procfs::MapsEntry* m = procfs::FindMapping(maps, main_code);
     if (m != nullptr && m->IsFile()) file_of(*m);
   }
+  // Java frames by their word; each name and file stored once.
+  std::unordered_map<uint64_t, const JavaFrameName*> java_of;
+  for (const JavaFrameName& j : java) java_of.try_emplace(j.frame, &j);
+  std::unordered_map<std::string, std::string_view> java_interned;
+  auto intern = [&](std::string_view s) -> std::string_view {
+    auto [it, added] = java_interned.try_emplace(std::string(s));
+    if (added) it->second = names->emplace_back(CapFunctionName(s));
+    return it->second;
+  };
   for (uint64_t address : addresses) {
     Frame f;
     f.address = address;
+    if (IsJavaFrame(address)) {
+      f.kind = FrameKind::kJava;
+      auto it = java_of.find(address);
+      const JavaFrameName* j = it != java_of.end() ? it->second : nullptr;
+      f.function = f.system_name = f.short_name =
+          intern(j != nullptr ? std::string_view(j->name) : kUnknownJavaMethod);
+      if (j != nullptr && !j->file.empty()) f.source_file = intern(j->file);
+      f.line = j != nullptr ? j->line : 0;
+      out.frames.push_back(std::move(f));
+      continue;
+    }
     const procfs::MapsEntry* m = procfs::FindMapping(maps, address);
     if (m != nullptr && !m->IsFile() && m->inode == 0 &&
         (m->path.empty() || m->path.starts_with("[anon:"))) {

@@ -17,6 +17,7 @@
 #include "collectors/elf/elf_symbols.h"
 #include "collectors/procfs/maps.h"
 #include "collectors/symbols/demangle.h"
+#include "collectors/symbols/java_frames.h"
 
 namespace memtrimd::symbols {
 
@@ -36,6 +37,7 @@ enum class FrameKind : uint8_t {
   kFunction,  // a function of a mapped file's symbol tables
   kUnknown,   // in no mapping, a [special] one, or a file with no symbol covering it
   kAnon,      // anonymous memory: JIT-compiled code, the JVM's interpreter
+  kJava,      // a Java method's frame, named by the JVM's agent (java_frames.h)
 };
 
 // Longest function name kept: longer ones are cut to this many bytes and
@@ -63,6 +65,10 @@ struct Frame {
   int file = -1;
   uint64_t file_offset = 0;  // of the address in that file
   uint64_t elf_address = 0;  // the address in the file's own (symbol) addresses; 0: unknown
+  // A Java frame's source file ("" unknown; a view of Symbolization::names)
+  // and line (0 unknown). Native frames have neither.
+  std::string_view source_file;
+  uint32_t line = 0;
 };
 
 // A mapping of a file at least one frame lies in, as pprof's Mapping wants
@@ -101,9 +107,11 @@ std::string CapFunctionName(std::string_view name);
 // its caller, not by what follows it. When `main_code` (the target's
 // start_code, /proc/<pid>/stat field 26) lies in a file mapping, that
 // mapping is files[0] whether or not a frame lies in it: a profile's first
-// mapping is its program (pprof's "File:").
+// mapping is its program (pprof's "File:"). A Java frame (IsJavaFrame) is
+// named from `java` (sorted by frame or not), else kUnknownJavaMethod; its
+// name is cut as a function's is.
 Symbolization Symbolize(std::span<const uint64_t> addresses,
                         std::span<const procfs::MapsEntry> maps, ElfSource& source,
-                        uint64_t main_code = 0);
+                        uint64_t main_code = 0, std::span<const JavaFrameName> java = {});
 
 }  // namespace memtrimd::symbols

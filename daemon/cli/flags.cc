@@ -65,6 +65,7 @@ struct RawFlags {
   std::string sites_top = FormatCount(static_cast<double>(Defaults().collector.sites_top));
   std::string sites_memory_budget = FormatByteSize(Defaults().collector.sites_memory_budget);
   std::string sites_max_rate = std::to_string(Defaults().collector.sites_max_rate);
+  bool sites_java_frames = Defaults().collector.sites_java_frames;
   std::string log_level = Defaults().log_level;
   std::string log_format = "logfmt";
 
@@ -221,6 +222,12 @@ std::unique_ptr<Parser> BuildParser() {
             "With --collector.sites: sampled allocations a second each target may take at most "
             "(0 to 1000000; 0: no bound); past it the agent raises the period, which bounds "
             "the cost in every program and makes estimates rougher in those that hit it");
+  app.add_flag("--sites.java-frames,!--no-sites.java-frames", r.sites_java_frames,
+               "With --collector.sites: in a JVM, walk the Java frames above each sampled "
+               "allocation and name sites by the application's method "
+               "(--no-sites.java-frames: native frames only)")
+      ->default_str("true")
+      ->envname(EnvNameFor("--sites.java-frames"));
   AddOption(app, "--sites.max-stacks", r.sites_max_stacks,
             "With --collector.sites: stacks kept per target, largest first (1 to 4096); the "
             "rest are summed into one row of the profile");
@@ -510,6 +517,7 @@ Command Validate(const Parser& p) {
     return UsageError{"--sites.max-rate: " + Quote(r.sites_max_rate) + " is not 0 to 1000000"};
   }
   c.collector.sites_max_rate = *max_rate;
+  c.collector.sites_java_frames = r.sites_java_frames;
   auto max_stacks = ParsePid(r.sites_max_stacks);
   if (!max_stacks || *max_stacks > 4096) {
     return UsageError{"--sites.max-stacks: " + Quote(r.sites_max_stacks) + " is not 1 to 4096"};

@@ -128,6 +128,7 @@ std::string EncodeProfile(const HeapProfile& p) {
   std::unordered_map<std::string_view, uint64_t> function_ids;
   std::vector<std::string_view> function_names;
   std::vector<std::string_view> system_names;
+  std::vector<std::string_view> filenames;
   for (std::size_t i = 0; i < p.locations.size(); ++i) {
     const PprofLocation& l = p.locations[i];
     std::string m;
@@ -139,9 +140,11 @@ std::string EncodeProfile(const HeapProfile& p) {
       if (fresh) {
         function_names.push_back(it->first);
         system_names.push_back(l.system_name.empty() ? l.function : l.system_name);
+        filenames.push_back(l.filename);
       }
       std::string line;
       Uint(line, 1, it->second);
+      Int(line, 2, l.line);
       Bytes(m, 4, line);
     }
     Bytes(out, f::kLocation, m);
@@ -151,6 +154,7 @@ std::string EncodeProfile(const HeapProfile& p) {
     Uint(m, 1, i + 1);
     Int(m, 2, strings.Index(function_names[i]));
     Int(m, 3, strings.Index(system_names[i]));  // the symbol as the file has it
+    if (!filenames[i].empty()) Int(m, 4, strings.Index(filenames[i]));
     Bytes(out, f::kFunction, m);
   }
 
@@ -202,6 +206,8 @@ HeapProfile HeapProfileOf(std::span<const SiteSample> sites, const symbols::Symb
     l.mapping = fr.file >= 0 ? static_cast<uint64_t>(fr.file) + 1 : 0;
     l.function = fr.function;
     l.system_name = fr.system_name;
+    l.filename = fr.source_file;
+    l.line = fr.line;
     p.locations.push_back(std::move(l));
     location_of.emplace(addresses[i], p.locations.size());
   }
@@ -212,7 +218,7 @@ HeapProfile HeapProfileOf(std::span<const SiteSample> sites, const symbols::Symb
       auto it = location_of.find(a);
       if (it == location_of.end()) {
         // An address the symbolisation was not given: still a location.
-        p.locations.push_back(PprofLocation{a, 0, "", ""});
+        p.locations.push_back(PprofLocation{a, 0, "", "", "", 0});
         it = location_of.emplace(a, p.locations.size()).first;
       }
       out.locations.push_back(it->second);

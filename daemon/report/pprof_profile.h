@@ -47,6 +47,10 @@ struct PprofLocation {
   // function's name demangled, and as the file has it ("" for the same).
   std::string_view function;
   std::string_view system_name;
+  // A Java frame's source file and line (pprof's Function.filename and
+  // Line.line); "" and 0 for native frames, which pprof names by address.
+  std::string_view filename;
+  int64_t line = 0;
 };
 
 struct PprofSample {

@@ -108,6 +108,13 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
            " samples the agent's live table had no room for; " + std::to_string(p.dropped_stacks) +
            " went to its \"stack table full\" row\n";
   }
+  if (p.java_counted && p.java_frames) {
+    out += "  Java frames: walked above " + std::to_string(p.java_walks - p.java_walks_empty) +
+           " of " + std::to_string(p.java_walks) +
+           " samples taken on Java threads (the rest were in no Java code the walk could "
+           "start from); " +
+           std::to_string(p.java_ids) + " method ids made for the walk\n";
+  }
   if (p.budget_cut_stacks > 0) {
     out += "  not kept: " + std::to_string(p.budget_cut_stacks) +
            " of the largest stacks, over the node's sites memory budget "
@@ -178,6 +185,12 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
   w.Key("dropped_live").Uint(p.dropped_live).Key("dropped_stacks").Uint(p.dropped_stacks);
   w.Key("sampler_bytes").Uint(p.sampler_bytes);
   w.Key("budget_cut_stacks").Uint(p.budget_cut_stacks);
+  if (p.java_counted) {
+    w.Key("java_frames").BeginObject();
+    w.Key("on").Bool(p.java_frames).Key("method_ids").Uint(p.java_ids);
+    w.Key("walks").Uint(p.java_walks).Key("walks_without_java").Uint(p.java_walks_empty);
+    w.EndObject();
+  }
   if (p.hooks_counted) {
     w.Key("hooked_entries").Uint(p.hooked_entries);
     w.Key("unhooked_objects").Uint(p.unhooked_objects);
@@ -213,7 +226,7 @@ std::optional<std::string> SitesPprof(const agent::SiteProfile& p) {
   if (p.other.alloc_samples > 0 || p.other.live_samples > 0) {
     // Stacks beyond --sites.max-stacks and the agent's "stack table full"
     // row: one location, so the profile's totals are the sampler's.
-    profile.locations.push_back(PprofLocation{0, 0, "[other stacks]", ""});
+    profile.locations.push_back(PprofLocation{0, 0, "[other stacks]", "", "", 0});
     PprofSample other;
     other.locations.push_back(profile.locations.size());
     other.values = ValuesOf(p.other);

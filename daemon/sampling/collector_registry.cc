@@ -102,6 +102,7 @@ const CollectorDecl kCollectors[] = {
        agent::SitesOptions s;
        s.period = o.sites_period;
        s.max_rate = o.sites_max_rate;
+       s.java_frames = o.sites_java_frames;
        // A few reads' worth, so a slow read or two never ends it: 4 intervals,
        // at least a minute.
        s.lease_s = std::max<uint64_t>(

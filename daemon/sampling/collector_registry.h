@@ -57,6 +57,7 @@ struct CollectorOptions {
   bool sites_turn_on = true;
   // --sites.max-rate: samples a second each target's sampler may take.
   uint64_t sites_max_rate = 10000;
+  bool sites_java_frames = true;  // Java frames in a JVM's sampled stacks
   // The daemon without --collector.sites: the agent collector turns off a
   // sampler it finds on (not inspect, which only looks).
   bool sites_stop_others = false;

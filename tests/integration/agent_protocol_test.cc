@@ -130,7 +130,8 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
   ASSERT_TRUE(WaitFor([&] { return agent::AgentCommand(*t, AGENT_VERB_PING).ok(); }, 20s));
 
   const std::string sampling_on = AGENT_VERB_SAMPLING_ON + std::to_string(1u << 16) +
-                                  " " AGENT_SAMPLING_LEASE "30 " AGENT_SAMPLING_MAX_RATE "5000";
+                                  " " AGENT_SAMPLING_LEASE "30 " AGENT_SAMPLING_MAX_RATE
+                                  "5000 " AGENT_SAMPLING_JAVA "1";
   std::set<std::string_view> answered;
   // In the order that makes each answer meaningful: "sites" while the
   // sampler is on, "sampling off" last.
@@ -203,7 +204,7 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       EXPECT_LE(p->lease_left_ms, 30000u);
       // Options the agent does not know, or out of their bounds: refused.
       for (const char* bad : {" lease=0", " lease=86401", " max_rate=1000001", " lease=", " x=1",
-                              " lease=5 max_rate", " lease=5x"}) {
+                              " lease=5 max_rate", " lease=5x", " java=2", " java="}) {
         agent::AgentFailure f = agent::AgentFailure::kNone;
         Result<std::string> r = agent::AgentCommand(
             *t, AGENT_VERB_SAMPLING_ON + std::to_string(1u << 16) + bad, {}, &f);
@@ -213,11 +214,11 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
     } else if (verb == AGENT_VERB_SITES) {
       std::string_view head = *body;
       head = head.substr(0, head.find(AGENT_SITES_STACK " "));
-      ExpectKeys(
-          verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS},
-          {"on", "period", "generation", "started_ns", "samples", "live_samples", "dropped_live",
-           "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks", "base_period", "max_rate",
-           "raised", "lease_s", "lease_left_ms", "lease_ended", AGENT_KEYS_SITES_HOOKS});
+      ExpectKeys(verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS, AGENT_KEYS_SITES_JAVA},
+                 {"on", "period", "generation", "started_ns", "samples", "live_samples",
+                  "dropped_live", "dropped_stacks", "sampler_bytes", "hooked_objects", "stacks",
+                  "base_period", "max_rate", "raised", "lease_s", "lease_left_ms", "lease_ended",
+                  AGENT_KEYS_SITES_HOOKS, AGENT_KEYS_SITES_JAVA});
       Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();
       EXPECT_TRUE(s->on);
@@ -226,13 +227,21 @@ TEST_F(AgentProtocolProgramTest, EveryVerbIsAnsweredAndParsed) {
       EXPECT_EQ(s->lease_s, 30u);
       EXPECT_GT(s->lease_left_ms, 29000u);  // renewed by this read
       EXPECT_FALSE(s->has_live);            // only "sites live" lists them
+      // Not a JVM: the Java frame keys are there, and no Java frame.
+      EXPECT_TRUE(s->java_counted);
+      EXPECT_FALSE(s->java_frames);
+      EXPECT_EQ(s->java_walks, 0u);
+      EXPECT_TRUE(s->java.empty());
     } else if (verb == AGENT_VERB_SITES_LIVE) {
       std::string_view head = *body;
       const std::size_t live_at = head.find("\n" AGENT_SITES_LIVE " ");
       head = head.substr(0, std::min(head.find(AGENT_SITES_STACK " "),
                                      live_at == std::string_view::npos ? live_at : live_at + 1));
-      ExpectKeys(verb, head, {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS, AGENT_KEYS_SITES_LIVE},
-                 {"on", "period", "generation", "stacks", "live_samples", AGENT_KEYS_SITES_LIVE});
+      ExpectKeys(
+          verb, head,
+          {AGENT_KEYS_SITES, AGENT_KEYS_SITES_HOOKS, AGENT_KEYS_SITES_LIVE, AGENT_KEYS_SITES_JAVA},
+          {"on", "period", "generation", "stacks", "live_samples", AGENT_KEYS_SITES_LIVE,
+           AGENT_KEYS_SITES_JAVA});
       Result<agent::AgentSites> s = agent::ParseAgentSites(*body);
       ASSERT_TRUE(s.ok()) << s.status().message();
       ASSERT_TRUE(s->has_live);

@@ -232,5 +232,54 @@ TEST(AgentSitesParse, MalformedLiveLinesAreRefused) {
   EXPECT_FALSE(ParseAgentSites(head + keys + "live 0 1 1 1\n" + stack).ok());
 }
 
+// Version 7: the Java frame keys in the head and one "java" line per
+// named frame after everything else, names and files %XX-escaped.
+TEST(AgentSitesParse, JavaFrameNames) {
+  const std::string head =
+      "on=1\nperiod=524288\ngeneration=1\nstarted_ns=1\nsamples=1\nlive_samples=1\n"
+      "dropped_live=0\ndropped_stacks=0\nsampler_bytes=0\nhooked_objects=1\nstacks=1\n"
+      "java_frames=1\njava_ids=10553\njava_walks=996\njava_walks_empty=20\n";
+  const std::string stack = "stack 1 100 1 1 100 1 abc 80087fbf400c20e0 fffeffbf400dab70\n";
+  auto parse = [&](const std::string& names, const std::string& lines) {
+    return ParseAgentSites(head + names + stack + lines);
+  };
+  Result<AgentSites> ok =
+      parse("java_names=2\n",
+            "java 80087fbf400c20e0 34 JavaFramesHolder.holdDeflatersA JavaFramesHolder.java\n"
+            "java fffeffbf400dab70 0 [java:%20unknown%20method] -\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->java_counted);
+  EXPECT_TRUE(ok->java_frames);
+  EXPECT_EQ(ok->java_ids, 10553u);
+  EXPECT_EQ(ok->java_walks, 996u);
+  EXPECT_EQ(ok->java_walks_empty, 20u);
+  ASSERT_EQ(ok->java.size(), 2u);
+  EXPECT_EQ(ok->java[0].frame, 0x80087fbf400c20e0u);
+  EXPECT_EQ(ok->java[0].line, 34u);
+  EXPECT_EQ(ok->java[0].name, "JavaFramesHolder.holdDeflatersA");
+  EXPECT_EQ(ok->java[0].file, "JavaFramesHolder.java");
+  EXPECT_EQ(ok->java[1].name, "[java: unknown method]");
+  EXPECT_EQ(ok->java[1].file, "");
+  ASSERT_EQ(ok->stacks.size(), 1u);
+  EXPECT_EQ(ok->stacks[0].pcs.size(), 3u);  // the Java words kept as addresses
+
+  const std::string one = "java_names=1\n";
+  EXPECT_FALSE(parse(one, "java 7f00 1 a.b F.java\n").ok());          // bit 63 not set
+  EXPECT_FALSE(parse(one, "java 8000000000000001 1 a.b\n").ok());     // three fields
+  EXPECT_FALSE(parse(one, "java 8000000000000001 x a.b -\n").ok());   // bad line
+  EXPECT_FALSE(parse(one, "java 8000000000000001 1 a%2 -\n").ok());   // cut escape
+  EXPECT_FALSE(parse(one, "java 8000000000000001 1 a%zz -\n").ok());  // bad escape
+  EXPECT_FALSE(parse(one, "").ok());                                  // fewer than said
+  EXPECT_FALSE(parse("", "java 8000000000000001 1 a.b -\n").ok());    // not announced
+  EXPECT_FALSE(parse("java_names=999999\n", "").ok());                // more than kept
+  // A stack line after the java lines.
+  EXPECT_FALSE(ParseAgentSites(head + one + "java 8000000000000001 1 a.b -\n" + stack).ok());
+  // A version 6 agent: no Java keys, nothing said of Java frames.
+  Result<AgentSites> v6 = ParseAgentSites(ReadFixture("held.txt"));
+  ASSERT_TRUE(v6.ok());
+  EXPECT_FALSE(v6->java_counted);
+  EXPECT_TRUE(v6->java.empty());
+}
+
 }  // namespace
 }  // namespace memtrimd::agent

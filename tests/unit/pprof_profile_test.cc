@@ -99,10 +99,10 @@ HeapProfile TwoSites() {
   p.period = 512 * 1024;
   p.time_nanos = 1'700'000'000'000'000'000;
   p.mappings.push_back(PprofMapping{0x400000, 0x401000, 0x1000, "/usr/bin/app", "abcd", true});
-  p.locations.push_back(PprofLocation{0x400123, 1, "hold_200", ""});
-  p.locations.push_back(PprofLocation{0x400456, 1, "main", ""});
-  p.locations.push_back(PprofLocation{0x7f0000001000, 0, "[anon]", ""});
-  p.locations.push_back(PprofLocation{0x400789, 1, "main", ""});  // main again: one function
+  p.locations.push_back(PprofLocation{0x400123, 1, "hold_200", "", "", 0});
+  p.locations.push_back(PprofLocation{0x400456, 1, "main", "", "", 0});
+  p.locations.push_back(PprofLocation{0x7f0000001000, 0, "[anon]", "", "", 0});
+  p.locations.push_back(PprofLocation{0x400789, 1, "main", "", "", 0});  // main again: one function
   p.samples.push_back(PprofSample{{1, 2}, HeapValues{3, 300 << 20, 2, 200 << 20}});
   p.samples.push_back(PprofSample{{3, 4}, HeapValues{1, 10, 1, 10}});
   return p;
@@ -246,8 +246,8 @@ TEST(PprofProfile, HeapProfileOfSymbolizedSites) {
 TEST(PprofProfile, FunctionsKeepTheirSymbolAsSystemName) {
   HeapProfile p;
   p.locations.push_back(PprofLocation{0x1000, 0, "std::vector<int>::push_back(int const&)",
-                                      "_ZNSt6vectorIiSaIiEE9push_backERKi"});
-  p.locations.push_back(PprofLocation{0x2000, 0, "main", ""});
+                                      "_ZNSt6vectorIiSaIiEE9push_backERKi", "", 0});
+  p.locations.push_back(PprofLocation{0x2000, 0, "main", "", "", 0});
   auto top = Decode(EncodeProfile(p));
   std::vector<std::string> strings;
   for (const Field& f : All(top, 6)) strings.push_back(f.bytes);

@@ -246,5 +246,55 @@ TEST(SiteProfileNames, TheProgramsMappingComesFirst) {
   EXPECT_EQ(Build(stacks, 0x10).symbols.files.size(), 2u);
 }
 
+// Java frames (version 7): a stack with them is named by its innermost
+// frame and its first Java frame outside the JDK; the anonymous frame the
+// unwinder stopped in is left out; the words are looked up as sent (no
+// return address less one), and a word the agent did not name is an
+// unknown method.
+TEST(SiteProfileNames, JavaFramesNameTheSiteByTheApplicationsMethod) {
+  const uint64_t init = 0xfffe000000001000;      // Deflater.init, no bci
+  const uint64_t ctor = 0x800f000000002000;      // Deflater.<init>
+  const uint64_t app_a = 0x8008000000003000;     // com.acme.A.hold
+  const uint64_t app_b = 0x8008000000004000;     // com.acme.B.hold
+  const uint64_t jdk_only = 0x8001000000005000;  // java.lang.Thread.run
+  const uint64_t stale = 0x8002000000006000;     // not named by the agent
+  AgentSites raw;
+  raw.stacks = {Stack(64 * kMiB, {In(kZlib, 1), In(kJvm, 3), kJit + 0x40, init, ctor, app_a}),
+                Stack(32 * kMiB, {In(kZlib, 1), In(kJvm, 3), kJit + 0x40, init, ctor, app_b}),
+                Stack(8 * kMiB, {In(kJvm, 0), jdk_only}), Stack(4 * kMiB, {In(kJvm, 0), stale})};
+  raw.java = {{init, "java.util.zip.Deflater.init", "Deflater.java", 0},
+              {ctor, "java.util.zip.Deflater.<init>", "Deflater.java", 201},
+              {app_a, "com.acme.A.hold", "A.java", 12},
+              {app_b, "com.acme.B.hold", "B.java", 40},
+              {jdk_only, "java.lang.Thread.run", "Thread.java", 833}};
+  InCodeSource source;
+  std::vector<MapsEntry> maps = Maps();
+  SiteProfile p =
+      BuildSiteProfile(raw, maps, source, 64, 0, std::chrono::system_clock::time_point{});
+  ASSERT_EQ(p.sites.size(), 4u);
+  EXPECT_EQ(p.sites[0].name, "inflateInit2_ < com.acme.A.hold");
+  EXPECT_EQ(p.sites[1].name, "inflateInit2_ < com.acme.B.hold");
+  EXPECT_EQ(p.sites[2].name, "os::malloc < java.lang.Thread.run");
+  EXPECT_EQ(p.sites[3].name, "os::malloc < [java: unknown method]");
+  EXPECT_FALSE(p.sites[0].nmt_tracked);
+  EXPECT_TRUE(p.sites[2].nmt_tracked);
+  // The stack: native frames, then the Java words as sent, without the
+  // JIT frame between.
+  const SiteStack& a = p.stacks[0];
+  ASSERT_EQ(a.addresses.size(), 5u);
+  EXPECT_EQ(a.addresses[2], init);
+  EXPECT_EQ(a.addresses[4], app_a);
+  auto frame = [&](uint64_t w) -> const symbols::Frame& {
+    auto it = std::lower_bound(p.addresses.begin(), p.addresses.end(), w);
+    return p.symbols.frames[static_cast<std::size_t>(it - p.addresses.begin())];
+  };
+  EXPECT_EQ(frame(ctor).kind, symbols::FrameKind::kJava);
+  EXPECT_EQ(frame(ctor).function, "java.util.zip.Deflater.<init>");
+  EXPECT_EQ(frame(ctor).source_file, "Deflater.java");
+  EXPECT_EQ(frame(ctor).line, 201u);
+  EXPECT_EQ(frame(stale).function, "[java: unknown method]");
+  EXPECT_EQ(frame(stale).source_file, "");
+}
+
 }  // namespace
 }  // namespace memtrimd::agent

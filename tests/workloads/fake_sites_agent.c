@@ -14,6 +14,10 @@
  * with 20 KiB of code, so 256 x 64 addresses are distinct); everything else
  * is refused. One connection at a time, each with a 2 s read deadline. The
  * optional ready file is written once it listens; it runs until killed.
+ * With --refuse-java 1 it is an agent from before protocol version 7: a
+ * "sampling on" with a java= option is refused as such an agent refuses an
+ * option it does not know. --log-requests PATH appends each request line
+ * to PATH.
  */
 #define _GNU_SOURCE
 
@@ -88,11 +92,15 @@ static void map_agent_name(void) {
 int main(int argc, char **argv) {
   long name_bytes = 16384, stacks = 256, frames = 64;
   const char *ready = NULL;
+  const char *log_requests = NULL;
+  int refuse_java = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--name-bytes") == 0) name_bytes = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--stacks") == 0) stacks = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--frames") == 0) frames = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--ready-file") == 0) ready = argv[i + 1];
+    else if (strcmp(argv[i], "--refuse-java") == 0) refuse_java = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--log-requests") == 0) log_requests = argv[i + 1];
     /* Anything else (a test's tag) is only there to be matched. */
   }
   if (stacks * frames > 20000) return 2;
@@ -144,7 +152,16 @@ int main(int argc, char **argv) {
       continue;
     }
     int len;
-    if (strncmp(req, "sampling on ", 12) == 0) {
+    if (log_requests != NULL) {
+      FILE *f = fopen(log_requests, "a");
+      if (f != NULL) {
+        fprintf(f, "%s\n", req);
+        fclose(f);
+      }
+    }
+    if (strncmp(req, "sampling on ", 12) == 0 && refuse_java && strstr(req, " java=") != NULL) {
+      len = snprintf(body, cap, "1\nbad sampling period or option\n");
+    } else if (strncmp(req, "sampling on ", 12) == 0) {
       period = strtoull(req + 12, NULL, 10);
       len = snprintf(body, cap, "0\nperiod=%llu\ngeneration=1\nhooked_objects=1\nhooked_entries=1\n",
                      period);

@@ -102,6 +102,58 @@ Status ParseLiveLine(std::string_view line, uint64_t stacks, LiveSample& out) {
   return Status::Ok();
 }
 
+constexpr std::string_view kJavaPrefix = AGENT_SITES_JAVA " ";
+
+// The agent's %XX escapes undone (agent_java.c escapes space and below,
+// '%' and DEL and above); nullopt for a bad escape.
+std::optional<std::string> Unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    std::optional<uint64_t> v = text::ParseHex(s.substr(i + 1, 2));
+    if (!v) return std::nullopt;
+    out += static_cast<char>(*v);
+    i += 2;
+  }
+  return out;
+}
+
+// "java <frame> <line> <name> <file>": exactly four fields after the word;
+// file "-" when unknown.
+Status ParseJavaLine(std::string_view line, symbols::JavaFrameName& out) {
+  std::array<std::string_view, 4> words;
+  std::string_view rest = line.substr(kJavaPrefix.size());
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::size_t end = rest.find(' ');
+    if ((end == std::string_view::npos) != (i + 1 == words.size())) {
+      return Status(ErrorCode::kParseError, "agent sites: java line without four fields");
+    }
+    words[i] = rest.substr(0, end);
+    if (words[i].empty()) {
+      return Status(ErrorCode::kParseError, "agent sites: empty field in a java line");
+    }
+    if (end != std::string_view::npos) rest = rest.substr(end + 1);
+  }
+  std::optional<uint64_t> frame = text::ParseHex(words[0]);
+  std::optional<uint64_t> number = text::ParseUint(words[1]);
+  std::optional<std::string> name = Unescape(words[2]);
+  std::optional<std::string> file = Unescape(words[3]);
+  if (!frame || !symbols::IsJavaFrame(*frame) || !number || *number > UINT32_MAX || !name ||
+      !file) {
+    return Status(ErrorCode::kParseError, "agent sites: bad field in a java line");
+  }
+  out.frame = *frame;
+  out.line = static_cast<uint32_t>(*number);
+  out.name = std::move(*name);
+  out.file = *file == "-" ? std::string() : std::move(*file);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<AgentSites> ParseAgentSites(std::string_view body) {
@@ -111,10 +163,12 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   // The key=value lines come first; the stack lines after them.
   // (and the live lines after those: with no stack listed, after the head).
   std::size_t stacks_at = body.size();
-  if (body.starts_with("stack ") || body.starts_with(kLivePrefix)) {
+  if (body.starts_with("stack ") || body.starts_with(kLivePrefix) ||
+      body.starts_with(kJavaPrefix)) {
     stacks_at = 0;
   } else {
-    for (std::string_view first : {"\nstack ", "\n" AGENT_SITES_LIVE " "}) {
+    for (std::string_view first :
+         {"\nstack ", "\n" AGENT_SITES_LIVE " ", "\n" AGENT_SITES_JAVA " "}) {
       if (std::size_t p = body.find(first); p != std::string_view::npos) {
         stacks_at = std::min(stacks_at, p + 1);
       }
@@ -163,6 +217,22 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
                   "agent sites: live_listed=" + std::to_string(out.live_listed) +
                       ", more than memtrimd keeps");
   }
+  static constexpr std::array<std::string_view, 5> kJavaKeys = {AGENT_KEYS_SITES_JAVA};
+  std::array<std::optional<uint64_t>, kJavaKeys.size()> java_values{};
+  st = ParseKeyValues(head, kJavaKeys, java_values, 0, "agent sites");
+  if (!st.ok()) return st;
+  out.java_counted = java_values[0].has_value() && java_values[4].has_value();
+  out.java_frames = java_values[0].value_or(0) != 0;
+  out.java_ids = java_values[1].value_or(0);
+  out.java_walks = java_values[2].value_or(0);
+  out.java_walks_empty = java_values[3].value_or(0);
+  const uint64_t java_names = out.java_counted ? *java_values[4] : 0;
+  if (java_names > kMaxJavaNames) {
+    return Status(ErrorCode::kParseError, "agent sites: java_names=" + std::to_string(java_names) +
+                                              ", more than memtrimd keeps");
+  }
+  // A java line takes at least 14 bytes ("java 8 0 a -\n").
+  out.java.reserve(std::min<uint64_t>(java_names, (body.size() - stacks_at) / 14 + 1));
   const uint64_t expected = *values[10];
   if (expected > kMaxStacks) {
     return Status(ErrorCode::kParseError, "agent sites: stacks=" + std::to_string(expected) +
@@ -179,6 +249,22 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   Status error;
   text::ForEachLineIn(body.substr(stacks_at), [&](std::string_view line) {
     if (!error.ok() || line.empty()) return;
+    if (line.starts_with(kJavaPrefix)) {
+      // After every stack and live line, and only as many as announced.
+      if (out.java.size() >= java_names) {
+        error = Status(ErrorCode::kParseError, "agent sites: more java lines than java_names=" +
+                                                   std::to_string(java_names));
+        return;
+      }
+      symbols::JavaFrameName j;
+      error = ParseJavaLine(line, j);
+      if (error.ok()) out.java.push_back(std::move(j));
+      return;
+    }
+    if (!out.java.empty()) {
+      error = Status(ErrorCode::kParseError, "agent sites: a stack or live line after java lines");
+      return;
+    }
     if (line.starts_with(kLivePrefix)) {
       // After every stack line, and only when the head announced them.
       if (!out.has_live || out.live.size() >= out.live_listed) {
@@ -208,6 +294,11 @@ Result<AgentSites> ParseAgentSites(std::string_view body) {
   if (out.stacks.size() != expected) {
     return Status(ErrorCode::kParseError, "agent sites: " + std::to_string(out.stacks.size()) +
                                               " stack lines, stacks=" + std::to_string(expected));
+  }
+  if (out.java.size() != java_names) {
+    return Status(ErrorCode::kParseError,
+                  "agent sites: " + std::to_string(out.java.size()) +
+                      " java lines, java_names=" + std::to_string(java_names));
   }
   if (out.has_live && out.live.size() != out.live_listed) {
     return Status(ErrorCode::kParseError,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectors/common/status.h"
+#include "collectors/symbols/java_frames.h"
 
 namespace memtrimd::agent {
 
@@ -109,12 +110,24 @@ struct AgentSites {
   uint64_t live_seen = 0;
   uint64_t live_listed = 0;
   std::vector<LiveSample> live;
+  // Version 7, in a JVM: whether the agent walks Java frames now, the
+  // method ids it made, its walks and those that found no Java frame, and
+  // its names of the listed stacks' Java frames (the "java" lines, at most
+  // kMaxJavaNames). java_counted false: an agent before version 7.
+  bool java_counted = false;
+  bool java_frames = false;
+  uint64_t java_ids = 0;
+  uint64_t java_walks = 0;
+  uint64_t java_walks_empty = 0;
+  std::vector<symbols::JavaFrameName> java;
   // Filled by EstimateResident (site_resident.h), not by the parser.
   SiteResident resident;
 };
 
 // The most live lines kept of one answer: twice the agent's live table.
 inline constexpr uint64_t kMaxLiveSamples = 131072;
+// The most "java" lines kept of one answer: twice what the agent names.
+inline constexpr uint64_t kMaxJavaNames = 32768;
 
 // The answer to "sampling on <period>".
 struct SamplingStarted {
@@ -131,8 +144,10 @@ struct SamplingStarted {
 // that is not "stack" and six counts and hex addresses, more stack lines
 // than `stacks=` said, a live line that is not "live", a stack index below
 // `stacks=`, a hex address and two counts, more live lines than
-// `live_listed=` said (or than kMaxLiveSamples), or a body not ending in
-// '\n' are kParseError.
+// `live_listed=` said (or than kMaxLiveSamples), a "java" line that is not
+// a hex word with bit 63 set, a line number and two escaped words (%XX),
+// more of them than `java_names=` said (or than kMaxJavaNames), a stack or
+// live line after them, or a body not ending in '\n' are kParseError.
 Result<AgentSites> ParseAgentSites(std::string_view body);
 Result<SamplingStarted> ParseSamplingStarted(std::string_view body);
 // The answer to "sampling off": whether the sampler was on.

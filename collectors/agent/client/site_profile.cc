@@ -18,6 +18,8 @@ std::string FrameName(const symbols::Frame& f, const symbols::Symbolization& s) 
       return std::string(f.short_name);  // a label: no parameter list
     case symbols::FrameKind::kAnon:
       return "[java]";
+    case symbols::FrameKind::kJava:
+      return std::string(f.short_name);
     case symbols::FrameKind::kUnknown:
       break;
   }
@@ -79,7 +81,36 @@ bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& pro
   return false;
 }
 
+namespace {
+
+// The Java frame a site is named by (SiteName), or nullptr without Java
+// frames.
+const symbols::Frame* NamingJavaFrame(std::span<const uint64_t> addresses,
+                                      const SiteProfile& profile) {
+  const symbols::Frame* innermost = nullptr;
+  for (uint64_t a : addresses) {
+    if (!symbols::IsJavaFrame(a)) continue;
+    const symbols::Frame* f = FrameOf(a, profile);
+    if (f == nullptr) continue;
+    if (!symbols::IsJdkJavaName(f->short_name)) return f;
+    if (innermost == nullptr) innermost = f;
+  }
+  return innermost;
+}
+
+}  // namespace
+
 std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile) {
+  if (const symbols::Frame* java = NamingJavaFrame(addresses, profile)) {
+    std::string name;
+    if (!addresses.empty() && !symbols::IsJavaFrame(addresses[0])) {
+      const symbols::Frame* f = FrameOf(addresses[0], profile);
+      name = (f != nullptr ? FrameName(*f, profile.symbols) : std::string("[unknown]")) + " < ";
+    }
+    name += FrameName(*java, profile.symbols);
+    if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes) + "...";
+    return text::ToValidUtf8(name);
+  }
   std::string name;
   std::string last;
   std::size_t parts = 0;
@@ -135,6 +166,11 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   p.unhooked_objects = raw.unhooked_objects;
   p.truncated = raw.truncated;
   p.resident = raw.resident;
+  p.java_counted = raw.java_counted;
+  p.java_frames = raw.java_frames;
+  p.java_ids = raw.java_ids;
+  p.java_walks = raw.java_walks;
+  p.java_walks_empty = raw.java_walks_empty;
 
   // Sorted by index: the answer stays as parsed, so that it can be built
   // again with fewer stacks when the sites budget asks for it.
@@ -162,7 +198,8 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
     // symbolised frames stay bounded per target.
     for (uint64_t pc : s.pcs) {
       if (kept.addresses.size() == kMaxKeptFrames) break;
-      kept.addresses.push_back(pc > 0 ? pc - 1 : 0);
+      // A Java frame is a word the agent names, not a return address.
+      kept.addresses.push_back(symbols::IsJavaFrame(pc) ? pc : (pc > 0 ? pc - 1 : 0));
     }
     p.stacks.push_back(std::move(kept));
   }
@@ -172,7 +209,17 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   }
   std::sort(p.addresses.begin(), p.addresses.end());
   p.addresses.erase(std::unique(p.addresses.begin(), p.addresses.end()), p.addresses.end());
-  p.symbols = symbols::Symbolize(p.addresses, maps, source, main_code);
+  p.symbols = symbols::Symbolize(p.addresses, maps, source, main_code, raw.java);
+  // Where Java frames follow, the anonymous frames before them (the JVM's
+  // native-method stub, interpreter or JIT code the unwinder stopped in)
+  // are what the Java frames name better: left out of the stack.
+  for (SiteStack& s : p.stacks) {
+    if (std::none_of(s.addresses.begin(), s.addresses.end(), symbols::IsJavaFrame)) continue;
+    std::erase_if(s.addresses, [&](uint64_t a) {
+      const symbols::Frame* f = FrameOf(a, p);
+      return f != nullptr && f->kind == symbols::FrameKind::kAnon;
+    });
+  }
 
   std::map<std::string, std::size_t> by_name;
   for (SiteStack& s : p.stacks) {

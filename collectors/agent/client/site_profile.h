@@ -66,6 +66,14 @@ struct SiteProfile {
   // exported or not (the sites collector sets it).
   std::string linked_allocator;
   bool truncated = false;  // the agent's answer was cut (its buffer)
+  // In a JVM (AgentSites, version 7): whether the agent walks Java frames,
+  // the method ids it made, its walks and those that found no Java frame.
+  // java_counted false: an agent that does not say.
+  bool java_counted = false;
+  bool java_frames = false;
+  uint64_t java_ids = 0;
+  uint64_t java_walks = 0;
+  uint64_t java_walks_empty = 0;
   // Whether each value's resident_bytes is known, and how it was read.
   SiteResident resident;
   // Stacks among the --sites.max-stacks largest that the node's sites
@@ -108,7 +116,11 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
 // The short name of a stack: its innermost kSiteNameFrames functions (a
 // function repeated by recursion once), innermost first, joined by " < ".
 // A frame with no function is its file's name, or "[java]" for anonymous
-// code (a JVM's JIT-compiled code and interpreter), or "[unknown]".
+// code (a JVM's JIT-compiled code and interpreter), or "[unknown]". A stack
+// with Java frames is named by its innermost frame and its first Java frame
+// outside the JDK (symbols::IsJdkJavaName; the innermost Java frame when
+// all are the JDK's): "deflateInit2_ < com.acme.Uploads.compressAll", the
+// code that holds the memory, whatever JDK classes lie between.
 std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile);
 
 // Whether a stack's innermost frame outside libc (libc.so.6) and the

@@ -36,9 +36,20 @@ Status SitesCollector::TurnOn(const Target& target, std::string& why) {
   const std::string plain = AGENT_VERB_SAMPLING_ON + std::to_string(options_.period);
   std::string on = plain + " " AGENT_SAMPLING_MAX_RATE + std::to_string(options_.max_rate);
   if (options_.lease_s > 0) on += " " AGENT_SAMPLING_LEASE + std::to_string(options_.lease_s);
+  // Java frames are the agent's default: only "off" is said, so an agent
+  // before version 7 is asked as before.
+  const std::string without_java = on;
+  if (!options_.java_frames) on += " " AGENT_SAMPLING_JAVA "0";
   Result<std::string> body = command_(target, on, options_.agent, &failure);
-  if (!body.ok() && failure == AgentFailure::kAnswer &&
-      body.status().message().find("bad sampling period") != std::string::npos) {
+  auto refused_option = [&] {
+    return !body.ok() && failure == AgentFailure::kAnswer &&
+           body.status().message().find("bad sampling period") != std::string::npos;
+  };
+  if (refused_option() && on != without_java) {
+    // An agent before version 7 knows no java= (and walks no Java frames).
+    body = command_(target, without_java, options_.agent, &failure);
+  }
+  if (refused_option()) {
     // An agent before protocol version 5 knows no options: no lease, no
     // budget (it samples until told "sampling off").
     body = command_(target, plain, options_.agent, &failure);

@@ -34,6 +34,9 @@ struct SitesOptions {
   // Samples a second the agent may take at most (it raises the period past
   // that); 0: no bound.
   uint64_t max_rate = 10000;
+  // In a JVM, Java frames above the native ones (agent version 7); false
+  // asks the agent for native frames only ("java=0").
+  bool java_frames = true;
   // Seconds the agent keeps sampling without a read of its sites (each read
   // renews it); 0: the agent's default.
   uint64_t lease_s = 0;

@@ -61,8 +61,8 @@
 #include "agent_sock.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <limits.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,14 @@
 
 void agent_jvm_configure(void) {}
 
-long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
+void* agent_jvm_started_vm(char* why, size_t why_cap) {
+  snprintf(why, why_cap, "agent built without jni.h: no JVM support");
+  return NULL;
+}
+
+const char* agent_jvm_library(void) { return ""; }
+
+long agent_jvm_buffers(char* buf, size_t cap, char* why, size_t why_cap) {
   (void)buf;
   (void)cap;
   snprintf(why, why_cap, "agent built without jni.h: no JVM support");
@@ -91,13 +98,13 @@ long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
 static int g_enabled = 1;
 
 /* libjvm.so's exports for java.base's native code (see the top). */
-typedef jclass(JNICALL *find_loaded_fn)(JNIEnv *, jobject, jstring);
-typedef jobjectArray(JNICALL *all_threads_fn)(JNIEnv *, jclass);
+typedef jclass(JNICALL* find_loaded_fn)(JNIEnv*, jobject, jstring);
+typedef jobjectArray(JNICALL* all_threads_fn)(JNIEnv*, jclass);
 static find_loaded_fn g_find_loaded;
 static all_threads_fn g_all_threads;
 
 void agent_jvm_configure(void) {
-  const char *v = getenv("MEMTRIMD_AGENT_JVM");
+  const char* v = getenv("MEMTRIMD_AGENT_JVM");
   g_enabled = !(v != NULL && strcmp(v, "0") == 0);
 }
 
@@ -105,10 +112,10 @@ void agent_jvm_configure(void) {
 
 static char g_libjvm[PATH_MAX];
 
-static int find_libjvm(struct dl_phdr_info *info, size_t size, void *data) {
+static int find_libjvm(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
   (void)data;
-  const char *name = info->dlpi_name;
+  const char* name = info->dlpi_name;
   size_t n = name != NULL ? strlen(name) : 0;
   static const char suffix[] = "/libjvm.so";
   if (n >= sizeof suffix - 1 && n < sizeof g_libjvm &&
@@ -122,7 +129,7 @@ static int find_libjvm(struct dl_phdr_info *info, size_t size, void *data) {
 /* The created JavaVM, or NULL with the reason. The library list is checked
  * first: in a program without libjvm.so, a failing dlsym would malloc its
  * error text on the agent thread, which never mallocs (memtrimd_agent.c). */
-static JavaVM *created_vm(char *why, size_t why_cap) {
+static JavaVM* created_vm(char* why, size_t why_cap) {
   g_libjvm[0] = '\0';
   if (dl_iterate_phdr(find_libjvm, NULL) == 0) {
     snprintf(why, why_cap, "not a JVM (libjvm.so is not loaded)");
@@ -130,16 +137,16 @@ static JavaVM *created_vm(char *why, size_t why_cap) {
   }
   /* The java launcher loads libjvm.so RTLD_GLOBAL, but an embedding program
    * may not: ask the library itself. NOLOAD: never load anything. */
-  void *lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
+  void* lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
   if (lib == NULL) {
     snprintf(why, why_cap, "not a JVM (libjvm.so cannot be opened)");
     return NULL;
   }
-  typedef jint(JNICALL * created_fn)(JavaVM **, jsize, jsize *);
+  typedef jint(JNICALL * created_fn)(JavaVM**, jsize, jsize*);
   created_fn created = (created_fn)dlsym(lib, "JNI_GetCreatedJavaVMs");
   g_find_loaded = (find_loaded_fn)dlsym(lib, "JVM_FindLoadedClass");
   g_all_threads = (all_threads_fn)dlsym(lib, "JVM_GetAllThreads");
-  JavaVM *vm = NULL;
+  JavaVM* vm = NULL;
   jsize n = 0;
   if (created == NULL || g_find_loaded == NULL || g_all_threads == NULL) {
     snprintf(why, why_cap, "not a HotSpot JVM (libjvm.so lacks the JVM_ functions used)");
@@ -177,33 +184,33 @@ static JavaVM *created_vm(char *why, size_t why_cap) {
  * no perf memory (not yet: the pointers are set early in VM creation; or
  * none: -XX:-UsePerfData). Reads libjvm.so's static data only: no JNI, no
  * call into the VM. */
-static int vmstructs_perfdata(uintptr_t *start, size_t *size) {
-  void *lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
+static int vmstructs_perfdata(uintptr_t* start, size_t* size) {
+  void* lib = dlopen(g_libjvm, RTLD_LAZY | RTLD_NOLOAD);
   if (lib == NULL) {
     return -1;
   }
-  char *const *table = (char *const *)dlsym(lib, "gHotSpotVMStructs");
-  const uint64_t *stride = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryArrayStride");
-  const uint64_t *type_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryTypeNameOffset");
-  const uint64_t *field_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryFieldNameOffset");
-  const uint64_t *addr_at = (const uint64_t *)dlsym(lib, "gHotSpotVMStructEntryAddressOffset");
+  char* const* table = (char* const*)dlsym(lib, "gHotSpotVMStructs");
+  const uint64_t* stride = (const uint64_t*)dlsym(lib, "gHotSpotVMStructEntryArrayStride");
+  const uint64_t* type_at = (const uint64_t*)dlsym(lib, "gHotSpotVMStructEntryTypeNameOffset");
+  const uint64_t* field_at = (const uint64_t*)dlsym(lib, "gHotSpotVMStructEntryFieldNameOffset");
+  const uint64_t* addr_at = (const uint64_t*)dlsym(lib, "gHotSpotVMStructEntryAddressOffset");
   /* The launcher's own reference keeps libjvm.so loaded. */
   dlclose(lib);
   if (table == NULL || *table == NULL || stride == NULL || type_at == NULL || field_at == NULL ||
-      addr_at == NULL || *stride == 0 || *stride > 4096 || *type_at + sizeof(char *) > *stride ||
-      *field_at + sizeof(char *) > *stride || *addr_at + sizeof(void *) > *stride) {
+      addr_at == NULL || *stride == 0 || *stride > 4096 || *type_at + sizeof(char*) > *stride ||
+      *field_at + sizeof(char*) > *stride || *addr_at + sizeof(void*) > *stride) {
     return -1;
   }
-  void *const *prologue_at = NULL;
-  const size_t *capacity_at = NULL;
+  void* const* prologue_at = NULL;
+  const size_t* capacity_at = NULL;
   /* The table ends with an entry whose type name is NULL (about 2000
    * entries in JDK 17 and 25); the bound only guards against a table that
    * is not what the exports say. */
   for (size_t i = 0; i < 100000 && (prologue_at == NULL || capacity_at == NULL); ++i) {
-    const char *entry = *table + i * *stride;
-    const char *type;
-    const char *field;
-    void *address;
+    const char* entry = *table + i * *stride;
+    const char* type;
+    const char* field;
+    void* address;
     memcpy(&type, entry + *type_at, sizeof type);
     if (type == NULL) {
       break;
@@ -217,16 +224,16 @@ static int vmstructs_perfdata(uintptr_t *start, size_t *size) {
       continue;
     }
     if (strcmp(field, "_prologue") == 0) {
-      prologue_at = (void *const *)address;
+      prologue_at = (void* const*)address;
     } else if (strcmp(field, "_capacity") == 0) {
-      capacity_at = (const size_t *)address;
+      capacity_at = (const size_t*)address;
     }
   }
   if (prologue_at == NULL || capacity_at == NULL) {
     return -1;
   }
   /* Written once, by the thread creating the VM, before the counters. */
-  void *prologue = __atomic_load_n((void *const *)prologue_at, __ATOMIC_ACQUIRE);
+  void* prologue = __atomic_load_n((void* const*)prologue_at, __ATOMIC_ACQUIRE);
   size_t capacity = __atomic_load_n(capacity_at, __ATOMIC_ACQUIRE);
   if (prologue == NULL || capacity < 32) {
     return -1;
@@ -240,7 +247,7 @@ static int vmstructs_perfdata(uintptr_t *start, size_t *size) {
  * JVM's hsperfdata file (.../hsperfdata_<user>/<pid>). 0 when found. The
  * agent thread opens no descriptor: the socket task reads each piece
  * (agent_sock.c). */
-static int find_perfdata(uintptr_t *start, size_t *size) {
+static int find_perfdata(uintptr_t* start, size_t* size) {
   char name[32];
   snprintf(name, sizeof name, "/%d", (int)getpid());
   char buf[8192];
@@ -255,11 +262,11 @@ static int find_perfdata(uintptr_t *start, size_t *size) {
     offset += (uint64_t)n;
     have += (size_t)n;
     buf[have] = '\0';
-    char *line = buf;
-    char *nl;
+    char* line = buf;
+    char* nl;
     while ((nl = strchr(line, '\n')) != NULL) {
       *nl = '\0';
-      const char *dir = strstr(line, "/hsperfdata_");
+      const char* dir = strstr(line, "/hsperfdata_");
       size_t len = (size_t)(nl - line);
       size_t nlen = strlen(name);
       if (found != 0 && dir != NULL && len > nlen && strcmp(nl - nlen, name) == 0) {
@@ -282,7 +289,7 @@ static int find_perfdata(uintptr_t *start, size_t *size) {
   return found;
 }
 
-static int32_t i32_at(const unsigned char *p) {
+static int32_t i32_at(const unsigned char* p) {
   int32_t v;
   memcpy(&v, p, sizeof v);
   return v;
@@ -295,11 +302,10 @@ static int32_t i32_at(const unsigned char *p) {
 static int perfdata_vm_created(void) {
   uintptr_t start;
   size_t size;
-  if ((vmstructs_perfdata(&start, &size) != 0 && find_perfdata(&start, &size) != 0) ||
-      size < 32) {
+  if ((vmstructs_perfdata(&start, &size) != 0 && find_perfdata(&start, &size) != 0) || size < 32) {
     return -1;
   }
-  const unsigned char *base = (const unsigned char *)start;
+  const unsigned char* base = (const unsigned char*)start;
   /* Magic 0xCAFEC0C0 (big-endian bytes), little-endian data. */
   if (base[0] != 0xCA || base[1] != 0xFE || base[2] != 0xC0 || base[3] != 0xC0 || base[4] != 1) {
     return -1;
@@ -310,7 +316,7 @@ static int perfdata_vm_created(void) {
   size_t limit = used > 0 && (size_t)used < size ? (size_t)used : size;
   static const char wanted[] = "sun.rt.createVmEndTime";
   for (int32_t i = 0; i < entries && offset > 0 && (size_t)offset + 20 <= limit; ++i) {
-    const unsigned char *e = base + offset;
+    const unsigned char* e = base + offset;
     int32_t length = i32_at(e);
     int32_t name_at = i32_at(e + 4);
     int32_t vector = i32_at(e + 8);
@@ -339,7 +345,7 @@ static int jdk_feature(void) {
   size_t n = strlen(g_libjvm);
   memcpy(path, g_libjvm, n + 1);
   for (int up = 0; up < 3; ++up) { /* libjvm.so, server, lib */
-    char *slash = strrchr(path, '/');
+    char* slash = strrchr(path, '/');
     if (slash == NULL) {
       return 0;
     }
@@ -353,7 +359,7 @@ static int jdk_feature(void) {
   if (agent_sock_read(path, 0, buf, sizeof buf) <= 0) { /* NUL-terminated */
     return 0;
   }
-  const char *v = strstr(buf, "JAVA_VERSION=\"");
+  const char* v = strstr(buf, "JAVA_VERSION=\"");
   if (v == NULL) {
     return 0;
   }
@@ -365,7 +371,7 @@ static int jdk_feature(void) {
 }
 
 /* 0 when the VM may be attached; else -1 with the reason. */
-static int vm_started(char *why, size_t why_cap) {
+static int vm_started(char* why, size_t why_cap) {
   int created = perfdata_vm_created();
   if (created == 1) {
     return 0;
@@ -387,20 +393,10 @@ static int vm_started(char *why, size_t why_cap) {
 
 /* ---- Classes ---- */
 
-enum {
-  K_BITS,
-  K_UNMAPPER,
-  K_THREAD,
-  K_HOLDER,
-  K_MAP,
-  K_ENTRY,
-  K_CACHE,
-  K_BUFFER,
-  K_COUNT
-};
+enum { K_BITS, K_UNMAPPER, K_THREAD, K_HOLDER, K_MAP, K_ENTRY, K_CACHE, K_BUFFER, K_COUNT };
 
 /* Binary names, as Class.forName spells them. */
-static const char *const k_names[K_COUNT] = {
+static const char* const k_names[K_COUNT] = {
     "java.nio.Bits",
     "sun.nio.ch.FileChannelImpl$DefaultUnmapper",
     "java.lang.Thread",
@@ -418,7 +414,7 @@ static jclass g_class[K_COUNT];
 /* Fills the missing g_class entries with the classes the boot loader has
  * loaded by now (a class that is not loaded yet is looked for again at the
  * next request). */
-static void find_classes(JNIEnv *env) {
+static void find_classes(JNIEnv* env) {
   for (int i = 0; i < K_COUNT; ++i) {
     if (g_class[i] != NULL) {
       continue;
@@ -445,8 +441,8 @@ static int loaded(int k) { return g_class[k] != NULL; }
 
 /* A missing field (another JDK's layout) throws NoSuchFieldError: clear it
  * and say which. */
-static jfieldID field(JNIEnv *env, int k, int is_static, const char *name, const char *sig,
-                      const char **missing) {
+static jfieldID field(JNIEnv* env, int k, int is_static, const char* name, const char* sig,
+                      const char** missing) {
   jfieldID id = is_static ? (*env)->GetStaticFieldID(env, g_class[k], name, sig)
                           : (*env)->GetFieldID(env, g_class[k], name, sig);
   if ((*env)->ExceptionCheck(env)) {
@@ -468,7 +464,7 @@ struct pool {
 static uint64_t nonneg(jlong v) { return v < 0 ? 0 : (uint64_t)v; }
 
 /* AtomicLong static `name` of Bits: its "value". */
-static int atomic_static(JNIEnv *env, const char *name, uint64_t *out, const char **missing) {
+static int atomic_static(JNIEnv* env, const char* name, uint64_t* out, const char** missing) {
   jfieldID id = field(env, K_BITS, 1, name, "Ljava/util/concurrent/atomic/AtomicLong;", missing);
   if (id == NULL) {
     return -1;
@@ -494,12 +490,12 @@ static int atomic_static(JNIEnv *env, const char *name, uint64_t *out, const cha
   return value != NULL ? 0 : -1;
 }
 
-static int read_direct(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
+static int read_direct(JNIEnv* env, struct pool* p, char* why, size_t why_cap) {
   memset(p, 0, sizeof *p);
   if (!loaded(K_BITS)) {
     return 0; /* no direct buffer was ever made */
   }
-  const char *missing = NULL;
+  const char* missing = NULL;
   if (atomic_static(env, "COUNT", &p->count, &missing) != 0 ||
       atomic_static(env, "TOTAL_CAPACITY", &p->capacity, &missing) != 0 ||
       atomic_static(env, "RESERVED_MEMORY", &p->used, &missing) != 0) {
@@ -509,12 +505,12 @@ static int read_direct(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
   return 0;
 }
 
-static int read_mapped(JNIEnv *env, struct pool *p, char *why, size_t why_cap) {
+static int read_mapped(JNIEnv* env, struct pool* p, char* why, size_t why_cap) {
   memset(p, 0, sizeof *p);
   if (!loaded(K_UNMAPPER)) {
     return 0; /* nothing was ever mapped */
   }
-  const char *missing = NULL;
+  const char* missing = NULL;
   jfieldID count = field(env, K_UNMAPPER, 1, "count", "I", &missing);
   jfieldID capacity = field(env, K_UNMAPPER, 1, "totalCapacity", "J", &missing);
   jfieldID size = field(env, K_UNMAPPER, 1, "totalSize", "J", &missing);
@@ -537,8 +533,8 @@ struct cache_fields {
 };
 
 /* Adds one BufferCache's buffers. */
-static void add_cache(JNIEnv *env, const struct cache_fields *f, jobject cache, uint64_t *bytes,
-                      uint64_t *buffers) {
+static void add_cache(JNIEnv* env, const struct cache_fields* f, jobject cache, uint64_t* bytes,
+                      uint64_t* buffers) {
   jobjectArray ring = (jobjectArray)(*env)->GetObjectField(env, cache, f->buffers);
   if (ring == NULL) {
     return;
@@ -567,8 +563,8 @@ static void add_cache(JNIEnv *env, const struct cache_fields *f, jobject cache, 
 }
 
 /* Adds the buffer caches found in one ThreadLocalMap. */
-static void walk_map(JNIEnv *env, const struct cache_fields *f, jobject map, uint64_t *bytes,
-                     uint64_t *buffers) {
+static void walk_map(JNIEnv* env, const struct cache_fields* f, jobject map, uint64_t* bytes,
+                     uint64_t* buffers) {
   jobjectArray table = (jobjectArray)(*env)->GetObjectField(env, map, f->table);
   if (table == NULL) {
     return;
@@ -593,7 +589,7 @@ static void walk_map(JNIEnv *env, const struct cache_fields *f, jobject map, uin
 
 /* 0 and the sums, or -1 when the cache cannot be read on this JDK (or the
  * thread cap was passed): the answer then leaves the cache out. */
-static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
+static int read_cache(JNIEnv* env, uint64_t* bytes, uint64_t* buffers) {
   *bytes = 0;
   *buffers = 0;
   if (!loaded(K_CACHE)) {
@@ -602,12 +598,13 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
   if (!loaded(K_THREAD) || !loaded(K_MAP) || !loaded(K_ENTRY) || !loaded(K_BUFFER)) {
     return -1;
   }
-  const char *missing = NULL;
+  const char* missing = NULL;
   struct cache_fields f;
   memset(&f, 0, sizeof f);
   f.thread_locals =
       field(env, K_THREAD, 0, "threadLocals", "Ljava/lang/ThreadLocal$ThreadLocalMap;", &missing);
-  f.table = field(env, K_MAP, 0, "table", "[Ljava/lang/ThreadLocal$ThreadLocalMap$Entry;", &missing);
+  f.table =
+      field(env, K_MAP, 0, "table", "[Ljava/lang/ThreadLocal$ThreadLocalMap$Entry;", &missing);
   f.value = field(env, K_ENTRY, 0, "value", "Ljava/lang/Object;", &missing);
   f.buffers = field(env, K_CACHE, 0, "buffers", "[Ljava/nio/ByteBuffer;", &missing);
   f.count = field(env, K_CACHE, 0, "count", "I", &missing);
@@ -619,7 +616,7 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
   /* JDK 19+: TerminatingThreadLocal values (the buffer cache among them)
    * live in Thread.holder.terminatingThreadLocals, not threadLocals. */
   if (loaded(K_HOLDER)) {
-    const char *absent = NULL;
+    const char* absent = NULL;
     f.holder = field(env, K_THREAD, 0, "holder", "Ljava/lang/Thread$FieldHolder;", &absent);
     f.terminating = field(env, K_HOLDER, 0, "terminatingThreadLocals",
                           "Ljava/lang/ThreadLocal$ThreadLocalMap;", &absent);
@@ -668,7 +665,7 @@ static int read_cache(JNIEnv *env, uint64_t *bytes, uint64_t *buffers) {
 
 /* ---- The command ---- */
 
-static long format(char *buf, size_t cap, const struct pool *direct, const struct pool *mapped,
+static long format(char* buf, size_t cap, const struct pool* direct, const struct pool* mapped,
                    int cache_ok, uint64_t cache_bytes, uint64_t cache_buffers) {
   int n = snprintf(buf, cap,
                    "direct_count=%llu\ndirect_capacity=%llu\ndirect_used=%llu\n"
@@ -690,20 +687,35 @@ static long format(char *buf, size_t cap, const struct pool *direct, const struc
   return n;
 }
 
-long agent_jvm_buffers(char *buf, size_t cap, char *why, size_t why_cap) {
+void* agent_jvm_started_vm(char* why, size_t why_cap) {
+  if (!g_enabled) {
+    snprintf(why, why_cap, "JVM reads are switched off in the target (MEMTRIMD_AGENT_JVM=0)");
+    return NULL;
+  }
+  JavaVM* vm = created_vm(why, why_cap);
+  if (vm == NULL || vm_started(why, why_cap) != 0) {
+    return NULL;
+  }
+  return vm;
+}
+
+const char* agent_jvm_library(void) { return g_libjvm; }
+
+long agent_jvm_buffers(char* buf, size_t cap, char* why, size_t why_cap) {
   if (!g_enabled) {
     snprintf(why, why_cap, "JVM reads are switched off in the target (MEMTRIMD_AGENT_JVM=0)");
     return -1;
   }
-  JavaVM *vm = created_vm(why, why_cap);
+  JavaVM* vm = created_vm(why, why_cap);
   if (vm == NULL || vm_started(why, why_cap) != 0) {
     return -1;
   }
-  JNIEnv *env = NULL;
-  JavaVMAttachArgs args = {JNI_VERSION_1_8, (char *)"memtrimd-agent", NULL};
-  jint rc = (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args);
+  JNIEnv* env = NULL;
+  JavaVMAttachArgs args = {JNI_VERSION_1_8, (char*)"memtrimd-agent", NULL};
+  jint rc = (*vm)->AttachCurrentThreadAsDaemon(vm, (void**)&env, &args);
   if (rc != JNI_OK || env == NULL) {
-    snprintf(why, why_cap, "cannot attach to the JVM (JNI error %d; is it shutting down?)", (int)rc);
+    snprintf(why, why_cap, "cannot attach to the JVM (JNI error %d; is it shutting down?)",
+             (int)rc);
     return -1;
   }
   long len = -1;

@@ -17,4 +17,10 @@ void agent_jvm_configure(void);
  * why (NUL-terminated, at most why_cap bytes). Runs on the agent thread. */
 long agent_jvm_buffers(char* buf, size_t cap, char* why, size_t why_cap);
 
+/* On the agent thread: the program's JavaVM* once it has finished starting,
+ * or NULL with the reason (not a JVM, still starting, MEMTRIMD_AGENT_JVM=0).
+ * The path of its libjvm.so after a JavaVM was found. */
+void* agent_jvm_started_vm(char* why, size_t why_cap);
+const char* agent_jvm_library(void);
+
 #endif

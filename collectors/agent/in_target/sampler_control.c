@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent_got.h"
+#include "agent_java.h"
 #include "agent_sampler.h"
 #include "collectors/agent/agent_protocol.h"
 #include "sampler_state.h"
@@ -112,12 +113,15 @@ struct on_request {
   uint64_t period;
   uint64_t lease_s;
   uint64_t max_rate;
+  uint64_t java; /* 1: Java frames in a JVM (agent_java.c) */
 };
 
-/* "<T>[ lease=<s>][ max_rate=<n>]" (agent_protocol.h). 0 when well formed. */
+/* "<T>[ lease=<s>][ max_rate=<n>][ java=<0|1>]" (agent_protocol.h). 0 when
+ * well formed. */
 static int parse_on(const char* text, struct on_request* r) {
   r->lease_s = AGENT_SAMPLING_DEFAULT_LEASE_S;
   r->max_rate = AGENT_SAMPLING_DEFAULT_MAX_RATE;
+  r->java = 1;
   const char* end = strchr(text, ' ');
   const size_t len = end != NULL ? (size_t)(end - text) : strlen(text);
   const int64_t period = parse_decimal(text, len, AGENT_SAMPLING_MAX_PERIOD);
@@ -131,6 +135,7 @@ static int parse_on(const char* text, struct on_request* r) {
     const size_t n = end != NULL ? (size_t)(end - word) : strlen(word);
     const size_t lease_len = sizeof AGENT_SAMPLING_LEASE - 1;
     const size_t rate_len = sizeof AGENT_SAMPLING_MAX_RATE - 1;
+    const size_t java_len = sizeof AGENT_SAMPLING_JAVA - 1;
     int64_t v;
     if (n > lease_len && memcmp(word, AGENT_SAMPLING_LEASE, lease_len) == 0) {
       v = parse_decimal(word + lease_len, n - lease_len, AGENT_SAMPLING_MAX_LEASE_S);
@@ -144,6 +149,12 @@ static int parse_on(const char* text, struct on_request* r) {
         return -1;
       }
       r->max_rate = (uint64_t)v;
+    } else if (n > java_len && memcmp(word, AGENT_SAMPLING_JAVA, java_len) == 0) {
+      v = parse_decimal(word + java_len, n - java_len, 1);
+      if (v < 0) {
+        return -1;
+      }
+      r->java = (uint64_t)v;
     } else {
       return -1;
     }
@@ -185,6 +196,12 @@ void agent_sampler_on(const char* request, struct out* o) {
   }
   g_lease_ns = req.lease_s * 1000000000u;
   STORE(g_max_rate, req.max_rate);
+  /* The setup's own allocations (JVMTI's, the method ids) are not the
+   * program's to be sampled, also when the hooks are on already. */
+  const uint32_t was_busy = t_state.busy;
+  t_state.busy = 1;
+  agent_java_start((int)req.java);
+  t_state.busy = was_busy;
   if (LOAD(g_on) && period == g_base_period) {
     /* The same T: the lease renewed, the budget as asked, nothing reset. */
     agent_sampler_renew();

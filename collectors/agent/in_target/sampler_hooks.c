@@ -85,6 +85,7 @@
 #include <unwind.h>
 
 #include "agent_got.h"
+#include "agent_java.h"
 #include "agent_sampler.h"
 #include "collectors/agent/agent_protocol.h"
 #include "sampler_state.h"
@@ -198,6 +199,12 @@ static void record(uintptr_t p, size_t size, uint32_t gen, uint64_t period) {
   uintptr_t pcs[MAX_FRAMES];
   struct backtrace b = {pcs, 0};
   _Unwind_Backtrace(one_frame, &b);
+  /* In a JVM, the Java frames above (agent_java.c): after the native ones,
+   * in the same row, so stacks that differ only in their Java callers are
+   * rows of their own. */
+  if (__atomic_load_n(&g_java_walk, __ATOMIC_ACQUIRE) && b.n < MAX_FRAMES) {
+    b.n += agent_java_walk(pcs + b.n, MAX_FRAMES - b.n);
+  }
   const uint32_t row = stack_row_of(pcs, b.n, gen);
   /* 1 - exp(-s/T), without losing small s to rounding. */
   const double taken = -expm1(-(double)size / (double)period);
@@ -395,6 +402,7 @@ void agent_sampler_init(void) {
   g_inited = 1;
   const char* env = getenv(AGENT_ENV_SAMPLING);
   g_opted_out = env != NULL && strcmp(env, "0") == 0;
+  agent_java_configure();
   agent_got_init();
   /* The definitions in load order, not dlsym(RTLD_DEFAULT): in a non-PIE
    * executable that takes malloc's address, dlsym returns the executable's

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent_got.h"
+#include "agent_java.h"
 #include "agent_sampler.h"
 #include "collectors/agent/agent_protocol.h"
 #include "sampler_state.h"
@@ -130,6 +131,20 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
   if (live && g_rows != NULL) {
     live_table_each(put_live, &walk);
   }
+  /* The listed stacks' Java frames named, after everything else. The JVM
+   * allocates for the names on this thread: not the program's memory, so
+   * not sampled. */
+  const uint32_t was_busy = t_state.busy;
+  t_state.busy = 1;
+  agent_java_names_begin();
+  for (uint32_t i = 0; g_rows != NULL && i < STACK_ROWS; ++i) {
+    if (g_listed_as[i] != NOT_LISTED && i != 0) {
+      const struct stack_row* r = &g_rows[i];
+      agent_java_names_add(r->frames, r->nframes < MAX_FRAMES ? r->nframes : MAX_FRAMES, &stacks);
+    }
+  }
+  const uint64_t java_names = agent_java_names_end();
+  t_state.busy = was_busy;
   *tail_len = stacks.len;
   put_str(head, "0\n");
   put_kv(head, "on", (uint64_t)(on != 0));
@@ -159,4 +174,6 @@ void agent_sampler_sites(struct out* head, char* tail, size_t tail_cap, size_t* 
     put_kv(head, "live_seen", walk.seen);
     put_kv(head, "live_listed", walk.listed);
   }
+  agent_java_head(head);
+  put_kv(head, "java_names", java_names);
 }
