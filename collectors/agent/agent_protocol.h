@@ -90,8 +90,8 @@
  *                      period in force; 0 before the first "on"),
  *                      lease_left_ms (0 while off), hooked_now (GOT
  *                      entries holding a hook now: 0 after "off" or the
- *                      lease's end put them back; agents since 6 that
- *                      unpatch); "ping" never renews the lease
+ *                      lease's end put them back; absent from agents before
+ *                      version 7); "ping" never renews the lease
  *          sampling on <T>[ lease=<s>][ max_rate=<n>][ java=<0|1>]
  *                      the allocation sampler (sampler_hooks.c) on, at a
  *                      mean of one sample every T bytes (decimal,

@@ -59,6 +59,8 @@ size_t g_nhooks;
 static void* g_map;
 /* The socket task's last tick: when, and g_samples then (its own). */
 static uint64_t g_tick_at, g_tick_samples;
+/* The dlopen count the socket task's last pass covered. */
+static uint64_t g_tick_dlopens;
 
 uint64_t sampler_now_ns(void) {
   struct timespec ts;
@@ -240,6 +242,7 @@ void agent_sampler_on(const char* request, struct out* o) {
   g_started_ns = sampler_now_ns();
   STORE(g_on_pid, (int)getpid());
   STORE(g_seen_dlopens, agent_got_dlopen_calls());
+  g_tick_dlopens = agent_got_dlopen_calls();
   STORE(g_repatch_until, 0);
   struct got_result r;
   agent_got_patch(g_hooks, g_nhooks, 1, &r);
@@ -271,6 +274,27 @@ void agent_sampler_ping(struct out* o) {
   const uint64_t until = LOAD(g_lease_until), now = sampler_now_ns();
   put_kv(o, "lease_left_ms", LOAD(g_on) && until > now ? (until - now) / 1000000u : 0);
   put_kv(o, "hooked_now", LOAD(g_on) ? LOAD(g_hooked_entries) : LOAD(g_hooked_now));
+}
+
+/* Objects dlopen()ed since the last pass are patched from the socket task
+ * too, within a tick, not only from the next sampled allocation: that one
+ * may never come from them (a library whose calls go straight to malloc
+ * until its GOT is patched is unseen meanwhile: Temurin 25 loads libzip at
+ * its first Deflater, whose zlib streams were half missed). The socket task
+ * holds no loader lock, so it may wait for a pass. An object still being
+ * loaded is tried again at the next tick. */
+static void repatch_after_dlopen(void) {
+  const uint64_t calls = agent_got_dlopen_calls();
+  if (calls == g_tick_dlopens) {
+    return;
+  }
+  struct got_result r;
+  if (agent_got_patch(g_hooks, g_nhooks, 1, &r) == 0) {
+    sampler_store_pass(&r);
+    if (r.unfinished == 0) {
+      g_tick_dlopens = calls;
+    }
+  }
 }
 
 /* One tick of the budget: the rate since the last tick moves the period. */
@@ -323,6 +347,7 @@ int64_t agent_sampler_tick(int64_t now_ms) {
     turn_off();
     return -1;
   }
+  repatch_after_dlopen();
   adapt(now);
   const uint64_t left_ms = until == 0 ? SAMPLER_TICK_MS : (until - now) / 1000000u + 1;
   return (int64_t)(left_ms < SAMPLER_TICK_MS ? left_ms : SAMPLER_TICK_MS);

@@ -157,8 +157,11 @@ static _Unwind_Reason_Code one_frame(struct _Unwind_Context* c, void* arg) {
 
 /* After a dlopen the new objects' GOTs are patched from here (agent_got.c:
  * the dlopen hook cannot run after the real dlopen): a pass at most every
- * 10 ms for a second after each dlopen the hook saw. Never waits for a pass
- * running elsewhere. */
+ * 10 ms for a second after each dlopen the hook saw, from any allocation
+ * through a hook, not only a sampled one (a library just loaded calls malloc
+ * past the hooks until its GOT is patched: every allocation it makes before
+ * the pass is unseen). Outside that second an allocation pays two loads
+ * here. Never waits for a pass running elsewhere. */
 static void maybe_repatch(void) {
   const uint64_t calls = agent_got_dlopen_calls();
   uint64_t now = 0;
@@ -167,14 +170,20 @@ static void maybe_repatch(void) {
     now = sampler_now_ns();
     STORE(g_repatch_until, now + REPATCH_WINDOW_NS);
   }
-  const uint64_t until = LOAD(g_repatch_until);
+  uint64_t until = LOAD(g_repatch_until);
   if (until == 0) {
     return;
   }
   if (now == 0) {
     now = sampler_now_ns();
   }
-  if (now > until || now < LOAD(g_repatch_next)) {
+  if (now > until) {
+    /* The window is over (unless another thread just opened a new one). */
+    __atomic_compare_exchange_n(&g_repatch_until, &until, 0, 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+    return;
+  }
+  if (now < LOAD(g_repatch_next)) {
     return;
   }
   /* Never in a forked child: a loader lock another thread of the parent
@@ -239,13 +248,15 @@ static void note_alloc(void* p, size_t size) {
     t->period = period;
     t->countdown = countdown_draw(t);
   }
+  if (LOAD(g_repatch_until) != 0 || agent_got_dlopen_calls() != LOAD(g_seen_dlopens)) {
+    maybe_repatch();
+  }
   const int64_t s = size > (size_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)size;
   t->countdown -= s;
   if (t->countdown > 0) {
     return;
   }
   t->countdown = countdown_draw(t);
-  maybe_repatch();
   record((uintptr_t)p, size, gen, t->period);
 }
 
