@@ -6,8 +6,11 @@
  * -> the JVM's os::malloc).
  *
  * Usage: java JavaFramesHolder --ready-file PATH [--a N] [--b N] [--direct-mib N]
+ *                              [--zlib-late]
  *
- * Loads zlib (one Deflater made and ended), writes PATH.base (its pid), then waits for a line "hold" on
+ * Loads zlib (one Deflater made and ended; not with --zlib-late, where a JDK
+ * that loads it lazily loads it at the first Deflater held), writes
+ * PATH.base (its pid), then waits for a line "hold" on
  * stdin (so a sampler can be turned on first); then holdDeflatersA makes N
  * (default 240) Deflaters, holdDeflatersB N (default 120) and holdDirect N
  * (default 32) direct buffers of 1 MiB, all kept reachable, none ended.
@@ -47,19 +50,22 @@ public final class JavaFramesHolder {
         int b = 120;
         int direct = 32;
         String ready = null;
+        boolean zlibLate = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--a": a = Integer.parseInt(args[++i]); break;
                 case "--b": b = Integer.parseInt(args[++i]); break;
                 case "--direct-mib": direct = Integer.parseInt(args[++i]); break;
                 case "--ready-file": ready = args[++i]; break;
+                case "--zlib-late": zlibLate = true; break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         if (ready == null) throw new IllegalArgumentException("--ready-file is required");
-        // zlib's library loaded before a sampler is turned on: the test is of
-        // Java frames, not of a library loaded while sampling.
-        new Deflater(6).end();
+        // zlib's library loaded before a sampler is turned on (a JDK that
+        // loads it lazily, as Temurin 25 does, loads it here); with
+        // --zlib-late at the first Deflater held, while sampling.
+        if (!zlibLate) new Deflater(6).end();
         writeAtomically(ready + ".base", Long.toString(ProcessHandle.current().pid()));
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
