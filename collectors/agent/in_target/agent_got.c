@@ -51,7 +51,8 @@
  * the agent, a program's dlopen("libplugin.so") relying on its own RUNPATH
  * would fail. So the hook is four instructions: count the call, jump to the
  * real dlopen, which returns straight to the caller. The sampler then runs a
- * pass after a dlopen, from a sampled allocation (sampler_hooks.c). An
+ * pass after a dlopen, from the next allocation through a hook
+ * (sampler_hooks.c) or the socket task's tick (sampler_control.c). An
  * object unloaded takes its patched GOT with it.
  *
  * "off" (and the end of a lease) puts every entry back (agent_got_unpatch):

@@ -277,7 +277,7 @@ void agent_sampler_ping(struct out* o) {
 }
 
 /* Objects dlopen()ed since the last pass are patched from the socket task
- * too, within a tick, not only from the next sampled allocation: that one
+ * too, within a tick, not only from the next allocation through a hook: that one
  * may never come from them (a library whose calls go straight to malloc
  * until its GOT is patched is unseen meanwhile: Temurin 25 loads libzip at
  * its first Deflater, whose zlib streams were half missed). The socket task

@@ -179,8 +179,7 @@ static void maybe_repatch(void) {
   }
   if (now > until) {
     /* The window is over (unless another thread just opened a new one). */
-    __atomic_compare_exchange_n(&g_repatch_until, &until, 0, 0, __ATOMIC_RELAXED,
-                                __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(&g_repatch_until, &until, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return;
   }
   if (now < LOAD(g_repatch_next)) {
