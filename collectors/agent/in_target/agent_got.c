@@ -138,6 +138,9 @@ __asm__(
 static uintptr_t g_self_start, g_self_end; /* this library's code */
 static long g_page;
 static int g_lock; /* pid of the process whose thread runs a pass; 0: none */
+/* An address of an object the last pass found still being loaded, or 0:
+ * once _dl_find_object knows it, a pass is due at once. */
+static uintptr_t g_unfinished_at;
 
 static int find_self(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
@@ -569,6 +572,7 @@ static int patch_one(struct dl_phdr_info* info, size_t size, void* data) {
   struct dl_find_object found;
   if (_dl_find_object((void*)first_load, &found) != 0) {
     out->unfinished++; /* still being loaded: a later pass */
+    __atomic_store_n(&g_unfinished_at, first_load, __ATOMIC_RELAXED);
     return 0;
   }
   if (o.dyn.pltrel != DT_RELA) {
@@ -621,9 +625,16 @@ int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got
     unlock_pass(); /* unpatched since this thread's sample began */
     return -1;
   }
+  __atomic_store_n(&g_unfinished_at, 0, __ATOMIC_RELAXED);
   walk(hooks, n, 0, out);
   unlock_pass();
   return 0;
+}
+
+int agent_got_unfinished_loaded(void) {
+  const uintptr_t at = __atomic_load_n(&g_unfinished_at, __ATOMIC_RELAXED);
+  struct dl_find_object found;
+  return at != 0 && _dl_find_object((void*)at, &found) == 0;
 }
 
 int agent_got_unpatch(const struct got_hook* hooks, size_t n, struct got_result* out) {

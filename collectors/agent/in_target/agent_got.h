@@ -69,6 +69,11 @@ int agent_got_patch(const struct got_hook* hooks, size_t n, int wait, struct got
  * hook (an mprotect refused: -1, `why` names the object). Never mallocs. */
 int agent_got_unpatch(const struct got_hook* hooks, size_t n, struct got_result* out);
 
+/* Whether an object the last pass found still being loaded is loaded now
+ * (relocated: _dl_find_object knows it, lock-free), so that a pass should
+ * run at once rather than at its next turn. Never mallocs. */
+int agent_got_unfinished_loaded(void);
+
 /* How many times the dlopen hook ran: a change means objects may have been
  * loaded since the last pass. */
 uint64_t agent_got_dlopen_calls(void);

@@ -182,7 +182,11 @@ static void maybe_repatch(void) {
     __atomic_compare_exchange_n(&g_repatch_until, &until, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return;
   }
-  if (now < LOAD(g_repatch_next)) {
+  /* At most every 10 ms, but at once when an object a pass found still
+   * being loaded (a dlopen in flight on another thread) has been loaded:
+   * its first allocations would otherwise pass by the hooks for 10 ms (a
+   * JVM's first Deflaters, all of them when they are quick). */
+  if (now < LOAD(g_repatch_next) && !agent_got_unfinished_loaded()) {
     return;
   }
   /* Never in a forked child: a loader lock another thread of the parent
@@ -191,7 +195,12 @@ static void maybe_repatch(void) {
     STORE(g_repatch_until, 0);
     return;
   }
-  STORE(g_repatch_next, now + REPATCH_EVERY_NS);
+  /* Every millisecond in the first 20 after the dlopen was seen (the object
+   * may not be listed yet when the first pass runs: a dlopen in flight on
+   * another thread), every 10 after. */
+  const uint64_t every = until - now > REPATCH_WINDOW_NS - REPATCH_EAGER_NS ? REPATCH_EAGER_EVERY_NS
+                                                                            : REPATCH_EVERY_NS;
+  STORE(g_repatch_next, now + every);
   struct got_result r;
   if (agent_got_patch(g_hooks, g_nhooks, 0, &r) == 0) {
     sampler_store_pass(&r);

@@ -21,6 +21,8 @@
  * this long (agent_got.c: the hook cannot run after the real dlopen). */
 #define REPATCH_EVERY_NS 10000000ull
 #define REPATCH_WINDOW_NS 1000000000ull
+#define REPATCH_EAGER_NS 20000000ull      /* the first 20 ms of the window */
+#define REPATCH_EAGER_EVERY_NS 1000000ull /* a pass at most every 1 ms then */
 /* While on, the socket task checks the lease and the budget this often
  * (agent_sampler_tick). */
 #define SAMPLER_TICK_MS 250u
