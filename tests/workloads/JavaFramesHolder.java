@@ -16,10 +16,10 @@
  * stdin (so a sampler can be turned on first); then holdDeflatersA makes N
  * (default 240) Deflaters, holdDeflatersB N (default 120) and holdDirect N
  * (default 32) direct buffers of 1 MiB, all kept reachable, none ended;
- * with --read-file, readWithHeapBuffers starts N (default 8) threads that
- * each read FILE whole through a FileChannel into a heap buffer of FILE's
- * size and then wait: each thread's cache keeps a direct buffer of FILE's
- * size (the one its read went through) while it lives.
+ * with --read-file, N (default 8) threads each readWithHeapBuffers (read
+ * FILE whole through a FileChannel into a heap buffer of FILE's size) and
+ * then wait: each thread's cache keeps a direct buffer of FILE's size (the
+ * one its read went through) while it lives.
  * Then it writes PATH ("a=<n> b=<n> direct_mib=<n> readers=<n>") and idles
  * until stdin closes, when it exits 0.
  */
@@ -58,20 +58,28 @@ public final class JavaFramesHolder {
     // Released when stdin closes: the readers (and their caches) live until then.
     private static final CountDownLatch DONE = new CountDownLatch(1);
 
-    // Each thread's read of `file` into a heap buffer goes through a
-    // temporary direct buffer of the read's size (IOUtil.read ->
-    // Util.getTemporaryDirectBuffer), which the thread's cache keeps.
-    // Returns when every thread has read the whole file.
-    static void readWithHeapBuffers(String file, int threads) throws Exception {
+    // Reads `file` whole into a heap buffer of its size: the read goes
+    // through a temporary direct buffer of that size (IOUtil.read ->
+    // Util.getTemporaryDirectBuffer), which the calling thread's cache keeps.
+    // A method of its own, so that the site is named by it, not by a lambda.
+    static void readWithHeapBuffers(String file) throws IOException {
+        try (FileChannel ch = FileChannel.open(Path.of(file), StandardOpenOption.READ)) {
+            ByteBuffer heap = ByteBuffer.allocate((int) ch.size());
+            while (heap.hasRemaining() && ch.read(heap) >= 0) {
+                // a regular file reads whole in one call, as a rule
+            }
+        }
+    }
+
+    // Starts `threads` threads that each readWithHeapBuffers(file) and then
+    // wait for DONE, their caches kept; returns when all have read.
+    static void startReaders(String file, int threads) throws Exception {
         CountDownLatch read = new CountDownLatch(threads);
         List<Throwable> failed = new ArrayList<>();
         for (int t = 0; t < threads; ++t) {
             Thread reader = new Thread(() -> {
-                try (FileChannel ch = FileChannel.open(Path.of(file), StandardOpenOption.READ)) {
-                    ByteBuffer heap = ByteBuffer.allocate((int) ch.size());
-                    while (heap.hasRemaining() && ch.read(heap) >= 0) {
-                        // a regular file reads whole in one call, as a rule
-                    }
+                try {
+                    readWithHeapBuffers(file);
                 } catch (Throwable e) {
                     synchronized (failed) {
                         failed.add(e);
@@ -88,7 +96,9 @@ public final class JavaFramesHolder {
             reader.start();
         }
         read.await();
-        if (!failed.isEmpty()) throw new IOException("a reader failed", failed.get(0));
+        synchronized (failed) {
+            if (!failed.isEmpty()) throw new IOException("a reader failed", failed.get(0));
+        }
     }
 
     public static void main(String[] args) throws Exception {
@@ -126,7 +136,7 @@ public final class JavaFramesHolder {
         holdDeflatersA(a);
         holdDeflatersB(b);
         holdDirect(direct);
-        if (readFile != null) readWithHeapBuffers(readFile, readers);
+        if (readFile != null) startReaders(readFile, readers);
         writeAtomically(ready, "a=" + a + " b=" + b + " direct_mib=" + direct + " readers="
                 + (readFile != null ? readers : 0));
         while (in.readLine() != null) {
