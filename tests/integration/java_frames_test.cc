@@ -8,9 +8,9 @@
 // pprof profile, the two Deflater paths' bytes must split 2:1 within the
 // sampling error, the profile's Java frames must follow the JNI function
 // with nothing between, and the page's "Who holds the direct memory" must
-// name the direct buffers' and the temporary cache's callers. A JVM started with
-// MEMTRIMD_AGENT_JAVA_FRAMES=0, or sampled by a memtrimd with --no-sites.java-frames, shows native
-// frames only.
+// name the direct buffers' and the temporary cache's callers. A JVM started
+// with MEMTRIMD_AGENT_JAVA_FRAMES=0, or sampled by a memtrimd with
+// --no-sites.java-frames, shows native frames only.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -3,9 +3,9 @@
  * sampler must tell apart by their Java frames: two methods hold Deflaters
  * through the same native path (Deflater.<init> -> Deflater.init -> zlib),
  * in a known ratio, a third holds direct buffers (Unsafe.allocateMemory
- * -> the JVM's os::malloc), and threads started by a fourth fill the
- * temporary direct buffer cache (sun.nio.ch.Util) with their heap-buffer
- * channel reads.
+ * -> the JVM's os::malloc), and a fourth, run by threads of their own,
+ * fills the temporary direct buffer cache (sun.nio.ch.Util) with its
+ * heap-buffer channel reads.
  *
  * Usage: java JavaFramesHolder --ready-file PATH [--a N] [--b N] [--direct-mib N]
  *                              [--zlib-late] [--read-file FILE [--readers N]]
