@@ -14,6 +14,7 @@
 #include "daemon/build_info.h"
 #include "daemon/report/section_account.h"
 #include "daemon/report/section_cgroup.h"
+#include "daemon/report/section_direct_callers.h"
 #include "daemon/report/section_trims.h"
 #include "daemon/report/site_growth.h"
 #include "daemon/report/site_report.h"
@@ -472,6 +473,7 @@ void RenderTarget(std::string& out, const Snapshot& snap, const TargetSnapshot& 
   report::AccountHtml(out, s, snap.taken_at);
   RenderSites(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
   RenderCharts(out, ts, history, snap.sequence, UnixMs(snap.taken_at));
+  report::DirectCallersHtml(out, s);
   RenderFindings(out, ts, report::TrimsOf(trims, ts.target));
   out += "</section>\n";
 }

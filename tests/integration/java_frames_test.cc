@@ -2,12 +2,15 @@
 // JVM started without the agent, memtrimd loads it (--jvm.load-agent) and
 // samples. JavaFramesHolder holds Deflaters from two methods through the
 // same native path (holdDeflatersA twice as many as holdDeflatersB) and
-// direct buffers from a third (holdDirect, 32 MiB). Each method must name a
-// site of its own in the served sites and in the served pprof profile, the
-// two Deflater paths' bytes must split 2:1 within the sampling error, and
-// the profile's Java frames must follow the JNI function with nothing
-// between. A JVM started with MEMTRIMD_AGENT_JAVA_FRAMES=0, or sampled by a
-// memtrimd with --no-sites.java-frames, shows native frames only.
+// direct buffers from a third (holdDirect, 32 MiB), and its reader threads
+// fill the temporary buffer cache (readWithHeapBuffers, 8 x 2 MiB). Each
+// method must name a site of its own in the served sites and in the served
+// pprof profile, the two Deflater paths' bytes must split 2:1 within the
+// sampling error, the profile's Java frames must follow the JNI function
+// with nothing between, and the page's "Who holds the direct memory" must
+// name the direct buffers' and the temporary cache's callers. A JVM started
+// with MEMTRIMD_AGENT_JAVA_FRAMES=0, or sampled by a memtrimd with
+// --no-sites.java-frames, shows native frames only.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -31,6 +34,9 @@ namespace fs = std::filesystem;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr std::string_view kHolder = "JavaFramesHolder.";
+// The holder's reader threads and the file each reads whole.
+constexpr int kReaders = 8;
+constexpr std::size_t kReadBytes = 2 << 20;
 
 struct JavaSites {
   bool on = false;            // the target has sites
@@ -71,15 +77,17 @@ JavaSites ReadSites(const Memtrimd& m) {
 }
 
 // The live bytes of the sites named "<native> < JavaFramesHolder.<method>",
-// summed; -1 when there is none.
+// summed; -1 when there is none. `nmt`: whether NMT counts the largest of
+// them (the sites come largest first; a method's small sites, as a freed
+// malloc of the JDK's native code, may be outside NMT).
 double LiveOf(const JavaSites& s, const std::string& method, bool* nmt = nullptr) {
   const std::string suffix = " < " + std::string(kHolder) + method;
   double sum = -1;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     const std::string& name = s.rows[i].first;
     if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      if (nmt != nullptr && sum < 0) *nmt = s.nmt[i];
       sum = (sum < 0 ? 0 : sum) + s.rows[i].second;
-      if (nmt != nullptr) *nmt = s.nmt[i];
     }
   }
   return sum;
@@ -170,6 +178,13 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
     return s;
   }
 
+  // The holder's arguments that start its readers on a file of kReadBytes.
+  std::vector<std::string> ReaderArgs() {
+    const std::string file = dir_ / "read.bin";
+    WriteFile(file, std::string(kReadBytes, 'r'));
+    return {"--read-file", file, "--readers", std::to_string(kReaders)};
+  }
+
   void TearDown() override {
     // The holder ends when its stdin closes; killed by its pid otherwise.
     if (in_) in_->Close();
@@ -184,8 +199,23 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Memtrimd> m_;
 };
 
+// The live bytes of the page's "Who holds the direct memory" row of `kind`
+// ("temporary_buffer_cache", "direct_buffers") for JavaFramesHolder's
+// `method`; -1 when the page has no such row.
+double DirectCallerBytes(const std::string& page, const std::string& kind,
+                         const std::string& method) {
+  const std::size_t table = page.find("<table class=\"direct-callers\"");
+  if (table == std::string::npos) return -1;
+  const std::size_t end = page.find("</table>", table);
+  const std::string row = "data-kind=\"" + kind + "\" data-method=\"" + std::string(kHolder) +
+                          method + "\" data-live-bytes=\"";
+  const std::size_t at = page.find(row, table);
+  if (at == std::string::npos || at > end) return -1;
+  return std::stod(page.substr(at + row.size()));
+}
+
 TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld) {
-  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_NO_FATAL_FAILURE(Start({}, {}, ReaderArgs()));
   const JavaSites s = HoldAndRead();
   ASSERT_TRUE(s.java_counted) << "the agent says nothing of Java frames";
   EXPECT_TRUE(s.java_on);
@@ -193,25 +223,63 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
   const double a = LiveOf(s, "holdDeflatersA", &nmt_a);
   const double b = LiveOf(s, "holdDeflatersB");
   const double direct = LiveOf(s, "holdDirect", &nmt_direct);
+  bool nmt_cache = false;
+  const double cache = LiveOf(s, "readWithHeapBuffers", &nmt_cache);
   std::string names;
   for (const auto& [name, live] : s.rows) names += name + " " + std::to_string(live) + "\n";
   ASSERT_GT(a, 0) << names;
   ASSERT_GT(b, 0) << names;
   ASSERT_GT(direct, 0) << names;
+  ASSERT_GT(cache, 0) << names;
   // 240 and 120 Deflaters, each four blocks of 64 KiB (zlib's window, prev,
   // head and pending buffers), each block sampled with odds 0.86 and
   // weighed 1/0.86: the estimate of A's bytes has a relative standard error
   // of 1.3 %, B's 1.8 %, their ratio 2.2 % (0.044). 0.2 is 4.5 of those.
   std::cout << "[ NOTE     ] holdDeflatersA " << a / kMiB << " MiB, holdDeflatersB " << b / kMiB
-            << " MiB (ratio " << a / b << "), holdDirect " << direct / kMiB << " MiB\n";
+            << " MiB (ratio " << a / b << "), holdDirect " << direct / kMiB
+            << " MiB, readWithHeapBuffers " << cache / kMiB << " MiB\n";
   EXPECT_NEAR(a / b, 2.0, 0.2) << names;
   // 32 blocks of 1 MiB, each sampled for sure at 32 KiB: 32 MiB exactly,
   // bar a page of alignment each.
   EXPECT_GE(direct, 32 * kMiB) << names;
   EXPECT_LE(direct, 33 * kMiB) << names;
+  // Each reader's one read asked Util.getTemporaryDirectBuffer for a buffer
+  // of the read's size (the file's, kReadBytes); its cache was empty, so it
+  // allocated one (Unsafe.allocateMemory of exactly that size, on JDK 17
+  // through ByteBuffer.allocateDirect) and kept it: kReaders x 2 MiB = 16
+  // MiB, each block sampled for sure at 32 KiB. The readers' other live
+  // allocations (their path buffers, below) are 16 KiB: within the 1 MiB.
+  const double cache_bytes = double{kReaders} * kReadBytes;
+  EXPECT_GE(cache, cache_bytes) << names;
+  EXPECT_LE(cache, cache_bytes + kMiB) << names;
   // zlib's malloc is outside NMT; Unsafe.allocateMemory's os::malloc in it.
   EXPECT_FALSE(nmt_a);
   EXPECT_TRUE(nmt_direct);
+  EXPECT_TRUE(nmt_cache);
+
+  // The page names both direct-memory callers, each as what it holds.
+  std::string page;
+  double page_cache = -1, page_direct = -1;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        HttpResponse r = Curl(m_->url("/"));
+        page = r.body;
+        page_cache = DirectCallerBytes(page, "temporary_buffer_cache", "readWithHeapBuffers");
+        page_direct = DirectCallerBytes(page, "direct_buffers", "holdDirect");
+        return r.status == 200 && page_cache > 0 && page_direct > 0;
+      },
+      30s))
+      << page;
+  EXPECT_GE(page_cache, cache_bytes);
+  EXPECT_LE(page_cache, cache_bytes + kMiB);
+  EXPECT_GE(page_direct, 32 * kMiB);
+  EXPECT_LE(page_direct, 33 * kMiB);
+  // Neither's buffers are listed as the other kind. The readers do hold
+  // other direct memory: the 2 KiB native copy of the file's path that
+  // FileChannel.open leaves in each thread's cache (sun.nio.fs.NativeBuffers,
+  // Unsafe.allocateMemory), 16 KiB in all, seen in a sample or two.
+  EXPECT_LT(DirectCallerBytes(page, "direct_buffers", "readWithHeapBuffers"), kMiB) << page;
+  EXPECT_LT(DirectCallerBytes(page, "temporary_buffer_cache", "holdDirect"), 0) << page;
 
   // The served profile: every method in a trace of its own, the Java frames
   // right after the JNI function that called malloc's caller.
@@ -222,13 +290,16 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
   env.env = {"HOME=" + dir_.path(), "PPROF_TMPDIR=" + dir_.path()};
   RunResult traces = RunCommand({GO_BIN, "tool", "pprof", "-traces", dir_ / "heap.pb.gz"}, env);
   ASSERT_EQ(traces.exit_code, 0) << traces.err;
-  bool seen_a = false, seen_b = false, seen_direct = false;
+  bool seen_a = false, seen_b = false, seen_direct = false, seen_cache = false;
   for (const std::vector<std::string>& t : Traces(traces.out)) {
-    bool java = false;
+    bool java = false, temporary = false;
     for (const std::string& frame : t) {
       if (frame == "JavaFramesHolder.holdDeflatersA") seen_a = java = true;
       if (frame == "JavaFramesHolder.holdDeflatersB") seen_b = java = true;
       if (frame == "JavaFramesHolder.holdDirect") seen_direct = java = true;
+      if (frame == "sun.nio.ch.Util.getTemporaryDirectBuffer") temporary = true;
+      // The reader's trace goes through the cache's allocation.
+      if (frame == "JavaFramesHolder.readWithHeapBuffers") seen_cache = seen_cache || temporary;
     }
     // A walked stack goes from the JNI function straight on to its Java
     // method, the JVM's stub between left out. (A sample whose walk found
@@ -243,6 +314,7 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
   EXPECT_TRUE(seen_a) << traces.out;
   EXPECT_TRUE(seen_b) << traces.out;
   EXPECT_TRUE(seen_direct) << traces.out;
+  EXPECT_TRUE(seen_cache) << traces.out;
   // Java frames carry their source file and line.
   RunResult lines =
       RunCommand({GO_BIN, "tool", "pprof", "-traces", "-lines", dir_ / "heap.pb.gz"}, env);

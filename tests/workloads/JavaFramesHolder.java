@@ -2,20 +2,26 @@
  * JavaFramesHolder - native memory held through Java methods that memtrimd's
  * sampler must tell apart by their Java frames: two methods hold Deflaters
  * through the same native path (Deflater.<init> -> Deflater.init -> zlib),
- * in a known ratio, and a third holds direct buffers (Unsafe.allocateMemory
- * -> the JVM's os::malloc).
+ * in a known ratio, a third holds direct buffers (Unsafe.allocateMemory
+ * -> the JVM's os::malloc), and a fourth, run by threads of their own,
+ * fills the temporary direct buffer cache (sun.nio.ch.Util) with its
+ * heap-buffer channel reads.
  *
  * Usage: java JavaFramesHolder --ready-file PATH [--a N] [--b N] [--direct-mib N]
- *                              [--zlib-late]
+ *                              [--zlib-late] [--read-file FILE [--readers N]]
  *
  * Loads zlib (one Deflater made and ended; not with --zlib-late, where a JDK
  * that loads it lazily loads it at the first Deflater held), writes
  * PATH.base (its pid), then waits for a line "hold" on
  * stdin (so a sampler can be turned on first); then holdDeflatersA makes N
  * (default 240) Deflaters, holdDeflatersB N (default 120) and holdDirect N
- * (default 32) direct buffers of 1 MiB, all kept reachable, none ended.
- * Then it writes PATH ("a=<n> b=<n> direct_mib=<n>") and idles until stdin
- * closes, when it exits 0.
+ * (default 32) direct buffers of 1 MiB, all kept reachable, none ended;
+ * with --read-file, N (default 8) threads each readWithHeapBuffers (read
+ * FILE whole through a FileChannel into a heap buffer of FILE's size) and
+ * then wait: each thread's cache keeps a direct buffer of FILE's size (the
+ * one its read went through) while it lives.
+ * Then it writes PATH ("a=<n> b=<n> direct_mib=<n> readers=<n>") and idles
+ * until stdin closes, when it exits 0.
  */
 
 import java.io.BufferedReader;
@@ -23,9 +29,13 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.zip.Deflater;
 
 public final class JavaFramesHolder {
@@ -45,12 +55,57 @@ public final class JavaFramesHolder {
         for (int i = 0; i < mib; ++i) HELD.add(ByteBuffer.allocateDirect(1 << 20));
     }
 
+    // Reads `file` whole into a heap buffer of its size: the read goes
+    // through a temporary direct buffer of that size (IOUtil.read ->
+    // Util.getTemporaryDirectBuffer), which the calling thread's cache keeps.
+    // A method of its own, so that the site is named by it, not by a lambda.
+    static void readWithHeapBuffers(String file) throws IOException {
+        try (FileChannel ch = FileChannel.open(Path.of(file), StandardOpenOption.READ)) {
+            ByteBuffer heap = ByteBuffer.allocate((int) ch.size());
+            while (heap.hasRemaining() && ch.read(heap) >= 0) {
+                // a regular file reads whole in one call, as a rule
+            }
+        }
+    }
+
+    // Starts `threads` threads that each readWithHeapBuffers(file) and then
+    // wait for `done`, their caches kept; returns when all have read.
+    static void startReaders(String file, int threads, CountDownLatch done) throws Exception {
+        CountDownLatch read = new CountDownLatch(threads);
+        List<Throwable> failed = new ArrayList<>();
+        for (int t = 0; t < threads; ++t) {
+            Thread reader = new Thread(() -> {
+                try {
+                    readWithHeapBuffers(file);
+                } catch (Throwable e) {
+                    synchronized (failed) {
+                        failed.add(e);
+                    }
+                }
+                read.countDown();
+                try {
+                    done.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "reader-" + t);
+            reader.setDaemon(true);
+            reader.start();
+        }
+        read.await();
+        synchronized (failed) {
+            if (!failed.isEmpty()) throw new IOException("a reader failed", failed.get(0));
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int a = 240;
         int b = 120;
         int direct = 32;
         String ready = null;
         boolean zlibLate = false;
+        String readFile = null;
+        int readers = 8;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--a": a = Integer.parseInt(args[++i]); break;
@@ -58,6 +113,8 @@ public final class JavaFramesHolder {
                 case "--direct-mib": direct = Integer.parseInt(args[++i]); break;
                 case "--ready-file": ready = args[++i]; break;
                 case "--zlib-late": zlibLate = true; break;
+                case "--read-file": readFile = args[++i]; break;
+                case "--readers": readers = Integer.parseInt(args[++i]); break;
                 default: throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -76,10 +133,20 @@ public final class JavaFramesHolder {
         holdDeflatersA(a);
         holdDeflatersB(b);
         holdDirect(direct);
-        writeAtomically(ready, "a=" + a + " b=" + b + " direct_mib=" + direct);
+        // Released when stdin closes: the readers (and their caches) live
+        // until then. Made only with readers, so that without them the
+        // holder runs as it did before they were added: with the latch made
+        // at class initialisation, the --zlib-late test on Temurin 25 saw
+        // some or none of A's Deflaters in 3 of about 30 runs (why is not
+        // known; without it, none of 75).
+        CountDownLatch done = readFile != null ? new CountDownLatch(1) : null;
+        if (readFile != null) startReaders(readFile, readers, done);
+        writeAtomically(ready, "a=" + a + " b=" + b + " direct_mib=" + direct + " readers="
+                + (readFile != null ? readers : 0));
         while (in.readLine() != null) {
             // held until stdin closes
         }
+        if (done != null) done.countDown();
         System.exit(HELD.size() == a + b + direct ? 0 : 1);
     }
 

@@ -42,15 +42,6 @@ bool Larger(const SiteValues& a, const SiteValues& b) {
   return a.alloc_bytes > b.alloc_bytes;
 }
 
-// The frame of a lookup address (profile.addresses is sorted); nullptr when
-// the address was not symbolised.
-const symbols::Frame* FrameOf(uint64_t a, const SiteProfile& profile) {
-  auto it = std::lower_bound(profile.addresses.begin(), profile.addresses.end(), a);
-  if (it == profile.addresses.end() || *it != a) return nullptr;
-  const std::size_t i = static_cast<std::size_t>(it - profile.addresses.begin());
-  return i < profile.symbols.frames.size() ? &profile.symbols.frames[i] : nullptr;
-}
-
 std::string_view BaseName(std::string_view path) {
   std::size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -67,6 +58,14 @@ bool IsLibcOrLoader(std::string_view file) {
 
 }  // namespace
 
+// profile.addresses is sorted.
+const symbols::Frame* FrameOf(uint64_t a, const SiteProfile& profile) {
+  auto it = std::lower_bound(profile.addresses.begin(), profile.addresses.end(), a);
+  if (it == profile.addresses.end() || *it != a) return nullptr;
+  const std::size_t i = static_cast<std::size_t>(it - profile.addresses.begin());
+  return i < profile.symbols.frames.size() ? &profile.symbols.frames[i] : nullptr;
+}
+
 bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& profile) {
   for (uint64_t a : addresses) {
     const symbols::Frame* f = FrameOf(a, profile);
@@ -81,10 +80,6 @@ bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& pro
   return false;
 }
 
-namespace {
-
-// The Java frame a site is named by (SiteName), or nullptr without Java
-// frames.
 const symbols::Frame* NamingJavaFrame(std::span<const uint64_t> addresses,
                                       const SiteProfile& profile) {
   const symbols::Frame* innermost = nullptr;
@@ -97,8 +92,6 @@ const symbols::Frame* NamingJavaFrame(std::span<const uint64_t> addresses,
   }
   return innermost;
 }
-
-}  // namespace
 
 std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile) {
   if (const symbols::Frame* java = NamingJavaFrame(addresses, profile)) {

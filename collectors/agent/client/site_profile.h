@@ -129,4 +129,14 @@ std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& pro
 // not libjvm's.
 bool NmtTrackedStack(std::span<const uint64_t> addresses, const SiteProfile& profile);
 
+// The frame of one of the profile's lookup addresses; nullptr when it was
+// not symbolised.
+const symbols::Frame* FrameOf(uint64_t address, const SiteProfile& profile);
+
+// The Java frame a stack's site is named by (SiteName): its first Java
+// frame outside the JDK, else its innermost Java frame; nullptr without
+// Java frames.
+const symbols::Frame* NamingJavaFrame(std::span<const uint64_t> addresses,
+                                      const SiteProfile& profile);
+
 }  // namespace memtrimd::agent
