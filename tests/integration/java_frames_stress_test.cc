@@ -198,23 +198,24 @@ void CheckVirtualThreadStacks(const std::vector<std::vector<std::string>>& stack
     while (at < t.size() && t[at] != "JavaFramesStress.allocateOnVirtualThread") ++at;
     if (at == t.size()) continue;
     ++seen;
-    std::string below;
-    for (std::size_t i = at; i < t.size(); ++i) below += "  " + t[i] + "\n";
-    std::size_t entry = at;
-    while (entry < t.size() && t[entry] != "jdk.internal.vm.Continuation.enterSpecial") ++entry;
+    std::string all, below;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      all += "  " + t[i] + "\n";
+      if (i >= at) below += "  " + t[i] + "\n";
+    }
     // A stack row holds 32 frames: deep native frames above leave too few
-    // for the rest (seen on ZGC: 21 frames of a page allocation while the
-    // thread processed its stack watermark, entering a JNI critical region).
-    if (entry == t.size() && t.size() >= kStackRowFrames - 2) {
-      if (cut++ == 0) {
-        std::cout << "[ NOTE     ] one cut by the row's length:\n";
-        for (const std::string& f : t) std::cout << "  " << f << "\n";
-      }
+    // for the rest, and the outermost are cut (seen on ZGC: 21 frames of a
+    // page allocation while the thread processed its stack watermark,
+    // entering a JNI critical region).
+    if (t.size() >= kStackRowFrames - 2) {
+      if (cut++ == 0) std::cout << "[ NOTE     ] one cut by the row's length:\n" << all;
       continue;
     }
-    ASSERT_LT(entry + 1, t.size()) << below;
-    EXPECT_EQ(t[entry + 1], "jdk.internal.vm.Continuation.run") << below;
-    EXPECT_EQ(t.back(), "java.util.concurrent.ForkJoinWorkerThread.run") << below;
+    std::size_t entry = at;
+    while (entry < t.size() && t[entry] != "jdk.internal.vm.Continuation.enterSpecial") ++entry;
+    ASSERT_LT(entry + 1, t.size()) << all;
+    EXPECT_EQ(t[entry + 1], "jdk.internal.vm.Continuation.run") << all;
+    EXPECT_EQ(t.back(), "java.util.concurrent.ForkJoinWorkerThread.run") << all;
     bool run = false;
     for (std::size_t i = at; i < entry; ++i) run = run || t[i] == "java.lang.VirtualThread.run";
     if (run && whole++ == 0)

@@ -8,14 +8,13 @@
  *     Deflater and Inflater made and ended, one Deflater left to its Cleaner) and drives a
  *     call site of its own through receivers that change type: monomorphic long enough to be
  *     compiled, then another type (an uncommon trap: deoptimisation), then many
- *     (megamorphic), with native allocations inside the callees. Each copy is a new
- *     implementor of NativeTask, which also invalidates code compiled against the
- *     interface's implementors. The loader is dropped at the round's end; every 16th round
- *     calls System.gc(), which unloads the dropped loaders' classes, so the sampled stacks
- *     hold method ids of classes unloaded since.
+ *     (megamorphic), with native allocations inside the callees. The loader is dropped at
+ *     the round's end; every 16th round calls System.gc(), which unloads the dropped
+ *     loaders' classes, so the sampled stacks hold method ids of classes unloaded since.
  *   direct buffers: ByteBuffer.allocateDirect (4 KiB to 256 KiB, Unsafe.allocateMemory ->
  *     os::malloc) dropped at once and freed by their Cleaners after a GC; with a small
- *     -XX:MaxDirectMemorySize, reservations that do not fit call System.gc() themselves.
+ *     -XX:MaxDirectMemorySize, reservations that do not fit call System.gc() themselves
+ *     (and one still not served after that is an OutOfMemoryError: counted, direct_ooms).
  *   thread churn: platform threads started and ended continuously, each making and ending a
  *     Deflater (and the JVM's own mallocs for its thread).
  *   virtual threads (JDK 21 and later, reached through reflection: compiled for 17): batches
@@ -29,8 +28,8 @@
  * can be turned on under load first); without it, at once. After them every thread is told
  * to stop and joined (at most 30 s each); the counts are printed on stdout as one line of
  * "key=value" words (rounds, loaders, classes_unloaded, deflaters, direct_buffers,
- * platform_threads, virtual_threads, gcs) and the program exits 0, or 1 when a thread failed
- * or did not stop, 3 when stdin ended or stayed silent for 120 s before "go".
+ * direct_ooms, platform_threads, virtual_threads, gcs) and the program exits 0, or 1 when a
+ * thread failed or did not stop, 3 when stdin ended or stayed silent for 120 s before "go".
  */
 
 import java.io.BufferedReader;
@@ -69,6 +68,7 @@ public final class JavaFramesStress {
     static final AtomicLong ROUNDS = new AtomicLong();
     public static final AtomicLong DEFLATERS = new AtomicLong();
     static final AtomicLong DIRECT = new AtomicLong();
+    static final AtomicLong DIRECT_OOMS = new AtomicLong();
     static final AtomicLong PLATFORM = new AtomicLong();
     static final AtomicLong VIRTUAL = new AtomicLong();
     static final AtomicReference<Throwable> FAILED = new AtomicReference<>();
@@ -132,8 +132,7 @@ public final class JavaFramesStress {
 
         public long step(long x) {
             if ((++calls & 2047) != 0) return x - 1;
-            DIRECT.incrementAndGet();
-            return x + ByteBuffer.allocateDirect(8192).capacity();
+            return x + allocateDirect(8192);
         }
     }
 
@@ -185,14 +184,28 @@ public final class JavaFramesStress {
         }
     }
 
+    /**
+     * A direct buffer of `bytes`, dropped. The JVM's answer to a full pool is part of the
+     * load: a reservation that does not fit calls System.gc() and waits for the Cleaners,
+     * and gives up with an OutOfMemoryError after about half a second (java.nio.Bits), which
+     * a thread starved by the others' reservations can meet: counted, not a failure.
+     */
+    static int allocateDirect(int bytes) {
+        try {
+            ByteBuffer b = ByteBuffer.allocateDirect(bytes);
+            b.put(0, (byte) 1);
+            DIRECT.incrementAndGet();
+            return b.capacity();
+        } catch (OutOfMemoryError e) {
+            if (!String.valueOf(e.getMessage()).contains("direct buffer memory")) throw e;
+            DIRECT_OOMS.incrementAndGet();
+            return 0;
+        }
+    }
+
     static void directBuffers() {
         ThreadLocalRandom r = ThreadLocalRandom.current();
-        while (!stop) {
-            ByteBuffer b = ByteBuffer.allocateDirect(4096 << r.nextInt(7));
-            b.put(0, (byte) 1);
-            sink += b.capacity();
-            DIRECT.incrementAndGet();
-        }
+        while (!stop) sink += allocateDirect(4096 << r.nextInt(7));
     }
 
     /** Runs on short platform threads: its own frame in the sampled stacks. */
@@ -318,6 +331,7 @@ public final class JavaFramesStress {
         System.out.println("rounds=" + ROUNDS.get() + " loaders=" + ROUNDS.get()
                 + " classes_unloaded=" + ManagementFactory.getClassLoadingMXBean().getUnloadedClassCount()
                 + " deflaters=" + DEFLATERS.get() + " direct_buffers=" + DIRECT.get()
+                + " direct_ooms=" + DIRECT_OOMS.get()
                 + " platform_threads=" + PLATFORM.get() + " virtual_threads=" + VIRTUAL.get()
                 + " gcs=" + gcs);
         System.out.flush();
