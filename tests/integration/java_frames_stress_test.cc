@@ -257,11 +257,13 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
       << output();
 
   // The agent is loaded into the JVM while it churns; every 4 KiB allocated
-  // is sampled, with no budget, and the sites are read four times a second.
+  // is sampled, with no budget, and the sites are read four times a second,
+  // every stack kept (not the largest 256: the small stacks of unloaded
+  // payload copies among them), so the agent names every frame each time.
   Memtrimd m({"--target.pid=" + std::to_string(jvm.pid()), "--jvm.load-agent", "--collector.sites",
               "--sites.period=4KiB", "--sites.max-rate=0", "--sites.interval=250ms",
               "--sample.interval=250ms", "--jvm.interval=1s", "--smaps.interval=1s",
-              "--trim.interval=0", "--sites.top=50"});
+              "--trim.interval=0", "--sites.top=50", "--sites.max-stacks=4096"});
   ASSERT_TRUE(m.started()) << m.log();
   std::optional<SitesRead> first;
   ASSERT_TRUE(WaitFor(
