@@ -16,7 +16,7 @@
 //
 // Budget: 8 JVM runs (2 JDKs here) of kSeconds = 5 s of stress each, after
 // the agent is loaded under load and sampling is on (under a second):
-// about 6 s a run with the JVM's start and end, 47 to 50 s for the 8; the
+// 6 to 7.5 s a run with the JVM's start and end, 47 to 54 s for the 8; the
 // sanitizer build runs one (Debian's JDK, G1).
 //
 // Virtual threads (JDK 21+; Temurin 25 here): a sampled allocation made on
