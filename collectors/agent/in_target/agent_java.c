@@ -182,6 +182,15 @@ static int set_up(JavaVM* vm, JNIEnv* env) {
   jint count = 0;
   jclass* classes = NULL;
   if ((*jvmti)->GetLoadedClasses(jvmti, &count, &classes) == JVMTI_ERROR_NONE) {
+    /* GetLoadedClasses made a local reference of every class in this
+     * thread's frame, which JNI promises room for only 16 of: say how many
+     * there are, or -Xcheck:jni warns at the next JNI call ("JNI local refs:
+     * 992, exceeds capacity: 32"). Refused past MaxJNILocalCapacity (65,536
+     * classes): the references are there all the same, and such a JVM run
+     * with -Xcheck:jni gets that one warning. */
+    if ((*env)->EnsureLocalCapacity(env, count) != JNI_OK) {
+      (*env)->ExceptionClear(env);
+    }
     for (jint i = 0; i < count; ++i) {
       make_ids(jvmti, classes[i]);
       (*env)->DeleteLocalRef(env, classes[i]);
