@@ -3,6 +3,7 @@
 // blocks beside two churning threads, then hold_50's blocks freed.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "collectors/agent/client/agent_ping.h"
@@ -282,4 +283,45 @@ TEST(AgentSitesParse, JavaFrameNames) {
 }
 
 }  // namespace
+// A JVM's "sites live" with Java frames (protocol 7, recorded from
+// JavaFramesHolder on JDK 17: held_java.txt): every Java word of a stack has
+// its name line, and the app's methods are among them with their files.
+TEST(AgentSitesParse, JavaFramesAndTheirNames) {
+  Result<AgentSites> s = ParseAgentSites(ReadFixture("held_java.txt"));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->java_counted);
+  EXPECT_TRUE(s->java_frames);
+  EXPECT_GT(s->java_walks, 0u);
+  EXPECT_GT(s->java_ids, 1000u);
+  ASSERT_FALSE(s->java.empty());
+  std::set<uint64_t> named;
+  std::set<std::string> names;
+  for (const symbols::JavaFrameName& j : s->java) {
+    named.insert(j.frame);
+    names.insert(j.name);
+    if (j.name.rfind("JavaFramesHolder.", 0) == 0) {
+      EXPECT_EQ(j.file, "JavaFramesHolder.java");
+    }
+  }
+  std::size_t java_words = 0;
+  for (const AgentStack& st : s->stacks) {
+    for (uint64_t pc : st.pcs) {
+      if ((pc >> 63) == 0) continue;
+      ++java_words;
+      EXPECT_EQ(named.count(pc), 1u) << std::hex << pc << " has no name line";
+    }
+  }
+  EXPECT_GT(java_words, 0u);
+  for (const char* m : {"JavaFramesHolder.holdDeflatersA", "JavaFramesHolder.holdDeflatersB",
+                        "JavaFramesHolder.holdDirect", "JavaFramesHolder.readWithHeapBuffers",
+                        "java.util.zip.Deflater.<init>"}) {
+    EXPECT_EQ(names.count(m), 1u) << m;
+  }
+  // Cut before its last java line: the count in the head no longer matches.
+  const std::string body = ReadFixture("held_java.txt");
+  const std::size_t last = body.rfind("\njava ");
+  ASSERT_NE(last, std::string::npos);
+  EXPECT_FALSE(ParseAgentSites(body.substr(0, last + 1)).ok());
+}
+
 }  // namespace memtrimd::agent
