@@ -361,17 +361,6 @@ static void put_escaped(struct out* o, const char* s, size_t n) {
   }
 }
 
-static void put_hex(struct out* o, uintptr_t v) {
-  char digits[2 * sizeof v + 1];
-  size_t i = sizeof digits;
-  digits[--i] = '\0';
-  do {
-    digits[--i] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  put_str(o, digits + i);
-}
-
 /* The line of a bytecode index in the method's line table; 0 unknown. */
 static jint line_of(jvmtiEnv* jvmti, jmethodID m, jint bci) {
   jint n = 0;

@@ -46,6 +46,18 @@ static inline void put_i64(struct out* o, int64_t v) {
   put_u64(o, (uint64_t)v);
 }
 
+/* Lowercase hex digits, no prefix (addresses in the "sites" answer). */
+static inline void put_hex(struct out* o, uintptr_t v) {
+  char digits[2 * sizeof v + 1];
+  size_t i = sizeof digits;
+  digits[--i] = '\0';
+  do {
+    digits[--i] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  put_str(o, digits + i);
+}
+
 static inline void put_kv(struct out* o, const char* key, uint64_t v) {
   put_str(o, key);
   put_str(o, "=");

@@ -14,17 +14,6 @@
 
 static uint64_t clamp(int64_t v) { return v < 0 ? 0 : (uint64_t)v; }
 
-static void put_hex(struct out* o, uintptr_t v) {
-  char digits[2 * sizeof v + 1];
-  size_t i = sizeof digits;
-  digits[--i] = '\0';
-  do {
-    digits[--i] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v != 0);
-  put_str(o, digits + i);
-}
-
 /* Each row's index among the stack lines of the answer being built, or
  * NOT_LISTED (the agent thread only: one answer at a time). */
 #define NOT_LISTED UINT32_MAX
