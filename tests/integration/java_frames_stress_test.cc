@@ -37,17 +37,22 @@
 // stack, and that some show the virtual thread's frames whole.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "collectors/agent/client/agent_client.h"
+#include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/json_value.h"
 
@@ -379,6 +384,59 @@ std::vector<std::tuple<std::string, std::size_t>> Cases() {
     for (std::size_t v = 0; v < variants; ++v) cases.emplace_back(home, v);
   }
   return cases;
+}
+
+// The JVMTI events end with sampling: once memtrimd stops (SIGTERM: it turns
+// the sampler off), a JVM that goes on loading classes (a new class loader
+// a round) makes no more method ids, so it pays nothing per class. While
+// memtrimd ran, the ids grew with the classes.
+TEST(JavaFramesStressEndTest, ClassEventsEndWhenSamplingEnds) {
+  TempDir dir;
+  StdinPipe in(dir / "stress.in");
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.stdin_path = in.path();
+  o.stdout_path = dir / "jvm.out";
+  o.stderr_path = dir / "jvm.err";
+  o.cwd = dir.path();
+  const std::string ready = dir / "stress.ready";
+  Process jvm({std::string(kJava17Home) + "/bin/java", "-Xmx128m", "-XX:MaxDirectMemorySize=32m",
+               "-cp", JAVA_WORKLOADS_CLASSPATH, "JavaFramesStress", "--seconds", "30",
+               "--ready-file", ready, "--go-on-stdin"},
+              o);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 60s) &&
+              jvm.running());
+  ASSERT_TRUE(in.Write("go\n"));
+  auto m = std::make_unique<Memtrimd>(std::vector<std::string>{
+      "--target.pid=" + std::to_string(jvm.pid()), "--jvm.load-agent", "--collector.sites",
+      "--sites.interval=250ms", "--sample.interval=250ms", "--trim.interval=0"});
+  ASSERT_TRUE(m->started()) << m->log();
+  Result<Target> t = procfs::ReadTarget("/proc", jvm.pid());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto ids = [&]() -> uint64_t {
+    agent::AgentOptions ao;
+    ao.timeout = std::chrono::milliseconds(5000);
+    Result<std::string> sites = agent::AgentCommand(*t, "sites", ao);
+    if (!sites.ok()) return 0;
+    const std::size_t at = sites->find("\njava_ids=");
+    return at == std::string::npos ? 0 : std::stoull(sites->substr(at + 10));
+  };
+  // While sampled: the ids grow as the JVM loads classes.
+  uint64_t first = 0;
+  ASSERT_TRUE(WaitFor([&] { return (first = ids()) > 0; }, 60s)) << m->log();
+  ASSERT_TRUE(WaitFor([&] { return ids() > first; }, 30s)) << "ids never grew while on";
+  ::kill(m->process().pid(), SIGTERM);
+  EXPECT_EQ(m->process().Wait(20s), 0) << m->log();
+  m.reset();
+  // Off: over two seconds of class loading, not one id more.
+  const uint64_t off = ids();
+  const auto until = std::chrono::steady_clock::now() + 2s;
+  uint64_t later = off;
+  while (std::chrono::steady_clock::now() < until && jvm.running()) later = ids();
+  ASSERT_TRUE(jvm.running()) << ReadFile(dir / "jvm.err");
+  EXPECT_EQ(later, off) << "method ids made after sampling ended";
+  in.Close();
+  jvm.Kill();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -53,6 +53,7 @@ void agent_java_configure(void) {
 #ifdef MEMTRIMD_AGENT_NO_JNI
 
 void agent_java_start(int want) { (void)want; }
+void agent_java_stop(void) {}
 int agent_java_walk(uintptr_t* out, int room) {
   (void)out;
   (void)room;
@@ -104,6 +105,7 @@ static jvmtiEnv* g_jvmti;
 static asgct_fn g_asgct;
 static int g_want;   /* the last "sampling on"'s java= option */
 static int g_failed; /* the setup failed for good in this JVM */
+static int g_events; /* ClassLoad and ClassPrepare enabled (agent thread only) */
 static uint64_t g_ids, g_classes, g_capped, g_walks, g_walks_empty;
 /* The process the JVM runs in: a forked child's thread still looks like a
  * Java thread to GetEnv (its TLS is the parent's), but has no JVM. */
@@ -141,6 +143,40 @@ static void JNICALL on_class_prepare(jvmtiEnv* jvmti, JNIEnv* env, jthread threa
   make_ids(jvmti, klass);
 }
 
+/* The ids of every class loaded now. Called after ClassPrepare is on: a
+ * class prepared meanwhile is done twice, which makes no second id. */
+static void make_all_ids(JNIEnv* env, jvmtiEnv* jvmti) {
+  jint count = 0;
+  jclass* classes = NULL;
+  if ((*jvmti)->GetLoadedClasses(jvmti, &count, &classes) == JVMTI_ERROR_NONE) {
+    /* GetLoadedClasses made a local reference of every class in this
+     * thread's frame, which JNI promises room for only 16 of: say how many
+     * there are, or -Xcheck:jni warns at the next JNI call ("JNI local refs:
+     * 992, exceeds capacity: 32"). Refused past MaxJNILocalCapacity (65,536
+     * classes): the references are there all the same, and such a JVM run
+     * with -Xcheck:jni gets that one warning. */
+    if ((*env)->EnsureLocalCapacity(env, count) != JNI_OK) {
+      (*env)->ExceptionClear(env);
+    }
+    for (jint i = 0; i < count; ++i) {
+      make_ids(jvmti, classes[i]);
+      (*env)->DeleteLocalRef(env, classes[i]);
+    }
+    (*jvmti)->Deallocate(jvmti, (unsigned char*)classes);
+  }
+}
+
+/* ClassLoad (ASGCT needs it) and ClassPrepare (ids of new classes) on or
+ * off; 0 when the JVM took both. */
+static int set_events(jvmtiEnv* jvmti, jvmtiEventMode mode) {
+  return (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_CLASS_LOAD, NULL) ==
+                     JVMTI_ERROR_NONE &&
+                 (*jvmti)->SetEventNotificationMode(jvmti, mode, JVMTI_EVENT_CLASS_PREPARE, NULL) ==
+                     JVMTI_ERROR_NONE
+             ? 0
+             : -1;
+}
+
 /* The environment, events and ids; 0 when done. `env` is the agent
  * thread's, attached. */
 static int set_up(JavaVM* vm, JNIEnv* env) {
@@ -170,33 +206,12 @@ static int set_up(JavaVM* vm, JNIEnv* env) {
   callbacks.ClassLoad = on_class_load;
   callbacks.ClassPrepare = on_class_prepare;
   if ((*jvmti)->SetEventCallbacks(jvmti, &callbacks, (jint)sizeof callbacks) != JVMTI_ERROR_NONE ||
-      (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, NULL) !=
-          JVMTI_ERROR_NONE ||
-      (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL) !=
-          JVMTI_ERROR_NONE) {
+      set_events(jvmti, JVMTI_ENABLE) != 0) {
     (*jvmti)->DisposeEnvironment(jvmti);
     return -1;
   }
-  /* After ClassPrepare is on: a class prepared meanwhile is done twice,
-   * which makes no second id. */
-  jint count = 0;
-  jclass* classes = NULL;
-  if ((*jvmti)->GetLoadedClasses(jvmti, &count, &classes) == JVMTI_ERROR_NONE) {
-    /* GetLoadedClasses made a local reference of every class in this
-     * thread's frame, which JNI promises room for only 16 of: say how many
-     * there are, or -Xcheck:jni warns at the next JNI call ("JNI local refs:
-     * 992, exceeds capacity: 32"). Refused past MaxJNILocalCapacity (65,536
-     * classes): the references are there all the same, and such a JVM run
-     * with -Xcheck:jni gets that one warning. */
-    if ((*env)->EnsureLocalCapacity(env, count) != JNI_OK) {
-      (*env)->ExceptionClear(env);
-    }
-    for (jint i = 0; i < count; ++i) {
-      make_ids(jvmti, classes[i]);
-      (*env)->DeleteLocalRef(env, classes[i]);
-    }
-    (*jvmti)->Deallocate(jvmti, (unsigned char*)classes);
-  }
+  make_all_ids(env, jvmti);
+  g_events = 1;
   g_jvmti = jvmti;
   g_asgct = asgct;
   g_vm = vm;
@@ -226,8 +241,37 @@ void agent_java_start(int want) {
     }
     /* Never stay attached: between requests no thread dump shows memtrimd. */
     (*vm)->DetachCurrentThread(vm);
+  } else if (!g_events && (int)getpid() == g_jvm_pid) {
+    /* On again after "off": the events back, and the ids of the classes
+     * loaded while they were off. */
+    JNIEnv* env = NULL;
+    JavaVMAttachArgs args = {JNI_VERSION_1_8, (char*)"memtrimd-agent", NULL};
+    if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void**)&env, &args) != JNI_OK || env == NULL) {
+      return;
+    }
+    if (set_events(g_jvmti, JVMTI_ENABLE) == 0) {
+      g_events = 1;
+      make_all_ids(env, g_jvmti);
+    }
+    (*g_vm)->DetachCurrentThread(g_vm);
   }
-  __atomic_store_n(&g_java_walk, g_jvmti != NULL, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_java_walk, g_jvmti != NULL && g_events, __ATOMIC_RELEASE);
+}
+
+void agent_java_stop(void) {
+  __atomic_store_n(&g_java_walk, 0, __ATOMIC_RELEASE);
+  if (g_jvmti == NULL || !g_events || (int)getpid() != g_jvm_pid) {
+    return;
+  }
+  JNIEnv* env = NULL;
+  JavaVMAttachArgs args = {JNI_VERSION_1_8, (char*)"memtrimd-agent", NULL};
+  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void**)&env, &args) != JNI_OK || env == NULL) {
+    return;
+  }
+  if (set_events(g_jvmti, JVMTI_DISABLE) == 0) {
+    g_events = 0;
+  }
+  (*g_vm)->DetachCurrentThread(g_vm);
 }
 
 /* ---- The walk (sample path) ---- */

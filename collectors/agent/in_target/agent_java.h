@@ -28,6 +28,13 @@ void agent_java_configure(void);
  * cheaply, docs/java-frames.md). Nothing at all outside a JVM. */
 void agent_java_start(int want);
 
+/* At "off" (and a lease's end), on the agent thread: ClassLoad and
+ * ClassPrepare off again, so a JVM memtrimd no longer samples pays nothing
+ * per class it loads; the JVMTI environment itself stays (its method ids
+ * must stay valid for the stacks recorded), and the next "on" turns the
+ * events back on and makes the ids of the classes loaded meanwhile. */
+void agent_java_stop(void);
+
 /* Whether the hooks walk Java frames now (relaxed load). */
 extern int g_java_walk;
 

@@ -169,6 +169,7 @@ static int parse_on(const char* text, struct on_request* r) {
  * agent at all. The counts of the last pass while on stay for "sites". */
 static void turn_off(void) {
   STORE(g_lease_until, 0);
+  agent_java_stop();
   struct got_result r;
   agent_got_unpatch(g_hooks, g_nhooks, &r);
   STORE(g_hooked_now, r.entries);
