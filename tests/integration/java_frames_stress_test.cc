@@ -54,7 +54,8 @@
 #include "collectors/agent/client/agent_client.h"
 #include "collectors/procfs/target_reader.h"
 #include "tests/integration/harness.h"
-#include "tests/integration/json_value.h"
+#include "tests/integration/pprof_top.h"
+#include "tests/integration/served_sites.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -81,39 +82,16 @@ const std::vector<Variant>& Variants() {
   return v;
 }
 
-// One read of the target's sites, as /report shows it.
-struct SitesRead {
-  double read_seconds = 0;
-  bool java_on = false;
-  uint64_t walks = 0;
-  uint64_t walks_empty = 0;
-  std::vector<std::string> names;
-};
-
-std::optional<SitesRead> ReadSitesOnce(const Memtrimd& m) {
-  HttpResponse r = Curl(m.url("/report?format=json"), {"--max-time", "5"});
-  if (r.status != 200) return std::nullopt;
-  std::optional<JsonValue> doc = ParseJson(r.body);
-  if (!doc) return std::nullopt;
-  const JsonValue* targets = doc->Get("targets");
-  if (targets == nullptr || targets->items.empty()) return std::nullopt;
-  const JsonValue* sites = targets->items[0].Get("sites");
-  if (sites == nullptr) return std::nullopt;
-  SitesRead out;
-  if (const JsonValue* at = sites->Get("read_seconds")) out.read_seconds = at->Number();
-  if (const JsonValue* j = sites->Get("java_frames")) {
-    if (const JsonValue* on = j->Get("on")) out.java_on = on->boolean;
-    if (const JsonValue* w = j->Get("walks")) out.walks = static_cast<uint64_t>(w->Number());
-    if (const JsonValue* e = j->Get("walks_without_java"))
-      out.walks_empty = static_cast<uint64_t>(e->Number());
-  }
-  if (const JsonValue* rows = sites->Get("sites")) {
-    for (const JsonValue& s : rows->items) {
-      if (const JsonValue* n = s.Get("site")) out.names.push_back(n->text);
-    }
-  }
-  return out;
+// One read of the target's sites, as /report shows it; none while the
+// target has no sites.
+std::optional<ServedSites> ReadSitesOnce(const Memtrimd& m) {
+  ServedSites s = ReadServedSites(m);
+  if (!s.on) return std::nullopt;
+  return s;
 }
+
+// The agent's count of walks of Java frames, 0 when it says none.
+uint64_t Walks(const ServedSites& s) { return s.java_frames ? s.java_frames->walks : 0; }
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -134,32 +112,6 @@ std::map<std::string, long> Counts(const std::string& out) {
     }
   }
   return counts;
-}
-
-// The frames of each trace of `go tool pprof -traces`, leaf first.
-std::vector<std::vector<std::string>> Traces(const std::string& out) {
-  std::vector<std::vector<std::string>> traces;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("-----------+")) {
-      traces.emplace_back();
-      continue;
-    }
-    if (traces.empty()) continue;
-    std::istringstream words(line);
-    std::string first;
-    if (!(words >> first)) continue;
-    // The leaf's line starts with the sample's value ("16.51MB   deflateInit2_").
-    if (traces.back().empty() && std::isdigit(static_cast<unsigned char>(first[0]))) {
-      std::string rest;
-      std::getline(words >> std::ws, rest);
-      traces.back().push_back(rest);
-    } else {
-      traces.back().push_back(line.substr(line.find_first_not_of(' ')));
-    }
-  }
-  return traces;
 }
 
 // Lines of the JVM's output that -Xcheck:jni prints for a misuse: "WARNING
@@ -272,11 +224,12 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
               "--sample.interval=250ms", "--jvm.interval=1s", "--smaps.interval=1s",
               "--trim.interval=0", "--sites.top=50", "--sites.max-stacks=4096"});
   ASSERT_TRUE(m.started()) << m.log();
-  std::optional<SitesRead> first;
+  std::optional<ServedSites> first;
   ASSERT_TRUE(WaitFor(
                   [&] {
                     first = ReadSitesOnce(m);
-                    return (first && first->java_on) || !jvm.running();
+                    return (first && first->java_frames && first->java_frames->on) ||
+                           !jvm.running();
                   },
                   60s) &&
               jvm.running())
@@ -286,7 +239,7 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
   // sites, /healthz, and the served profile once a second.
   ASSERT_TRUE(in.Write("go\n"));
   const double go_at = NowSeconds();
-  std::vector<SitesRead> reads;
+  std::vector<ServedSites> reads;
   int unhealthy = 0;
   std::string last_profile;
   double polled_at = 0, profiled_at = 0;
@@ -297,7 +250,7 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
         if (now - polled_at < 0.2) return false;
         polled_at = now;
         if (Curl(m.url("/healthz"), {"--max-time", "5"}).status != 200) ++unhealthy;
-        std::optional<SitesRead> r = ReadSitesOnce(m);
+        std::optional<ServedSites> r = ReadSitesOnce(m);
         if (r && r->read_seconds > go_at &&
             (reads.empty() || r->read_seconds > reads.back().read_seconds))
           reads.push_back(*r);
@@ -320,9 +273,12 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
   }
   std::map<std::string, long> counts = Counts(ReadFile(dir / "jvm.out"));
   std::cout << "[ NOTE     ] " << variant.name << ": " << reads.size() << " reads, walks "
-            << (reads.empty() ? 0 : reads.front().walks) << " -> "
-            << (reads.empty() ? 0 : reads.back().walks) << " (without Java frames "
-            << (reads.empty() ? 0 : reads.back().walks_empty) << "); " << ReadFile(dir / "jvm.out");
+            << (reads.empty() ? 0 : Walks(reads.front())) << " -> "
+            << (reads.empty() ? 0 : Walks(reads.back())) << " (without Java frames "
+            << (reads.empty() || !reads.back().java_frames
+                    ? 0
+                    : reads.back().java_frames->walks_without)
+            << "); " << ReadFile(dir / "jvm.out");
   EXPECT_GT(counts["rounds"], 0) << out;
   EXPECT_GT(counts["classes_unloaded"], 0) << out;
   EXPECT_GT(counts["platform_threads"], 0) << out;
@@ -334,15 +290,15 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
   // Read several times while it ran, the walks growing, with Java frames in
   // the sites' names.
   ASSERT_GE(reads.size(), 3u) << m.log();
-  EXPECT_GT(reads.back().walks, reads.front().walks);
+  EXPECT_GT(Walks(reads.back()), Walks(reads.front()));
   bool named = false;
   std::string names;
-  for (const SitesRead& r : reads) {
-    for (const std::string& n : r.names) {
-      named = named || n.find(" < JavaFramesStress") != std::string::npos;
+  for (const ServedSites& r : reads) {
+    for (const ServedSite& row : r.rows) {
+      named = named || row.name.find(" < JavaFramesStress") != std::string::npos;
     }
   }
-  for (const std::string& n : reads.back().names) names += n + "\n";
+  for (const ServedSite& row : reads.back().rows) names += row.name + "\n";
   EXPECT_TRUE(named) << names;
 
   // -Xcheck:jni checks every JNI call the agent makes (attached for its
@@ -366,7 +322,7 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
   RunResult traces = RunCommand(
       {GO_BIN, "tool", "pprof", "-traces", "-sample_index=alloc_space", dir / "heap.pb.gz"}, env);
   ASSERT_EQ(traces.exit_code, 0) << traces.err;
-  const std::vector<std::vector<std::string>> stacks = Traces(traces.out);
+  const std::vector<std::vector<std::string>> stacks = PprofTraces(traces.out);
   EXPECT_GT(UnloadedPayloadFrames(stacks), 0) << traces.out.substr(0, 20000);
   if (virtual_threads) CheckVirtualThreadStacks(stacks, traces.out);
 }

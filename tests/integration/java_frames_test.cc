@@ -18,14 +18,14 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
-#include "tests/integration/json_value.h"
+#include "tests/integration/pprof_top.h"
+#include "tests/integration/served_sites.h"
 
 namespace memtrimd::testing {
 namespace {
@@ -38,90 +38,27 @@ constexpr std::string_view kHolder = "JavaFramesHolder.";
 constexpr int kReaders = 8;
 constexpr std::size_t kReadBytes = 2 << 20;
 
-struct JavaSites {
-  bool on = false;            // the target has sites
-  bool java_on = false;       // the agent walks Java frames
-  bool java_counted = false;  // the agent said so (version 7)
-  double read_seconds = 0;
-  std::vector<std::pair<std::string, double>> rows;  // name, live bytes
-  std::vector<bool> nmt;
-  std::string missing;
-};
-
-JavaSites ReadSites(const Memtrimd& m) {
-  JavaSites out;
-  HttpResponse r = Curl(m.url("/report?format=json"));
-  if (r.status != 200) return out;
-  std::optional<JsonValue> doc = ParseJson(r.body);
-  if (!doc) return out;
-  const JsonValue* targets = doc->Get("targets");
-  if (targets == nullptr || targets->items.empty()) return out;
-  const JsonValue& t = targets->items[0];
-  if (const JsonValue* why = t.Get("sites_missing")) out.missing = why->text;
-  const JsonValue* sites = t.Path({"sites", "sites"});
-  if (sites == nullptr) return out;
-  out.on = true;
-  if (const JsonValue* at = t.Path({"sites", "read_seconds"})) out.read_seconds = at->Number();
-  if (const JsonValue* j = t.Path({"sites", "java_frames", "on"})) {
-    out.java_counted = true;
-    out.java_on = j->boolean;
-  }
-  for (const JsonValue& s : sites->items) {
-    const JsonValue* n = s.Get("site");
-    const JsonValue* l = s.Get("live_bytes");
-    const JsonValue* nmt = s.Get("nmt_tracked");
-    out.rows.emplace_back(n != nullptr ? n->text : "", l != nullptr ? l->Number() : 0);
-    out.nmt.push_back(nmt != nullptr && nmt->boolean);
-  }
-  return out;
-}
-
 // The live bytes of the sites named "<native> < JavaFramesHolder.<method>",
 // summed; -1 when there is none. `nmt`: whether NMT counts the largest of
 // them (the sites come largest first; a method's small sites, as a freed
 // malloc of the JDK's native code, may be outside NMT).
-double LiveOf(const JavaSites& s, const std::string& method, bool* nmt = nullptr) {
+double LiveOf(const ServedSites& s, const std::string& method, bool* nmt = nullptr) {
   const std::string suffix = " < " + std::string(kHolder) + method;
   double sum = -1;
-  for (std::size_t i = 0; i < s.rows.size(); ++i) {
-    const std::string& name = s.rows[i].first;
-    if (name.size() > suffix.size() && name.ends_with(suffix)) {
-      if (nmt != nullptr && sum < 0) *nmt = s.nmt[i];
-      sum = (sum < 0 ? 0 : sum) + s.rows[i].second;
+  for (const ServedSite& row : s.rows) {
+    if (row.name.size() > suffix.size() && row.name.ends_with(suffix)) {
+      if (nmt != nullptr && sum < 0) *nmt = row.nmt_tracked;
+      sum = (sum < 0 ? 0 : sum) + row.live;
     }
   }
   return sum;
 }
 
+// Whether the agent walks Java frames, as it says.
+bool JavaOn(const ServedSites& s) { return s.java_frames && s.java_frames->on; }
+
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// The blocks of `go tool pprof -traces`: each sample's frames, leaf first.
-std::vector<std::vector<std::string>> Traces(const std::string& out) {
-  std::vector<std::vector<std::string>> traces;
-  std::istringstream in(out);
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    if (line.starts_with("-----------+")) {
-      traces.emplace_back();
-      inside = true;
-      continue;
-    }
-    if (!inside) continue;
-    // "   16.51MB   deflateInit2_" or "             Deflater.java:210 ..."
-    std::istringstream words(line);
-    std::string first;
-    if (!(words >> first)) continue;
-    std::string frame = line.substr(line.find_first_not_of(' '));
-    if (traces.back().empty() && std::isdigit(static_cast<unsigned char>(first[0]))) {
-      frame = line.substr(line.find(first) + first.size());
-      frame = frame.substr(frame.find_first_not_of(' '));
-    }
-    traces.back().push_back(frame);
-  }
-  return traces;
 }
 
 class JavaFramesTest : public ::testing::TestWithParam<std::string> {
@@ -155,14 +92,14 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
     argv.insert(argv.end(), flags.begin(), flags.end());
     m_ = std::make_unique<Memtrimd>(argv);
     ASSERT_TRUE(m_->started()) << m_->log();
-    ASSERT_TRUE(WaitFor([&] { return ReadSites(*m_).on; }, 60s))
-        << m_->log() << ReadSites(*m_).missing;
+    ASSERT_TRUE(WaitFor([&] { return ReadServedSites(*m_).on; }, 60s))
+        << m_->log() << ReadServedSites(*m_).missing;
   }
 
   // Tells the holder to hold, and returns the first sites read after it
   // held everything.
-  JavaSites HoldAndRead() {
-    JavaSites s;
+  ServedSites HoldAndRead() {
+    ServedSites s;
     EXPECT_TRUE(in_->Write("hold\n"));
     EXPECT_TRUE(WaitFor([&] { return fs::exists(ready_) || !jvm_.running(); }, 60s) &&
                 jvm_.running())
@@ -170,7 +107,7 @@ class JavaFramesTest : public ::testing::TestWithParam<std::string> {
     const double held_at = NowSeconds();
     EXPECT_TRUE(WaitFor(
         [&] {
-          s = ReadSites(*m_);
+          s = ReadServedSites(*m_);
           return s.read_seconds > held_at;
         },
         30s))
@@ -216,9 +153,9 @@ double DirectCallerBytes(const std::string& page, const std::string& kind,
 
 TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld) {
   ASSERT_NO_FATAL_FAILURE(Start({}, {}, ReaderArgs()));
-  const JavaSites s = HoldAndRead();
-  ASSERT_TRUE(s.java_counted) << "the agent says nothing of Java frames";
-  EXPECT_TRUE(s.java_on);
+  const ServedSites s = HoldAndRead();
+  ASSERT_TRUE(s.java_frames.has_value()) << "the agent says nothing of Java frames";
+  EXPECT_TRUE(JavaOn(s));
   bool nmt_a = true, nmt_direct = false;
   const double a = LiveOf(s, "holdDeflatersA", &nmt_a);
   const double b = LiveOf(s, "holdDeflatersB");
@@ -226,7 +163,7 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
   bool nmt_cache = false;
   const double cache = LiveOf(s, "readWithHeapBuffers", &nmt_cache);
   std::string names;
-  for (const auto& [name, live] : s.rows) names += name + " " + std::to_string(live) + "\n";
+  for (const ServedSite& row : s.rows) names += row.name + " " + std::to_string(row.live) + "\n";
   ASSERT_GT(a, 0) << names;
   ASSERT_GT(b, 0) << names;
   ASSERT_GT(direct, 0) << names;
@@ -291,7 +228,7 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
   RunResult traces = RunCommand({GO_BIN, "tool", "pprof", "-traces", dir_ / "heap.pb.gz"}, env);
   ASSERT_EQ(traces.exit_code, 0) << traces.err;
   bool seen_a = false, seen_b = false, seen_direct = false, seen_cache = false;
-  for (const std::vector<std::string>& t : Traces(traces.out)) {
+  for (const std::vector<std::string>& t : PprofTraces(traces.out)) {
     bool java = false, temporary = false;
     for (const std::string& frame : t) {
       if (frame == "JavaFramesHolder.holdDeflatersA") seen_a = java = true;
@@ -330,7 +267,7 @@ TEST_P(JavaFramesTest, EachAppMethodNamesItsSitesAndTheDeflaterBytesSplitAsHeld)
 // holds as when zlib was loaded before.
 TEST_P(JavaFramesTest, ALibraryLoadedWhileSamplingIsSeenFromItsFirstAllocations) {
   ASSERT_NO_FATAL_FAILURE(Start({}, {}, {"--zlib-late"}));
-  const JavaSites s = HoldAndRead();
+  const ServedSites s = HoldAndRead();
   const double a = LiveOf(s, "holdDeflatersA");
   const double b = LiveOf(s, "holdDeflatersB");
   std::cout << "[ NOTE     ] zlib loaded late: holdDeflatersA " << a / kMiB
@@ -341,11 +278,11 @@ TEST_P(JavaFramesTest, ALibraryLoadedWhileSamplingIsSeenFromItsFirstAllocations)
 
 TEST_P(JavaFramesTest, TheTargetsSwitchLeavesJavaFramesOut) {
   ASSERT_NO_FATAL_FAILURE(Start({"MEMTRIMD_AGENT_JAVA_FRAMES=0"}));
-  const JavaSites s = HoldAndRead();
-  ASSERT_TRUE(s.java_counted);
-  EXPECT_FALSE(s.java_on);
+  const ServedSites s = HoldAndRead();
+  ASSERT_TRUE(s.java_frames.has_value());
+  EXPECT_FALSE(JavaOn(s));
   std::string names;
-  for (const auto& [name, live] : s.rows) names += name + "\n";
+  for (const ServedSite& row : s.rows) names += row.name + "\n";
   EXPECT_EQ(names.find(kHolder), std::string::npos) << names;
   // Native frames still name the Deflaters' memory.
   EXPECT_NE(names.find("deflate"), std::string::npos) << names;
@@ -353,11 +290,11 @@ TEST_P(JavaFramesTest, TheTargetsSwitchLeavesJavaFramesOut) {
 
 TEST_P(JavaFramesTest, MemtrimdsFlagLeavesJavaFramesOut) {
   ASSERT_NO_FATAL_FAILURE(Start({}, {"--no-sites.java-frames"}));
-  const JavaSites s = HoldAndRead();
-  ASSERT_TRUE(s.java_counted);
-  EXPECT_FALSE(s.java_on);
+  const ServedSites s = HoldAndRead();
+  ASSERT_TRUE(s.java_frames.has_value());
+  EXPECT_FALSE(JavaOn(s));
   std::string names;
-  for (const auto& [name, live] : s.rows) names += name + "\n";
+  for (const ServedSite& row : s.rows) names += row.name + "\n";
   EXPECT_EQ(names.find(kHolder), std::string::npos) << names;
   EXPECT_NE(names.find("deflate"), std::string::npos) << names;
 }
@@ -381,15 +318,15 @@ TEST(JavaFramesOlderAgentTest, AskedAgainWithoutJavaAndReadAsBefore) {
               "--no-sites.java-frames", "--sites.interval=500ms", "--sample.interval=500ms",
               "--trim.interval=0"});
   ASSERT_TRUE(m.started()) << m.log();
-  JavaSites s;
+  ServedSites s;
   ASSERT_TRUE(WaitFor(
       [&] {
-        s = ReadSites(m);
+        s = ReadServedSites(m);
         return s.on && !s.rows.empty();
       },
       30s))
       << m.log() << s.missing;
-  EXPECT_FALSE(s.java_counted);
+  EXPECT_FALSE(s.java_frames.has_value());
   // Asked with java=0, refused, asked again without it.
   const std::string asked = ReadFile(requests);
   const std::size_t with = asked.find(" java=0\n");

@@ -1,8 +1,8 @@
-// The rows of `go tool pprof -top` (with or without -cum): function ->
-// its flat and cumulative values as printed ("209.72MB"), in the order
-// printed. For the tests that read a profile with Go's pprof.
+// What Go's pprof prints, read back for the tests that read a profile with
+// it: the rows of `go tool pprof -top` and the stacks of `-traces`.
 #pragma once
 
+#include <cctype>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +15,8 @@ struct PprofTopRow {
   std::string cum;
 };
 
+// The rows of `go tool pprof -top` (with or without -cum): function -> its
+// flat and cumulative values as printed ("209.72MB"), in the order printed.
 inline std::vector<PprofTopRow> PprofTopRows(const std::string& out) {
   std::vector<PprofTopRow> rows;
   std::istringstream in(out);
@@ -33,6 +35,32 @@ inline std::vector<PprofTopRow> PprofTopRows(const std::string& out) {
     }
   }
   return rows;
+}
+
+// The frames of each sample of `go tool pprof -traces`, leaf first.
+inline std::vector<std::vector<std::string>> PprofTraces(const std::string& out) {
+  std::vector<std::vector<std::string>> traces;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("-----------+")) {
+      traces.emplace_back();
+      continue;
+    }
+    if (traces.empty()) continue;
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first)) continue;
+    // The leaf's line starts with the sample's value ("16.51MB   deflateInit2_").
+    if (traces.back().empty() && std::isdigit(static_cast<unsigned char>(first[0]))) {
+      std::string rest;
+      std::getline(words >> std::ws, rest);
+      traces.back().push_back(rest);
+    } else {
+      traces.back().push_back(line.substr(line.find_first_not_of(' ')));
+    }
+  }
+  return traces;
 }
 
 }  // namespace memtrimd::testing

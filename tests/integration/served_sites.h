@@ -2,6 +2,7 @@
 // JSON, for the tests of --collector.sites.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,12 +19,21 @@ struct ServedSite {
   bool nmt_tracked = false;
 };
 
+// What the agent says of its walks of Java frames (protocol 7 and later).
+struct ServedJavaFrames {
+  bool on = false;             // the agent walks Java frames
+  uint64_t walks = 0;          // sampled stacks it walked
+  uint64_t walks_without = 0;  // of those, with no Java frame
+};
+
 struct ServedSites {
   bool on = false;               // the target has sites (maybe none yet)
   double read_seconds = 0;       // when memtrimd read them from the agent
   std::vector<ServedSite> rows;  // largest first
   std::string missing;           // sites_missing: why there are none
   std::string resident_missing;  // why no site has a resident figure
+  // Absent when the agent says nothing of Java frames (before version 7).
+  std::optional<ServedJavaFrames> java_frames;
 };
 
 inline ServedSites ReadServedSites(const Memtrimd& m) {
@@ -42,6 +52,14 @@ inline ServedSites ReadServedSites(const Memtrimd& m) {
   if (const JsonValue* at = t.Path({"sites", "read_seconds"})) out.read_seconds = at->Number();
   if (const JsonValue* why = t.Path({"sites", "resident_missing"}))
     out.resident_missing = why->text;
+  if (const JsonValue* j = t.Path({"sites", "java_frames"})) {
+    ServedJavaFrames java;
+    if (const JsonValue* on = j->Get("on")) java.on = on->boolean;
+    if (const JsonValue* w = j->Get("walks")) java.walks = static_cast<uint64_t>(w->Number());
+    if (const JsonValue* e = j->Get("walks_without_java"))
+      java.walks_without = static_cast<uint64_t>(e->Number());
+    out.java_frames = java;
+  }
   for (const JsonValue& s : sites->items) {
     ServedSite row;
     if (const JsonValue* n = s.Get("site")) row.name = n->text;
