@@ -21,6 +21,7 @@ struct FileKey {
 
 struct FileAnswer {
   std::shared_ptr<const elf::ElfFunctions> elf;  // null: not readable
+  std::string error;                             // why not, when null
 };
 
 }  // namespace
@@ -35,9 +36,30 @@ std::string CapFunctionName(std::string_view name) {
   return out;
 }
 
+std::string FileNamesMissing(const elf::ElfFunctions* elf, const std::string& read_error) {
+  if (elf == nullptr) return "not read: " + (read_error.empty() ? "unknown error" : read_error);
+  switch (elf->source) {
+    case elf::ElfFunctions::Source::kSymtab:
+      return "";
+    case elf::ElfFunctions::Source::kNone:
+      return "it has no symbol table";
+    case elf::ElfFunctions::Source::kDynsym:
+      break;
+  }
+  // The usual case of a packaged program: its debug file (a -dbgsym
+  // package) has every function, found by build id.
+  std::string out = "stripped: only the functions it exports have names";
+  if (!elf->build_id.empty()) {
+    out += "; no debug file was read for its build id " + elf->build_id;
+  }
+  return out;
+}
+
 std::size_t Symbolization::MemoryBytes() const {
   std::size_t n = frames.capacity() * sizeof(Frame) + files.capacity() * sizeof(MappedFile);
-  for (const MappedFile& f : files) n += f.path.capacity() + f.build_id.capacity();
+  for (const MappedFile& f : files) {
+    n += f.path.capacity() + f.build_id.capacity() + f.names_missing.capacity();
+  }
   if (names) {
     n += sizeof(*names);
     for (const std::string& s : *names) n += sizeof(std::string) + s.capacity();
@@ -89,7 +111,11 @@ Symbolization Symbolize(std::span<const uint64_t> addresses,
     FileAnswer& answer = it->second;
     if (fresh) {
       Result<std::shared_ptr<const elf::ElfFunctions>> elf = source.Functions(m);
-      if (elf.ok()) answer.elf = std::move(elf).value();
+      if (elf.ok()) {
+        answer.elf = std::move(elf).value();
+      } else {
+        answer.error = elf.status().message();
+      }
     }
     auto [slot, first] = mapping_index.try_emplace(m.start, static_cast<int>(out.files.size()));
     if (first) {
@@ -102,6 +128,7 @@ Symbolization Symbolize(std::span<const uint64_t> addresses,
         file.build_id = answer.elf->build_id;
         file.symbols = answer.elf->source != elf::ElfFunctions::Source::kNone;
       }
+      file.names_missing = FileNamesMissing(answer.elf.get(), answer.error);
       out.files.push_back(std::move(file));
     }
     return {slot->second, &answer};

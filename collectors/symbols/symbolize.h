@@ -80,6 +80,9 @@ struct MappedFile {
   uint64_t end = 0;
   uint64_t offset = 0;
   bool symbols = false;  // its functions were read (else every frame there is [unknown])
+  // Why a frame in this file may have no function name, in a user's words
+  // (FileNamesMissing): "" when the file's full symbol table was read.
+  std::string names_missing;
 };
 
 struct Symbolization {
@@ -95,6 +98,12 @@ struct Symbolization {
   // charges it with.
   std::size_t MemoryBytes() const;
 };
+
+// Why frames in a file may come out without function names: the reason it
+// could not be read (`read_error`, non-empty), or what its symbol tables
+// lack (`elf`: no table at all, or only the exported functions of .dynsym
+// with no debug file found for its build id); "" for a full symbol table.
+std::string FileNamesMissing(const elf::ElfFunctions* elf, const std::string& read_error);
 
 // `name` cut to kMaxFunctionNameBytes (at a UTF-8 character's start) with
 // kCutMarker appended, or unchanged when short enough.

@@ -317,6 +317,10 @@ void RenderSites(std::string& out, const TargetSnapshot& ts, const SampleHistory
     out += "<td>" + FormatMib(all > resident_shown ? all - resident_shown : 0) + "</td>";
   }
   out += std::string("<td></td>") + (jvm ? "<td></td>" : "") + "</tr>\n</table>\n";
+  // A file's name where a function's should be: say why, the next question.
+  for (const agent::UnnamedFile& f : p.unnamed_files) {
+    out += "<p class=\"unnamed-file\">" + HtmlEscape(report::UnnamedFileText(f)) + ".</p>\n";
+  }
   if (p.budget_cut_stacks > 0) {
     out += "<p class=\"sites-missing\">" + std::to_string(p.budget_cut_stacks) +
            " of the largest stacks not kept: over the node's sites memory budget "

@@ -35,7 +35,31 @@ std::string Line(const std::string& bytes, const std::string& resident, const st
   return buf + name + "\n";
 }
 
+// A target's file name on one line of text: a control byte (maps escapes
+// only '\n', which memtrimd decodes) in the kernel's octal form.
+std::string OneLine(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\%03o", b);
+      out += esc;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string UnnamedFileText(const agent::UnnamedFile& f) {
+  const std::size_t slash = f.path.rfind('/');
+  const std::string base = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+  return "no function names in " + OneLine(f.path) + " (shown as " + OneLine(base) +
+         " in sites holding " + Bytes(f.live_bytes) + "): " + OneLine(f.why);
+}
 
 std::string NotSampledText(const agent::SiteProfile& p) {
   if (!p.hooks_counted && p.linked_allocator.empty()) return "";
@@ -100,6 +124,7 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
     }
     out += "\n";
   }
+  for (const agent::UnnamedFile& f : p.unnamed_files) out += "  " + UnnamedFileText(f) + "\n";
   out += "  allocated since sampling started: " + Bytes(p.total.alloc_bytes) + " in " +
          std::to_string(p.samples) +
          " samples; the sampler's own tables: " + Bytes(p.sampler_bytes) + "\n";
@@ -196,6 +221,12 @@ void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top) {
     w.Key("unhooked_objects").Uint(p.unhooked_objects);
     w.Key("not_sampled").String(NotSampledText(p));
   }
+  w.Key("unnamed_files").BeginArray();
+  for (const agent::UnnamedFile& f : p.unnamed_files) {
+    w.BeginObject().Key("file").String(f.path).Key("live_bytes").Uint(f.live_bytes);
+    w.Key("why").String(f.why).Key("text").String(UnnamedFileText(f)).EndObject();
+  }
+  w.EndArray();
   w.Key("sites").BeginArray();
   for (std::size_t i = 0; i < p.sites.size() && i < top; ++i) {
     const agent::NamedSite& s = p.sites[i];

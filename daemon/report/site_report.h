@@ -30,6 +30,12 @@ std::string SitesText(const agent::SiteProfile& p, std::size_t top,
 // RTLD_DEEPBIND, or an allocator linked in statically).
 std::string NotSampledText(const agent::SiteProfile& p);
 
+// One line on a file that stands for its functions in the sites' names
+// ("no function names in /usr/sbin/app (shown as app in sites holding
+// 12.0 MiB): stripped: ..."); control bytes of the target's file names in
+// octal, as maps writes them.
+std::string UnnamedFileText(const agent::UnnamedFile& f);
+
 // The same as a JSON object value ("sites": {...}).
 void SitesJson(JsonWriter& w, const agent::SiteProfile& p, std::size_t top);
 

@@ -26,6 +26,13 @@ struct ServedJavaFrames {
   uint64_t walks_without = 0;  // of those, with no Java frame
 };
 
+// A file that stands for its functions in the sites' names, and why.
+struct ServedUnnamedFile {
+  std::string file;
+  double live = 0;  // bytes of the sites that show it
+  std::string why;
+};
+
 struct ServedSites {
   bool on = false;               // the target has sites (maybe none yet)
   double read_seconds = 0;       // when memtrimd read them from the agent
@@ -34,6 +41,7 @@ struct ServedSites {
   std::string resident_missing;  // why no site has a resident figure
   // Absent when the agent says nothing of Java frames (before version 7).
   std::optional<ServedJavaFrames> java_frames;
+  std::vector<ServedUnnamedFile> unnamed_files;
 };
 
 inline ServedSites ReadServedSites(const Memtrimd& m) {
@@ -59,6 +67,15 @@ inline ServedSites ReadServedSites(const Memtrimd& m) {
     if (const JsonValue* e = j->Get("walks_without_java"))
       java.walks_without = static_cast<uint64_t>(e->Number());
     out.java_frames = java;
+  }
+  if (const JsonValue* files = t.Path({"sites", "unnamed_files"})) {
+    for (const JsonValue& f : files->items) {
+      ServedUnnamedFile u;
+      if (const JsonValue* n = f.Get("file")) u.file = n->text;
+      if (const JsonValue* l = f.Get("live_bytes")) u.live = l->Number();
+      if (const JsonValue* w = f.Get("why")) u.why = w->text;
+      out.unnamed_files.push_back(std::move(u));
+    }
   }
   for (const JsonValue& s : sites->items) {
     ServedSite row;

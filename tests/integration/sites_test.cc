@@ -356,6 +356,45 @@ TEST_F(SitesTest, CxxFunctionsAreDemangledWithoutParameters) {
   EXPECT_NE(top.out.find("File: cxx_site_holder\n"), std::string::npos) << top.out;
 }
 
+// A stripped program (no debug file installed) keeps the names of the
+// functions it exports only: its own frames stand in the sites' names as
+// its file's name, and /report says which file and why, in JSON and text.
+TEST_F(SitesTest, AStrippedProgramsSitesSayWhyTheyHaveNoFunctionNames) {
+  const std::string stripped = dir_ / "cxx_site_holder.stripped";
+  RunResult strip =
+      RunCommand({"strip", "--strip-all", "-o", stripped, WorkloadBin("cxx_site_holder")});
+  ASSERT_EQ(strip.exit_code, 0) << strip.err;
+  SpawnOptions o;
+  o.stdout_path = out_;
+  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+  Process holder({stripped, trigger_}, o);
+  ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder.running(); }, 30s));
+  ASSERT_TRUE(holder.running());
+  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
+              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
+  ASSERT_TRUE(m.started()) << m.log();
+  const Held held = HoldAndRead(m);
+  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
+  const ServedSites& sites = held.sites;
+  ASSERT_FALSE(sites.rows.empty());
+  // The 64 MiB site, named by the program's file where its functions were.
+  EXPECT_TRUE(sites.rows[0].name.starts_with("cxx_site_holder.stripped")) << sites.rows[0].name;
+  ASSERT_FALSE(sites.unnamed_files.empty());
+  const ServedUnnamedFile& f = sites.unnamed_files[0];
+  EXPECT_EQ(f.file, stripped);
+  EXPECT_TRUE(
+      f.why.starts_with("stripped: only the functions it exports have names; no debug "
+                        "file was read for its build id "))
+      << f.why;
+  EXPECT_GE(f.live, sites.rows[0].live);
+  HttpResponse text = Curl(m.url("/report"));
+  ASSERT_EQ(text.status, 200);
+  EXPECT_NE(text.body.find("no function names in " + stripped +
+                           " (shown as cxx_site_holder.stripped in sites holding "),
+            std::string::npos)
+      << text.body;
+}
+
 // The agent's "ping": whether its sampler is on (nullopt: no answer, or
 // an agent that cannot say).
 std::optional<bool> SamplerOn(pid_t pid) {

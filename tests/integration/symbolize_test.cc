@@ -219,6 +219,13 @@ TEST_F(SymbolizeTest, StrippedProgramNamedFromItsDebugFile) {
     EXPECT_EQ(named.frames[i].function, kNames[i]);
     ASSERT_GE(named.frames[i].file, 0);
     EXPECT_EQ(named.files[static_cast<std::size_t>(named.frames[i].file)].build_id, id);
+    // Why the bare frames have no name, and that the named ones need none.
+    ASSERT_GE(bare.frames[i].file, 0);
+    EXPECT_EQ(bare.files[static_cast<std::size_t>(bare.frames[i].file)].names_missing,
+              "stripped: only the functions it exports have names; no debug file was read for "
+              "its build id " +
+                  id);
+    EXPECT_EQ(named.files[static_cast<std::size_t>(named.frames[i].file)].names_missing, "");
   }
 }
 

@@ -599,6 +599,31 @@ TEST(IncidentPage, WhatTheHooksCannotSeeIsSaidInOneLine) {
             "executable: its calls never pass through a GOT entry the hooks could take)");
 }
 
+// A file standing for its functions in the sites' names: the page, the
+// text and the JSON say which and why, a target's control bytes escaped.
+TEST(IncidentPage, AFileWithoutFunctionNamesIsSaidWithItsReason) {
+  TargetSnapshot ts = Program(42, 100, 400);
+  auto sites = std::make_shared<agent::SiteProfile>(
+      *Sites(std::chrono::system_clock::time_point(1'800'000'000s),
+             {{"app < __libc_start_call_main", 40 * kMiB, false}}));
+  ts.sample.sites = sites;
+  Snapshot snap = OneTarget(ts, nullptr);
+  std::string html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_EQ(html.find("unnamed-file"), std::string::npos);
+  sites->unnamed_files = {
+      {"/srv/a<b>\npp", "stripped: only the functions it exports have names", 40 * kMiB}};
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("<p class=\"unnamed-file\">no function names in /srv/a&lt;b&gt;\\012pp "
+                      "(shown as a&lt;b&gt;\\012pp in sites holding 40.0 MiB): stripped: only "
+                      "the functions it exports have names.</p>"),
+            std::string::npos)
+      << html;
+  const std::string text = report::SitesText(*sites, 10, std::chrono::system_clock::now());
+  EXPECT_NE(text.find("\n  no function names in /srv/a<b>\\012pp (shown as"), std::string::npos)
+      << text;
+}
+
 // Issue 33: the page's header shows the RSS of this sample; the account is
 // of the last smaps read. Dated always; against figures of now (the sites)
 // only when its RSS is in step with the RSS now.

@@ -216,7 +216,7 @@ TEST(PprofProfile, NegativeValuesAreTenByteVarints) {
 
 TEST(PprofProfile, HeapProfileOfSymbolizedSites) {
   symbols::Symbolization s;
-  s.files.push_back(symbols::MappedFile{"/usr/bin/app", "beef", 0x1000, 0x2000, 0, true});
+  s.files.push_back(symbols::MappedFile{"/usr/bin/app", "beef", 0x1000, 0x2000, 0, true, ""});
   const std::vector<SiteSample> sites = {{{0x1100, 0x1200}, {0, 0, 1, 100}},
                                          {{0x1300, 0x1200}, {0, 0, 1, 50}}};
   const std::vector<uint64_t> addresses = AddressesOf(sites);

@@ -296,5 +296,61 @@ TEST(SiteProfileNames, JavaFramesNameTheSiteByTheApplicationsMethod) {
   EXPECT_EQ(frame(stale).source_file, "");
 }
 
+// A frame in no function of its file stands for it by the file's name;
+// the profile lists each such file once, with the live bytes of the sites
+// that show it and why it gave no name: a file stripped to its exported
+// functions (no debug file read), a file with no table at all, a file
+// memtrimd could not read. Files whose frames were all named are not listed,
+// nor frames below the site's name.
+TEST(SiteProfileNames, FilesWithoutFunctionNamesAreListedWithTheirReason) {
+  class Source : public InCodeSource {
+   public:
+    Source() {
+      auto stripped = std::make_shared<ElfFunctions>(*agent::Functions({"inflateInit2_"}));
+      stripped->source = ElfFunctions::Source::kDynsym;
+      stripped->build_id = "ab12cd";
+      files_[5] = stripped;
+      auto bare = std::make_shared<ElfFunctions>();
+      bare->loads.push_back({0, 0, 0x100000});
+      files_[4] = bare;  // the loader stands in for a file with no table
+      files_.erase(1);   // the program: not readable
+    }
+  };
+  AgentSites raw;
+  const uint64_t zlib_static = kZlib + 0x9010;  // in no exported function
+  raw.stacks = {Stack(8 * kMiB, {zlib_static, In(kZlib, 0), In(kJvm, 3)}),
+                Stack(4 * kMiB, {zlib_static, zlib_static, In(kJvm, 0)}),
+                Stack(2 * kMiB, {kProg + 0x5010, In(kJvm, 0)}),
+                Stack(1 * kMiB, {kLoader + 0x20, In(kJvm, 0)}),
+                // Named by three functions before the unreadable program.
+                Stack(kMiB / 2, {In(kJvm, 0), In(kJvm, 1), In(kJvm, 2), kProg + 0x10})};
+  Source source;
+  std::vector<MapsEntry> maps = Maps();
+  SiteProfile p =
+      BuildSiteProfile(raw, maps, source, 64, 0, std::chrono::system_clock::time_point{});
+
+  ASSERT_EQ(p.unnamed_files.size(), 3u);
+  EXPECT_EQ(p.unnamed_files[0].path, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13");
+  EXPECT_EQ(p.unnamed_files[0].live_bytes, 12 * kMiB);  // each stack once
+  EXPECT_EQ(p.unnamed_files[0].why,
+            "stripped: only the functions it exports have names; no debug file was read for "
+            "its build id ab12cd");
+  EXPECT_EQ(p.unnamed_files[1].path, "/app/prog");
+  EXPECT_EQ(p.unnamed_files[1].live_bytes, 2 * kMiB);
+  EXPECT_EQ(p.unnamed_files[1].why, "not read: no such file");
+  EXPECT_EQ(p.unnamed_files[2].path, "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
+  EXPECT_EQ(p.unnamed_files[2].why, "it has no symbol table");
+  ASSERT_NE(Find(p, "libz.so.1.2.13 < inflateInit2_ < Java_java_util_zip_Inflater_init"), nullptr);
+  EXPECT_GT(p.MemoryBytes(), Build({}).MemoryBytes());
+}
+
+TEST(SiteProfileNames, AFullSymbolTableListsNoFile) {
+  // A frame between functions of a file whose whole table was read: no
+  // reason to give beyond the table itself.
+  SiteProfile p = Build({Stack(kMiB, {kZlib + 0x9010, In(kJvm, 0)})});
+  EXPECT_TRUE(p.unnamed_files.empty());
+  EXPECT_EQ(symbols::FileNamesMissing(nullptr, ""), "not read: unknown error");
+}
+
 }  // namespace
 }  // namespace memtrimd::agent

@@ -93,13 +93,19 @@ const symbols::Frame* NamingJavaFrame(std::span<const uint64_t> addresses,
   return innermost;
 }
 
-std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile) {
+std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile,
+                     std::vector<const symbols::Frame*>* named) {
+  auto shown = [&](const symbols::Frame* f) {
+    if (named != nullptr && f != nullptr) named->push_back(f);
+  };
   if (const symbols::Frame* java = NamingJavaFrame(addresses, profile)) {
     std::string name;
     if (!addresses.empty() && !symbols::IsJavaFrame(addresses[0])) {
       const symbols::Frame* f = FrameOf(addresses[0], profile);
+      shown(f);
       name = (f != nullptr ? FrameName(*f, profile.symbols) : std::string("[unknown]")) + " < ";
     }
+    shown(java);
     name += FrameName(*java, profile.symbols);
     if (name.size() > kMaxNameBytes) name = name.substr(0, kMaxNameBytes) + "...";
     return text::ToValidUtf8(name);
@@ -111,11 +117,13 @@ std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& pro
     if (parts == kSiteNameFrames) break;
     auto it = std::lower_bound(profile.addresses.begin(), profile.addresses.end(), a);
     std::string part = "[unknown]";
+    const symbols::Frame* frame = nullptr;
     if (it != profile.addresses.end() && *it == a) {
-      const symbols::Frame& f = profile.symbols.frames[it - profile.addresses.begin()];
-      part = FrameName(f, profile.symbols);
+      frame = &profile.symbols.frames[it - profile.addresses.begin()];
+      part = FrameName(*frame, profile.symbols);
     }
     if (part == last) continue;  // recursion: one name
+    shown(frame);
     if (!name.empty()) name += " < ";
     name += part;
     last = std::move(part);
@@ -132,6 +140,8 @@ std::size_t SiteProfile::MemoryBytes() const {
                   sites.capacity() * sizeof(NamedSite) + linked_allocator.capacity();
   for (const SiteStack& s : stacks) n += s.addresses.capacity() * sizeof(uint64_t);
   for (const NamedSite& s : sites) n += s.name.capacity();
+  n += unnamed_files.capacity() * sizeof(UnnamedFile);
+  for (const UnnamedFile& f : unnamed_files) n += f.path.capacity() + f.why.capacity();
   return n + resident.why.capacity();
 }
 
@@ -215,8 +225,24 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   }
 
   std::map<std::string, std::size_t> by_name;
+  // Files shown by name in a site's name: path -> index into `unnamed`.
+  std::map<std::string, std::size_t> unnamed_index;
+  std::vector<UnnamedFile> unnamed;
+  std::vector<const symbols::Frame*> named;
   for (SiteStack& s : p.stacks) {
-    std::string name = SiteName(s.addresses, p);
+    named.clear();
+    std::string name = SiteName(s.addresses, p, &named);
+    std::vector<std::size_t> counted;  // this stack's files, counted once
+    for (const symbols::Frame* f : named) {
+      if (f->kind != symbols::FrameKind::kUnknown || f->file < 0) continue;
+      const symbols::MappedFile& file = p.symbols.files[static_cast<std::size_t>(f->file)];
+      if (file.names_missing.empty()) continue;
+      auto [at, fresh] = unnamed_index.try_emplace(file.path, unnamed.size());
+      if (fresh) unnamed.push_back(UnnamedFile{file.path, file.names_missing, 0});
+      if (std::find(counted.begin(), counted.end(), at->second) != counted.end()) continue;
+      counted.push_back(at->second);
+      unnamed[at->second].live_bytes += s.values.live_bytes;
+    }
     const bool tracked = NmtTrackedStack(s.addresses, p);
     auto [it, added] = by_name.emplace(name, p.sites.size());
     // A site is NMT's only when all its stacks are: one short name can
@@ -245,6 +271,12 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
   }
   p.sites = std::move(sorted);
   for (SiteStack& s : p.stacks) s.site = rank[s.site];
+  std::sort(unnamed.begin(), unnamed.end(), [](const UnnamedFile& a, const UnnamedFile& b) {
+    if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
+    return a.path < b.path;
+  });
+  if (unnamed.size() > kMaxUnnamedFiles) unnamed.resize(kMaxUnnamedFiles);
+  p.unnamed_files = std::move(unnamed);
   return p;
 }
 

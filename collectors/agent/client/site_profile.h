@@ -38,6 +38,17 @@ struct NamedSite {
   bool nmt_tracked = false;
 };
 
+// A file whose frames name sites by the file's name instead of a
+// function's, and why it gave no function name (symbols::FileNamesMissing).
+struct UnnamedFile {
+  std::string path;  // as the target's maps name it
+  std::string why;
+  uint64_t live_bytes = 0;  // of the kept stacks whose site names show it
+};
+
+// Files listed in SiteProfile::unnamed_files at most.
+inline constexpr std::size_t kMaxUnnamedFiles = 8;
+
 struct SiteProfile {
   std::chrono::system_clock::time_point read_at{};
   // When the sampler was turned on (the agent's monotonic clock, mapped to
@@ -94,6 +105,10 @@ struct SiteProfile {
   symbols::Symbolization symbols;
   // By short name, live bytes descending (ties: name).
   std::vector<NamedSite> sites;
+  // The files whose name stands for a function in the sites' names (a
+  // frame there had no function), live bytes descending (ties: path), at
+  // most kMaxUnnamedFiles: the user's next question is why.
+  std::vector<UnnamedFile> unnamed_files;
 
   // The heap bytes the profile holds: what the sites budget charges.
   std::size_t MemoryBytes() const;
@@ -121,7 +136,10 @@ SiteProfile BuildSiteProfile(const AgentSites& raw, std::span<const procfs::Maps
 // outside the JDK (symbols::IsJdkJavaName; the innermost Java frame when
 // all are the JDK's): "deflateInit2_ < com.acme.Uploads.compressAll", the
 // code that holds the memory, whatever JDK classes lie between.
-std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile);
+// `named`, when given, gets the frames the name shows (none for "[unknown]"
+// parts of addresses that were not symbolised).
+std::string SiteName(std::span<const uint64_t> addresses, const SiteProfile& profile,
+                     std::vector<const symbols::Frame*>* named = nullptr);
 
 // Whether a stack's innermost frame outside libc (libc.so.6) and the
 // dynamic linker (ld-linux*) lies in a file named libjvm.so: a stack that
