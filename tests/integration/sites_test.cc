@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -102,9 +103,29 @@ class SitesTest : public ::testing::Test {
     return h;
   }
 
+  // `program` (cxx_site_holder or a copy), preloaded, sampled by a memtrimd
+  // (m_); held_, the first read of its sites after it holds its 64 MiB.
+  void StartCxxHolder(const std::string& program) {
+    SpawnOptions o;
+    o.stdout_path = out_;
+    o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
+    holder_ = Process({program, trigger_}, o);
+    ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder_.running(); }, 30s));
+    ASSERT_TRUE(holder_.running());
+    m_ = std::make_unique<Memtrimd>(std::vector<std::string>{
+        "--target.pid=" + std::to_string(holder_.pid()), "--collector.sites",
+        "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
+    ASSERT_TRUE(m_->started()) << m_->log();
+    held_ = HoldAndRead(*m_);
+    ASSERT_TRUE(held_.why.empty()) << held_.why << "\n" << m_->log();
+  }
+
   TempDir dir_;
   std::string out_ = dir_ / "holder.out";
   std::string trigger_ = dir_ / "hold";
+  Process holder_;
+  std::unique_ptr<Memtrimd> m_;
+  Held held_;
 };
 
 TEST_F(SitesTest, ThreeSitesRankedNearTheirTruthEverywhereAndFreedMemoryGoes) {
@@ -321,18 +342,9 @@ TEST_F(SitesTest, ResidentBytesPerSiteNearTheirTruthEverywhere) {
 // A C++ program's site reads as C++ names it: demangled, without
 // parameter lists (a label stays short); the profile keeps the full names.
 TEST_F(SitesTest, CxxFunctionsAreDemangledWithoutParameters) {
-  SpawnOptions o;
-  o.stdout_path = out_;
-  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
-  Process holder({WorkloadBin("cxx_site_holder"), trigger_}, o);
-  ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder.running(); }, 30s));
-  ASSERT_TRUE(holder.running());
-  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
-              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
-  ASSERT_TRUE(m.started()) << m.log();
-  const Held held = HoldAndRead(m);
-  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
-  ServedSites sites = held.sites;
+  ASSERT_NO_FATAL_FAILURE(StartCxxHolder(WorkloadBin("cxx_site_holder")));
+  Memtrimd& m = *m_;
+  const ServedSites& sites = held_.sites;
   ASSERT_FALSE(sites.rows.empty());
   // 64 blocks of 1 MiB: an error of about 5 % at the default period.
   EXPECT_EQ(sites.rows[0].name, "holder::Pool<int>::grow < holder::fill < main");
@@ -364,18 +376,8 @@ TEST_F(SitesTest, AStrippedProgramsSitesSayWhyTheyHaveNoFunctionNames) {
   RunResult strip =
       RunCommand({"strip", "--strip-all", "-o", stripped, WorkloadBin("cxx_site_holder")});
   ASSERT_EQ(strip.exit_code, 0) << strip.err;
-  SpawnOptions o;
-  o.stdout_path = out_;
-  o.env = {std::string("LD_PRELOAD=") + AGENT_LIB};
-  Process holder({stripped, trigger_}, o);
-  ASSERT_TRUE(WaitFor([&] { return Printed("armed") || !holder.running(); }, 30s));
-  ASSERT_TRUE(holder.running());
-  Memtrimd m({"--target.pid=" + std::to_string(holder.pid()), "--collector.sites",
-              "--sites.interval=300ms", "--sample.interval=300ms", "--trim.interval=0"});
-  ASSERT_TRUE(m.started()) << m.log();
-  const Held held = HoldAndRead(m);
-  ASSERT_TRUE(held.why.empty()) << held.why << "\n" << m.log();
-  const ServedSites& sites = held.sites;
+  ASSERT_NO_FATAL_FAILURE(StartCxxHolder(stripped));
+  const ServedSites& sites = held_.sites;
   ASSERT_FALSE(sites.rows.empty());
   // The 64 MiB site, named by the program's file where its functions were.
   EXPECT_TRUE(sites.rows[0].name.starts_with("cxx_site_holder.stripped")) << sites.rows[0].name;
@@ -387,7 +389,7 @@ TEST_F(SitesTest, AStrippedProgramsSitesSayWhyTheyHaveNoFunctionNames) {
                         "file was read for its build id "))
       << f.why;
   EXPECT_GE(f.live, sites.rows[0].live);
-  HttpResponse text = Curl(m.url("/report"));
+  HttpResponse text = Curl(m_->url("/report"));
   ASSERT_EQ(text.status, 200);
   EXPECT_NE(text.body.find("no function names in " + stripped +
                            " (shown as cxx_site_holder.stripped in sites holding "),

@@ -107,13 +107,18 @@ const NamedSite* Find(const SiteProfile& p, const std::string& name) {
   return nullptr;
 }
 
+// The profile of `raw` against Maps(), its files' functions from `source`.
+SiteProfile BuildFrom(const AgentSites& raw, symbols::ElfSource& source, uint64_t main_code = 0) {
+  std::vector<MapsEntry> maps = Maps();
+  return BuildSiteProfile(raw, maps, source, 64, 0, std::chrono::system_clock::time_point{},
+                          main_code);
+}
+
 SiteProfile Build(std::vector<AgentStack> stacks, uint64_t main_code = 0) {
   AgentSites raw;
   raw.stacks = std::move(stacks);
   InCodeSource source;
-  std::vector<MapsEntry> maps = Maps();
-  return BuildSiteProfile(std::move(raw), maps, source, 64, 0,
-                          std::chrono::system_clock::time_point{}, main_code);
+  return BuildFrom(raw, source, main_code);
 }
 
 TEST(SiteProfileNmt, StacksFromLibjvmAreNmtsOthersAreNot) {
@@ -268,9 +273,7 @@ TEST(SiteProfileNames, JavaFramesNameTheSiteByTheApplicationsMethod) {
               {app_b, "com.acme.B.hold", "B.java", 40},
               {jdk_only, "java.lang.Thread.run", "Thread.java", 833}};
   InCodeSource source;
-  std::vector<MapsEntry> maps = Maps();
-  SiteProfile p =
-      BuildSiteProfile(raw, maps, source, 64, 0, std::chrono::system_clock::time_point{});
+  SiteProfile p = BuildFrom(raw, source);
   ASSERT_EQ(p.sites.size(), 4u);
   EXPECT_EQ(p.sites[0].name, "inflateInit2_ < com.acme.A.hold");
   EXPECT_EQ(p.sites[1].name, "inflateInit2_ < com.acme.B.hold");
@@ -325,9 +328,7 @@ TEST(SiteProfileNames, FilesWithoutFunctionNamesAreListedWithTheirReason) {
                 // Named by three functions before the unreadable program.
                 Stack(kMiB / 2, {In(kJvm, 0), In(kJvm, 1), In(kJvm, 2), kProg + 0x10})};
   Source source;
-  std::vector<MapsEntry> maps = Maps();
-  SiteProfile p =
-      BuildSiteProfile(raw, maps, source, 64, 0, std::chrono::system_clock::time_point{});
+  SiteProfile p = BuildFrom(raw, source);
 
   ASSERT_EQ(p.unnamed_files.size(), 3u);
   EXPECT_EQ(p.unnamed_files[0].path, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13");
