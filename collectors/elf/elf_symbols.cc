@@ -607,7 +607,7 @@ std::optional<uint64_t> ElfFunctions::VaddrOfOffset(uint64_t file_offset) const 
 }
 
 std::size_t ElfFunctions::MemoryBytes() const {
-  return sizeof(*this) + build_id.capacity() + names.capacity() +
+  return sizeof(*this) + build_id.capacity() + names.capacity() + debug_file_missing.capacity() +
          loads.capacity() * sizeof(ElfLoad) + functions.capacity() * sizeof(ElfFunction);
 }
 

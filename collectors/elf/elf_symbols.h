@@ -98,7 +98,10 @@ struct ElfFunctions {
   std::string build_id;  // NT_GNU_BUILD_ID in lower-case hex; "" when none
   std::vector<ElfLoad> loads;
   Source source = Source::kNone;
-  bool from_debug_file = false;        // the functions are a debug file's (symbols/target_elf.h)
+  bool from_debug_file = false;  // the functions are a debug file's (symbols/target_elf.h)
+  // Why no debug file gave the functions of a file without .symtab, when
+  // one was looked for (symbols/target_elf.h); "" otherwise.
+  std::string debug_file_missing;
   std::vector<ElfFunction> functions;  // sorted by value, then by size (larger first)
   std::string names;
 

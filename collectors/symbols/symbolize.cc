@@ -49,7 +49,9 @@ std::string FileNamesMissing(const elf::ElfFunctions* elf, const std::string& re
   // The usual case of a packaged program: its debug file (a -dbgsym
   // package) has every function, found by build id.
   std::string out = "stripped: only the functions it exports have names";
-  if (!elf->build_id.empty()) {
+  if (!elf->debug_file_missing.empty()) {
+    out += "; its debug file (build id " + elf->build_id + "): " + elf->debug_file_missing;
+  } else if (!elf->build_id.empty()) {
     out += "; no debug file was read for its build id " + elf->build_id;
   }
   return out;

@@ -102,7 +102,8 @@ struct Symbolization {
 // Why frames in a file may come out without function names: the reason it
 // could not be read (`read_error`, non-empty), or what its symbol tables
 // lack (`elf`: no table at all, or only the exported functions of .dynsym
-// with no debug file found for its build id); "" for a full symbol table.
+// and why no debug file gave the rest, ElfFunctions::debug_file_missing);
+// "" for a full symbol table.
 std::string FileNamesMissing(const elf::ElfFunctions* elf, const std::string& read_error);
 
 // `name` cut to kMaxFunctionNameBytes (at a UTF-8 character's start) with

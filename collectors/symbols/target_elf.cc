@@ -188,6 +188,13 @@ Result<std::shared_ptr<const elf::ElfFunctions>> TargetElfSource::Functions(
       elf->names = std::move(dbg->names);
       elf->source = elf::ElfFunctions::Source::kSymtab;
       elf->from_debug_file = true;
+    } else if (!dbg.ok()) {
+      // Said with the profile's sites (symbols::FileNamesMissing): the
+      // user's next step is installing that file, or reading it as the
+      // target (a node agent cannot).
+      elf->debug_file_missing = dbg.status().message();
+    } else {
+      elf->debug_file_missing = debug + " is not this build's, or has no symbol table";
     }
   }
   auto shared = std::make_shared<const elf::ElfFunctions>(std::move(elf).value());

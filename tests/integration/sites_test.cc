@@ -384,10 +384,12 @@ TEST_F(SitesTest, AStrippedProgramsSitesSayWhyTheyHaveNoFunctionNames) {
   ASSERT_FALSE(sites.unnamed_files.empty());
   const ServedUnnamedFile& f = sites.unnamed_files[0];
   EXPECT_EQ(f.file, stripped);
-  EXPECT_TRUE(
-      f.why.starts_with("stripped: only the functions it exports have names; no debug "
-                        "file was read for its build id "))
+  // And why its debug file did not name them: there is none.
+  EXPECT_TRUE(f.why.starts_with(
+      "stripped: only the functions it exports have names; its debug file (build id "))
       << f.why;
+  EXPECT_NE(f.why.find("): open /usr/lib/debug/.build-id/"), std::string::npos) << f.why;
+  EXPECT_TRUE(f.why.ends_with(".debug: No such file or directory")) << f.why;
   EXPECT_GE(f.live, sites.rows[0].live);
   HttpResponse text = Curl(m_->url("/report"));
   ASSERT_EQ(text.status, 200);

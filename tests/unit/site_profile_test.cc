@@ -351,6 +351,13 @@ TEST(SiteProfileNames, AFullSymbolTableListsNoFile) {
   SiteProfile p = Build({Stack(kMiB, {kZlib + 0x9010, In(kJvm, 0)})});
   EXPECT_TRUE(p.unnamed_files.empty());
   EXPECT_EQ(symbols::FileNamesMissing(nullptr, ""), "not read: unknown error");
+  ElfFunctions looked;
+  looked.source = ElfFunctions::Source::kDynsym;
+  looked.build_id = "ab12";
+  looked.debug_file_missing = "taking the target's uid 1000 and gid 1000 needs CAP_SETUID";
+  EXPECT_EQ(symbols::FileNamesMissing(&looked, ""),
+            "stripped: only the functions it exports have names; its debug file (build id "
+            "ab12): taking the target's uid 1000 and gid 1000 needs CAP_SETUID");
 }
 
 }  // namespace
