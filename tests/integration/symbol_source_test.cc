@@ -12,6 +12,8 @@
 // symbolisation (as root, as the daemon's) still names the program's own
 // functions. (The agent answers no memtrimd across such a namespace: its
 // root is not root there, so that case is checked on the symbol source.)
+// And a node agent, which cannot read a debug file as the target, says so
+// for a stripped program rather than only showing its file's name.
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -64,6 +67,55 @@ std::string AttackerDir(const TempDir& dir, const std::string& name) {
   return home;
 }
 
+// A holder run as the nameless user and sampled by a root node-mode
+// memtrimd with the node agent's capabilities.
+struct NodeSampled {
+  Process holder;
+  std::unique_ptr<Memtrimd> m;
+  ServedSites sites;
+};
+
+// `program_args` (its trigger file: home + "/hold", its output home +
+// "/out") run as the nameless user with the agent preloaded until it
+// prints "armed"; memtrimd watching the processes whose command line holds
+// `marker` and whose anonymous RSS is at least `min_rss`; once sampling is
+// on, the trigger written and the served sites read until `held` says so.
+void StartAndHold(const std::string& home, const std::string& marker,
+                  const std::vector<std::string>& program_args, const std::string& min_rss,
+                  const std::function<bool(const ServedSites&)>& held, NodeSampled& out) {
+  const std::string stdout_path = home + "/out";
+  std::vector<std::string> argv = AsUser(kNamelessUid);
+  argv.insert(argv.end(), {"env", std::string("LD_PRELOAD=") + AGENT_LIB});
+  argv.insert(argv.end(), program_args.begin(), program_args.end());
+  SpawnOptions o;
+  o.stdout_path = stdout_path;
+  out.holder = Process(argv, o);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(stdout_path).find("armed\n") != std::string::npos || !out.holder.running();
+      },
+      30s));
+  ASSERT_TRUE(out.holder.running());
+
+  out.m = std::make_unique<Memtrimd>(
+      WrapWith{NodeAgentCaps()},
+      std::vector<std::string>{"--targets=node", "--targets.match=" + marker,
+                               "--targets.exclude=^(setpriv|env) ", "--targets.min-rss=" + min_rss,
+                               "--discovery.interval=300ms", "--sample.interval=300ms",
+                               "--collector.sites", "--sites.interval=300ms", "--trim.interval=0"});
+  Memtrimd& m = *out.m;
+  ASSERT_TRUE(m.started()) << m.log();
+  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
+  WriteFile(home + "/hold", "");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        out.sites = ReadServedSites(m);
+        return held(out.sites);
+      },
+      30s))
+      << m.log();
+}
+
 TEST(SymbolSourceTest, ANewlineNameBesideASymlinkNamesNoFunctionOfARootOnlyFile) {
   if (!IsRoot()) GTEST_SKIP() << "needs root: the attacker is another user";
   const std::string marker = "symsrc" + std::to_string(::getpid());
@@ -79,33 +131,14 @@ TEST(SymbolSourceTest, ANewlineNameBesideASymlinkNamesNoFunctionOfARootOnlyFile)
   ASSERT_EQ(planted.exit_code, 0) << planted.err;
   ASSERT_TRUE(fs::is_symlink(home + "/holder\\012x"));
 
-  const std::string out = home + "/out", trigger = home + "/hold";
-  std::vector<std::string> argv = AsUser(kNamelessUid);
-  argv.insert(argv.end(), {"env", std::string("LD_PRELOAD=") + AGENT_LIB, home + "/holder\nx",
-                           "1048576", trigger, "1048576", "2"});
-  SpawnOptions o;
-  o.stdout_path = out;
-  Process holder(argv, o);
-  ASSERT_TRUE(WaitFor(
-      [&] { return ReadFile(out).find("armed\n") != std::string::npos || !holder.running(); },
-      30s));
-  ASSERT_TRUE(holder.running());
-
-  Memtrimd m(WrapWith{NodeAgentCaps()},
-             {"--targets=node", "--targets.match=" + marker, "--targets.exclude=^(setpriv|env) ",
-              "--targets.min-rss=1MiB", "--discovery.interval=300ms", "--sample.interval=300ms",
-              "--collector.sites", "--sites.interval=300ms", "--trim.interval=0"});
-  ASSERT_TRUE(m.started()) << m.log();
-  ASSERT_TRUE(WaitFor([&] { return ReadServedSites(m).on; }, 30s)) << m.log();
-  WriteFile(trigger, "");
-  ServedSites sites;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sites = ReadServedSites(m);
-        return !sites.rows.empty() && sites.rows[0].live > 100.0 * (1 << 20);
-      },
-      30s))
-      << m.log();
+  NodeSampled run;
+  ASSERT_NO_FATAL_FAILURE(StartAndHold(
+      home, marker, {home + "/holder\nx", "1048576", home + "/hold", "1048576", "2"}, "1MiB",
+      [](const ServedSites& s) { return !s.rows.empty() && s.rows[0].live > 100.0 * (1 << 20); },
+      run));
+  const ServedSites& sites = run.sites;
+  Memtrimd& m = *run.m;
+  Process& holder = run.holder;
 
   // The program's own functions are named; none of the secret file's.
   EXPECT_EQ(sites.rows[0].name.rfind("hold < hold_200 < main", 0), 0u) << sites.rows[0].name;
@@ -119,6 +152,45 @@ TEST(SymbolSourceTest, ANewlineNameBesideASymlinkNamesNoFunctionOfARootOnlyFile)
   ASSERT_EQ(names.exit_code, 0) << names.err;
   EXPECT_NE(names.out.find("hold_200"), std::string::npos);
   EXPECT_EQ(names.out.find("secret_"), std::string::npos) << names.out;
+
+  holder.Kill();
+  RemoveStaleAgentSocket(holder.pid());
+}
+
+// A node agent cannot take a target's ids, so it reads no debug file for a
+// stripped program: its sites say so, naming the capabilities it lacks,
+// rather than only showing the program's file where functions were.
+TEST(SymbolSourceTest, ANodeAgentSaysWhyAStrippedProgramHasNoFunctionNames) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root: the target is another user";
+  const std::string marker = "symstrip" + std::to_string(::getpid());
+  TempDir dir;
+  const std::string home = AttackerDir(dir, marker);
+  const std::string program = home + "/cxx_site_holder.stripped";
+  RunResult strip =
+      RunCommand({"strip", "--strip-all", "-o", program, WorkloadBin("cxx_site_holder")});
+  ASSERT_EQ(strip.exit_code, 0) << strip.err;
+  // Before it holds anything the program's anonymous RSS is about 200 KiB.
+  NodeSampled run;
+  ASSERT_NO_FATAL_FAILURE(StartAndHold(
+      home, marker, {program, home + "/hold"}, "64KiB",
+      [](const ServedSites& s) {
+        return !s.rows.empty() && s.rows[0].live > 32.0 * (1 << 20) && !s.unnamed_files.empty();
+      },
+      run));
+  const ServedSites& sites = run.sites;
+  Process& holder = run.holder;
+  EXPECT_TRUE(sites.rows[0].name.starts_with("cxx_site_holder.stripped")) << sites.rows[0].name;
+  const ServedUnnamedFile& f = sites.unnamed_files[0];
+  EXPECT_EQ(f.file, program);
+  EXPECT_TRUE(f.why.starts_with(
+      "stripped: only the functions it exports have names; its debug file (build id "))
+      << f.why;
+  // The node agent has neither CAP_SETUID nor CAP_SETGID (the target has no
+  // supplementary groups, as memtrimd: only its uid and gid are wanted).
+  EXPECT_TRUE(f.why.ends_with("): taking the target's uid " + std::to_string(kNamelessUid) +
+                              " and gid " + std::to_string(kNamelessUid) +
+                              " needs CAP_SETUID and CAP_SETGID"))
+      << f.why;
 
   holder.Kill();
   RemoveStaleAgentSocket(holder.pid());
