@@ -186,6 +186,30 @@ void CheckVirtualThreadStacks(const std::vector<std::vector<std::string>>& stack
   EXPECT_GT(whole, 0) << traces.substr(0, 20000);
 }
 
+// JavaFramesStress on the JDK at `home` with `flags`, for `seconds` once
+// told "go" on `in`; its output in `dir` (jvm.out, jvm.err) and so is any
+// hs_err_pid<pid>.log (the JVM's working directory and -XX:ErrorFile's).
+// Returns once it is ready to be told.
+void StartStress(const TempDir& dir, const std::string& home, const std::vector<std::string>& flags,
+                 int seconds, StdinPipe& in, Process& jvm) {
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.stdin_path = in.path();
+  o.stdout_path = dir / "jvm.out";
+  o.stderr_path = dir / "jvm.err";
+  o.cwd = dir.path();
+  const std::string ready = dir / "stress.ready";
+  std::vector<std::string> java = {home + "/bin/java", "-Xmx128m", "-XX:MaxDirectMemorySize=32m",
+                                   "-XX:ErrorFile=" + (dir / "hs_err_pid%p.log")};
+  java.insert(java.end(), flags.begin(), flags.end());
+  java.insert(java.end(), {"-cp", JAVA_WORKLOADS_CLASSPATH, "JavaFramesStress", "--seconds",
+                           std::to_string(seconds), "--ready-file", ready, "--go-on-stdin"});
+  jvm = Process(java, o);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 60s) &&
+              jvm.running())
+      << ReadFile(dir / "jvm.out") << ReadFile(dir / "jvm.err");
+}
+
 class JavaFramesStressTest : public ::testing::TestWithParam<std::tuple<std::string, std::size_t>> {
 };
 
@@ -195,25 +219,9 @@ TEST_P(JavaFramesStressTest, TheJvmEndsByItselfWhileMemtrimdReadsItsJavaFrames) 
   const bool virtual_threads = JdkFeature(home) >= 21;
   TempDir dir;
   StdinPipe in(dir / "stress.in");
-  ASSERT_TRUE(in.ok());
-  SpawnOptions o;
-  o.stdin_path = in.path();
-  o.stdout_path = dir / "jvm.out";
-  o.stderr_path = dir / "jvm.err";
-  // hs_err_pid<pid>.log would land in the JVM's working directory: both
-  // there and where -XX:ErrorFile points are this test's directory.
-  o.cwd = dir.path();
-  const std::string ready = dir / "stress.ready";
-  std::vector<std::string> java = {home + "/bin/java", "-Xmx128m", "-XX:MaxDirectMemorySize=32m",
-                                   "-XX:ErrorFile=" + (dir / "hs_err_pid%p.log")};
-  java.insert(java.end(), variant.flags.begin(), variant.flags.end());
-  java.insert(java.end(), {"-cp", JAVA_WORKLOADS_CLASSPATH, "JavaFramesStress", "--seconds",
-                           std::to_string(kSeconds), "--ready-file", ready, "--go-on-stdin"});
-  Process jvm(java, o);
+  Process jvm;
+  ASSERT_NO_FATAL_FAILURE(StartStress(dir, home, variant.flags, kSeconds, in, jvm));
   auto output = [&] { return ReadFile(dir / "jvm.out") + ReadFile(dir / "jvm.err"); };
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 60s) &&
-              jvm.running())
-      << output();
 
   // The agent is loaded into the JVM while it churns; every 4 KiB allocated
   // is sampled, with no budget, and the sites are read four times a second,
@@ -349,19 +357,8 @@ std::vector<std::tuple<std::string, std::size_t>> Cases() {
 TEST(JavaFramesStressEndTest, ClassEventsEndWhenSamplingEnds) {
   TempDir dir;
   StdinPipe in(dir / "stress.in");
-  ASSERT_TRUE(in.ok());
-  SpawnOptions o;
-  o.stdin_path = in.path();
-  o.stdout_path = dir / "jvm.out";
-  o.stderr_path = dir / "jvm.err";
-  o.cwd = dir.path();
-  const std::string ready = dir / "stress.ready";
-  Process jvm({std::string(kJava17Home) + "/bin/java", "-Xmx128m", "-XX:MaxDirectMemorySize=32m",
-               "-cp", JAVA_WORKLOADS_CLASSPATH, "JavaFramesStress", "--seconds", "30",
-               "--ready-file", ready, "--go-on-stdin"},
-              o);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready + ".base") || !jvm.running(); }, 60s) &&
-              jvm.running());
+  Process jvm;
+  ASSERT_NO_FATAL_FAILURE(StartStress(dir, kJava17Home, {}, 30, in, jvm));
   ASSERT_TRUE(in.Write("go\n"));
   auto m = std::make_unique<Memtrimd>(std::vector<std::string>{
       "--target.pid=" + std::to_string(jvm.pid()), "--jvm.load-agent", "--collector.sites",
