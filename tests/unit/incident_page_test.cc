@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "daemon/analysis/rss_account.h"
+#include "daemon/base/json_writer.h"
 #include "daemon/report/site_report.h"
 #include "daemon/report/svg_chart.h"
 
@@ -622,6 +623,20 @@ TEST(IncidentPage, AFileWithoutFunctionNamesIsSaidWithItsReason) {
   const std::string text = report::SitesText(*sites, 10, std::chrono::system_clock::now());
   EXPECT_NE(text.find("\n  no function names in /srv/a<b>\\012pp (shown as"), std::string::npos)
       << text;
+  // A name that is not UTF-8: U+FFFD in its place, in the page, the text and
+  // the JSON alike.
+  sites->unnamed_files[0].path = "/srv/\xff.so";
+  snap = OneTarget(ts, nullptr);
+  html = RenderIncidentPage(&snap, nullptr, nullptr, {}).html;
+  EXPECT_NE(html.find("no function names in /srv/\uFFFD.so (shown as \uFFFD.so in"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(report::SitesText(*sites, 10, std::chrono::system_clock::now())
+                .find("no function names in /srv/\uFFFD.so"),
+            std::string::npos);
+  JsonWriter w;
+  report::SitesJson(w, *sites, 10);
+  EXPECT_NE(w.str().find("\"file\":\"/srv/\uFFFD.so\""), std::string::npos) << w.str();
 }
 
 // Issue 33: the page's header shows the RSS of this sample; the account is
