@@ -348,6 +348,8 @@ TEST_F(SitesTest, CxxFunctionsAreDemangledWithoutParameters) {
   ASSERT_FALSE(sites.rows.empty());
   // 64 blocks of 1 MiB: an error of about 5 % at the default period.
   EXPECT_EQ(sites.rows[0].name, "holder::Pool<int>::grow < holder::fill < main");
+  // Every name shown is a function's: no file is said to lack names.
+  EXPECT_TRUE(sites.unnamed_files.empty()) << sites.unnamed_files[0].file;
   EXPECT_NEAR(sites.rows[0].live / kMiB, 64.0, 16.0);
   for (const ServedSite& row : sites.rows) {
     EXPECT_EQ(row.name.find("_Z"), std::string::npos) << row.name;
